@@ -1,0 +1,180 @@
+// Package activities holds eve's Temporal activities: the model step and
+// tool execution. Everything non-deterministic (model calls, tool code,
+// schema validation of live data) runs here, never in workflow code.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// Registered activity names.
+const (
+	ModelStepName   = "eve.ModelStep"
+	ExecuteToolName = "eve.ExecuteTool"
+)
+
+// Error types of application errors raised here.
+const (
+	ErrTypeModel     = "ModelError"
+	ErrTypeTool      = "ToolError"
+	ErrTypeBadConfig = "ConfigError"
+)
+
+// Activities is the receiver registered with the worker.
+type Activities struct {
+	Tools  *tools.Registry
+	Model  model.Model
+	System string
+	Logger *slog.Logger
+}
+
+// ModelStepInput is one model call.
+type ModelStepInput struct {
+	SessionID string          `json:"sessionId"`
+	TurnID    string          `json:"turnId"`
+	StepIndex int             `json:"stepIndex"`
+	Messages  []model.Message `json:"messages"`
+}
+
+// CallPlan is how the workflow must run one tool call. The model step decides
+// it from the registry and records it in history, so workflow code never
+// reads worker configuration directly.
+type CallPlan struct {
+	Call  model.ToolCall `json:"call"`
+	Known bool           `json:"known"`
+	// Activity options for the call.
+	Local            bool              `json:"local,omitempty"`
+	Timeout          time.Duration     `json:"timeout"`
+	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
+	Retry            tools.RetryPolicy `json:"retry"`
+}
+
+// ModelStepOutput is the model's response plus a plan for each tool call.
+type ModelStepOutput struct {
+	ModelID  string         `json:"modelId"`
+	Response model.Response `json:"response"`
+	Plans    []CallPlan     `json:"plans,omitempty"`
+}
+
+// ModelStep runs one model step with the registry's tools.
+func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelStepOutput, error) {
+	req := model.Request{System: a.System, Messages: in.Messages, Tools: a.Tools.Descriptors()}
+	resp, err := a.Model.Step(ctx, req, nil)
+	if err != nil {
+		if model.IsRetryable(err) {
+			return ModelStepOutput{}, fmt.Errorf("model step %d of %s: %w", in.StepIndex, in.TurnID, err)
+		}
+		return ModelStepOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err), ErrTypeModel, err)
+	}
+	out := ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
+	for _, c := range resp.ToolCalls {
+		out.Plans = append(out.Plans, a.plan(c))
+	}
+	return out, nil
+}
+
+func (a *Activities) plan(c model.ToolCall) CallPlan {
+	t, ok := a.Tools.Get(c.Name)
+	if !ok {
+		return CallPlan{Call: c, Timeout: tools.DefaultTimeout, Retry: tools.RetryPolicy{MaximumAttempts: 1}}
+	}
+	return CallPlan{
+		Call:             c,
+		Known:            true,
+		Local:            t.Local,
+		Timeout:          t.EffectiveTimeout(),
+		HeartbeatTimeout: t.HeartbeatTimeout,
+		Retry:            t.EffectiveRetry(),
+	}
+}
+
+// ExecuteToolInput is one tool call.
+type ExecuteToolInput struct {
+	Session  auth.Session    `json:"session"`
+	TurnID   string          `json:"turnId"`
+	CallID   string          `json:"callId"`
+	ToolName string          `json:"toolName"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// ToolOutcome is a settled call as the model and the stream see it. Input
+// and output validation failures are outcomes, not activity failures, so
+// they are never retried.
+type ToolOutcome struct {
+	Status string                `json:"status"` // completed or failed
+	Output json.RawMessage       `json:"output"`
+	Error  *protocol.ActionError `json:"error,omitempty"`
+}
+
+// FailedOutcome builds a failed outcome whose output tells the model why.
+func FailedOutcome(code, message string) ToolOutcome {
+	out, _ := json.Marshal(map[string]string{"error": message, "code": code})
+	return ToolOutcome{Status: protocol.StatusFailed, Output: out, Error: &protocol.ActionError{Code: code, Message: message}}
+}
+
+// ExecuteTool validates the input, runs the tool and validates its output.
+func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolOutcome, error) {
+	t, ok := a.Tools.Get(in.ToolName)
+	if !ok {
+		return FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", in.ToolName)), nil
+	}
+	if err := t.ValidateInput(in.Input); err != nil {
+		return FailedOutcome(protocol.CodeToolInputInvalid,
+			fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)), nil
+	}
+	var attempt int32 = 1
+	heartbeat := func(...any) {}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		attempt = info.Attempt
+		if !info.IsLocalActivity {
+			heartbeat = func(d ...any) { activity.RecordHeartbeat(ctx, d...) }
+		}
+	}
+	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	result, err := t.Execute(tctx, in.Input)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return ToolOutcome{}, err
+		}
+		msg := fmt.Sprintf("tool %s failed: %v", t.Name, err)
+		if tools.IsNonRetryable(err) {
+			return ToolOutcome{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTool, err)
+		}
+		return ToolOutcome{}, temporal.NewApplicationErrorWithCause(msg, ErrTypeTool, err)
+	}
+	out, err := json.Marshal(result)
+	if err != nil {
+		return FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned a value that is not JSON: %v", t.Name, err)), nil
+	}
+	if err := t.ValidateOutput(out); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			a.logger().Warn("tool output breaks its schema", "tool", t.Name, "call", in.CallID, "problems", ve.Problems)
+		}
+		return FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned output that breaks its output schema: %v", t.Name, err)), nil
+	}
+	return ToolOutcome{Status: protocol.StatusCompleted, Output: out}, nil
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}

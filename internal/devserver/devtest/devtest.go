@@ -1,0 +1,157 @@
+// Package devtest gives tests a real Temporal dev server.
+//
+// Share one server between all tests of a package (started lazily, on the
+// first Shared call, and stopped when the package's tests end):
+//
+//	func TestMain(m *testing.M) { devtest.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		srv := devtest.Shared(t)
+//		c := devtest.Client(t, srv)
+//		tq := devtest.TaskQueue(t) // unique per test, so tests don't steal each other's tasks
+//		...
+//	}
+//
+// or start a private one (stopped by t.Cleanup), e.g. to restart it:
+//
+//	srv := devtest.Start(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
+//
+// Every server gets its own free ports, so packages tested in parallel
+// (`go test ./...`) don't collide. Servers use devserver.TuningFast unless the
+// options say otherwise. When the Temporal CLI is missing, tests fail with the
+// command that builds it.
+package devtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/internal/devserver"
+)
+
+// Option adjusts the options of the shared server (see Main).
+type Option func(*devserver.Options)
+
+var (
+	sharedMu   sync.Mutex
+	sharedOpts = devserver.Options{Tuning: devserver.TuningFast}
+	shared     *devserver.Server
+	sharedErr  error
+	mainUsed   bool
+)
+
+// Main runs the package's tests (m.Run) and then stops the shared server, if
+// a test started one, and exits. Call it from TestMain. opts adjust the shared
+// server's options (default: in-memory, devserver.TuningFast, free ports).
+func Main(m *testing.M, opts ...Option) {
+	sharedMu.Lock()
+	for _, o := range opts {
+		o(&sharedOpts)
+	}
+	mainUsed = true
+	sharedMu.Unlock()
+
+	code := m.Run()
+
+	sharedMu.Lock()
+	srv := shared
+	shared = nil
+	sharedMu.Unlock()
+	if srv != nil {
+		if err := srv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "devtest: stopping the shared Temporal dev server:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// Shared returns the package's shared dev server, starting it on first use.
+// Tests that use it must not stop or restart it; use Start for that. Without
+// Main the server is still shared, and on Linux dies with the test binary.
+func Shared(t testing.TB) *devserver.Server {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil && sharedErr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		shared, sharedErr = devserver.Start(ctx, sharedOpts)
+	}
+	if sharedErr != nil {
+		t.Fatalf("devtest: the shared Temporal dev server did not start: %v", sharedErr)
+	}
+	if !mainUsed {
+		t.Logf("devtest: the shared dev server at %s is not stopped at the end; call devtest.Main from TestMain", shared.Addr)
+		mainUsed = true // log once
+	}
+	return shared
+}
+
+// Start starts a private dev server for this test and stops it in t.Cleanup.
+// A zero opts.Tuning (TuningDefault) is taken as devserver.TuningFast, since
+// tests want speed; use StartDefault for the server's own untuned defaults.
+func Start(t testing.TB, opts devserver.Options) *devserver.Server {
+	t.Helper()
+	if opts.Tuning == devserver.TuningDefault {
+		opts.Tuning = devserver.TuningFast
+	}
+	return start(t, opts)
+}
+
+// StartDefault is Start with the server's own (untuned) defaults.
+func StartDefault(t testing.TB, opts devserver.Options) *devserver.Server {
+	t.Helper()
+	opts.Tuning = devserver.TuningDefault
+	return start(t, opts)
+}
+
+func start(t testing.TB, opts devserver.Options) *devserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, err := devserver.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("devtest: the Temporal dev server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("devtest: stopping the Temporal dev server: %v", err)
+		}
+	})
+	return srv
+}
+
+// Client dials srv and closes the client in t.Cleanup.
+func Client(t testing.TB, srv *devserver.Server) client.Client {
+	t.Helper()
+	c, err := srv.Dial(client.Options{})
+	if err != nil {
+		t.Fatalf("devtest: dialing the Temporal dev server at %s: %v", srv.Addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+var (
+	tqSeq     atomic.Int64
+	tqInvalid = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+)
+
+// TaskQueue returns a task queue name unique to this test (and this process),
+// so tests sharing a server never pick up each other's tasks.
+func TaskQueue(t testing.TB) string {
+	name := tqInvalid.ReplaceAllString(t.Name(), "_")
+	if len(name) > 100 {
+		name = name[:100]
+	}
+	return strings.Trim(name, "_") + fmt.Sprintf("-%d-%d", os.Getpid(), tqSeq.Add(1))
+}

@@ -1,0 +1,131 @@
+// Package evetest runs eve against a real Temporal dev server in tests: a
+// worker serving an agent on a private task queue, and a sessions service
+// to drive it.
+package evetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// Env is one test's eve: a client, a task queue and a sessions service.
+type Env struct {
+	T         testing.TB
+	Server    *devserver.Server
+	Client    client.Client
+	TaskQueue string
+	Sessions  *sessions.Service
+}
+
+// New uses the package's shared dev server (see devtest.Main).
+func New(t testing.TB) *Env {
+	return NewOn(t, devtest.Shared(t))
+}
+
+// NewOn uses the given dev server.
+func NewOn(t testing.TB, srv *devserver.Server) *Env {
+	t.Helper()
+	c := devtest.Client(t, srv)
+	tq := devtest.TaskQueue(t)
+	return &Env{T: t, Server: srv, Client: c, TaskQueue: tq, Sessions: &sessions.Service{Client: c, TaskQueue: tq}}
+}
+
+// Agent builds an agent from scripted rules (YAML) and tools.
+func Agent(t testing.TB, rules string, ts ...*tools.Tool) *agent.Agent {
+	t.Helper()
+	m, err := scripted.Parse([]byte(rules))
+	if err != nil {
+		t.Fatalf("scripted rules: %v", err)
+	}
+	reg := tools.NewRegistry()
+	if err := reg.Register(ts...); err != nil {
+		t.Fatalf("register tools: %v", err)
+	}
+	return &agent.Agent{Name: "test", Model: m, Tools: reg, LocalModel: true}
+}
+
+// StartWorker runs a worker for a on the env's task queue until the test ends
+// (or until the returned stop is called).
+func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
+	e.T.Helper()
+	w := worker.New(e.Client, e.TaskQueue, worker.Options{})
+	if err := agent.Register(w, a); err != nil {
+		e.T.Fatalf("register agent: %v", err)
+	}
+	if err := w.Start(); err != nil {
+		e.T.Fatalf("start worker: %v", err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			w.Stop()
+		}
+	}
+	e.T.Cleanup(stop)
+	return stop
+}
+
+// Ctx returns a context that ends with the test or after d.
+func (e *Env) Ctx(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	e.T.Cleanup(cancel)
+	return ctx
+}
+
+// SendAndWait delivers a message and waits for its turn to end.
+func (e *Env) SendAndWait(ctx context.Context, sessionID, message string) signals.SendResult {
+	e.T.Helper()
+	res, err := e.Sessions.Send(ctx, sessionID, signals.SendRequest{Message: message, Wait: true})
+	if err != nil {
+		e.T.Fatalf("send %q: %v", message, err)
+	}
+	return res
+}
+
+// Events returns all of a session's events.
+func (e *Env) Events(ctx context.Context, sessionID string) []protocol.Event {
+	e.T.Helper()
+	evs, err := e.Sessions.Events(ctx, sessionID, 0)
+	if err != nil {
+		e.T.Fatalf("events of %s: %v", sessionID, err)
+	}
+	return evs
+}
+
+// Types lists event types.
+func Types(evs []protocol.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// Of returns the events of one type.
+func Of(evs []protocol.Event, typ string) []protocol.Event {
+	var out []protocol.Event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Join is Types joined with spaces, for readable assertions.
+func Join(evs []protocol.Event) string { return strings.Join(Types(evs), " ") }

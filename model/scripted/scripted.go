@@ -1,0 +1,308 @@
+// Package scripted is a deterministic model driven by rules in a YAML or JSON
+// file, so demos and tests run without an API key.
+//
+// A rule matches the last user message with a case-insensitive regular
+// expression and lists steps: each step either calls tools or replies. The
+// step a rule is on is the number of tool-calling assistant messages since
+// that user message, so a rule walks its steps as tool results come back; a
+// rule whose last step calls tools repeats it (useful to test max-steps).
+// Templates in inputs and replies use {{name}} or {{1}} for regexp captures
+// and {{result.TOOL}} or {{result.TOOL.path.to.field}} for tool results
+// ({{results.N.field}} is the Nth result of the latest step, in call order).
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/eve-temporal/eve/model"
+)
+
+// Script is the rules file.
+type Script struct {
+	Name    string `json:"name" yaml:"name"`
+	Default string `json:"default" yaml:"default"`
+	Rules   []Rule `json:"rules" yaml:"rules"`
+}
+
+// Rule answers messages that match Match.
+type Rule struct {
+	Match string `json:"match" yaml:"match"`
+	// Steps, or the shorthand Calls then Reply.
+	Steps []Step `json:"steps" yaml:"steps"`
+	Calls []Call `json:"calls" yaml:"calls"`
+	Reply string `json:"reply" yaml:"reply"`
+	re    *regexp.Regexp
+}
+
+// Step is one model response: tool calls (with optional text) or a reply.
+type Step struct {
+	Text  string `json:"text" yaml:"text"`
+	Calls []Call `json:"calls" yaml:"calls"`
+	Reply string `json:"reply" yaml:"reply"`
+}
+
+// Call is one tool call. Input is an object whose strings are templates;
+// InputJSON is a template of the whole JSON input (for numbers from captures).
+type Call struct {
+	Tool      string         `json:"tool" yaml:"tool"`
+	Input     map[string]any `json:"input" yaml:"input"`
+	InputJSON string         `json:"inputJSON" yaml:"inputJSON"`
+}
+
+// Model is a scripted model.
+type Model struct {
+	id     string
+	script Script
+}
+
+// Load reads a rules file (YAML or JSON).
+func Load(path string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scripted model rules: %w", err)
+	}
+	m, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model rules %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Parse compiles rules from YAML or JSON bytes.
+func Parse(b []byte) (*Model, error) {
+	var s Script
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	return New(s)
+}
+
+// New compiles a script.
+func New(s Script) (*Model, error) {
+	for i := range s.Rules {
+		r := &s.Rules[i]
+		re, err := regexp.Compile("(?i)" + r.Match)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d: match %q is not a valid regular expression: %w", i+1, r.Match, err)
+		}
+		r.re = re
+		if len(r.Steps) == 0 {
+			if len(r.Calls) > 0 {
+				r.Steps = append(r.Steps, Step{Calls: r.Calls})
+			}
+			if r.Reply != "" || len(r.Calls) == 0 {
+				r.Steps = append(r.Steps, Step{Reply: r.Reply})
+			}
+		}
+		for j, st := range r.Steps {
+			if len(st.Calls) > 0 && st.Reply != "" {
+				return nil, fmt.Errorf("rule %d step %d: a step either calls tools or replies, not both (use text: for words beside calls)", i+1, j+1)
+			}
+			for k, c := range st.Calls {
+				if c.Tool == "" {
+					return nil, fmt.Errorf("rule %d step %d call %d: tool is required", i+1, j+1, k+1)
+				}
+			}
+		}
+	}
+	name := s.Name
+	if name == "" {
+		name = "default"
+	}
+	return &Model{id: "scripted:" + name, script: s}, nil
+}
+
+// ID implements model.Model.
+func (m *Model) ID() string { return m.id }
+
+// Step implements model.Model.
+func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream) (model.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return model.Response{}, err
+	}
+	lastUser := -1
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == model.RoleUser {
+			lastUser = i
+			break
+		}
+	}
+	userText := ""
+	if lastUser >= 0 {
+		userText = req.Messages[lastUser].Text
+	}
+	// Which step: tool-calling assistant messages since the user spoke.
+	stepIdx := 0
+	vars := map[string]string{}
+	results := map[string]json.RawMessage{}
+	for _, msg := range req.Messages[lastUser+1:] {
+		if msg.Role == model.RoleAssistant && len(msg.ToolCalls) > 0 {
+			stepIdx++
+		}
+		for i, r := range msg.ToolResults {
+			results[r.Name] = r.Output
+			// results.N is the Nth result of the latest step, in call order.
+			results["#"+strconv.Itoa(i)] = r.Output
+		}
+	}
+	var rule *Rule
+	for i := range m.script.Rules {
+		r := &m.script.Rules[i]
+		match := r.re.FindStringSubmatch(userText)
+		if match == nil {
+			continue
+		}
+		rule = r
+		for gi, g := range match {
+			vars[strconv.Itoa(gi)] = strings.TrimSpace(g)
+		}
+		for gi, name := range r.re.SubexpNames() {
+			if name != "" {
+				vars[name] = strings.TrimSpace(match[gi])
+			}
+		}
+		break
+	}
+	usageIn := 0
+	for _, msg := range req.Messages {
+		usageIn += len(msg.Text)/4 + 1
+		for _, r := range msg.ToolResults {
+			usageIn += len(r.Output) / 4
+		}
+	}
+	if rule == nil {
+		return reply(m.script.Default, usageIn, stream), nil
+	}
+	if stepIdx >= len(rule.Steps) {
+		stepIdx = len(rule.Steps) - 1
+	}
+	st := rule.Steps[stepIdx]
+	if len(st.Calls) == 0 {
+		return reply(render(st.Reply, vars, results), usageIn, stream), nil
+	}
+	resp := model.Response{Text: render(st.Text, vars, results), FinishReason: model.FinishToolCalls}
+	for i, c := range st.Calls {
+		input, err := callInput(c, vars, results)
+		if err != nil {
+			return model.Response{}, fmt.Errorf("scripted call %s: %w", c.Tool, err)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, model.ToolCall{
+			ID:    fmt.Sprintf("call_%d_%d", len(req.Messages), i),
+			Name:  c.Tool,
+			Input: input,
+		})
+	}
+	resp.Usage = model.Usage{InputTokens: usageIn, OutputTokens: 10 * len(resp.ToolCalls)}
+	return resp, nil
+}
+
+func reply(text string, usageIn int, stream model.Stream) model.Response {
+	if stream != nil && text != "" {
+		// Deliver in two pieces, as a streaming provider would.
+		half := strings.IndexByte(text[len(text)/2:], ' ')
+		if half >= 0 {
+			cut := len(text)/2 + half + 1
+			stream(text[:cut])
+			stream(text[cut:])
+		} else {
+			stream(text)
+		}
+	}
+	return model.Response{Text: text, FinishReason: model.FinishStop, Usage: model.Usage{InputTokens: usageIn, OutputTokens: len(text)/4 + 1}}
+}
+
+func callInput(c Call, vars map[string]string, results map[string]json.RawMessage) (json.RawMessage, error) {
+	if c.InputJSON != "" {
+		s := render(c.InputJSON, vars, results)
+		// Deliberately pass through even if invalid: a scripted model may
+		// test how the runtime handles malformed tool input.
+		return json.RawMessage(s), nil
+	}
+	if c.Input == nil {
+		return json.RawMessage(`{}`), nil
+	}
+	v := renderValue(c.Input, vars, results)
+	return json.Marshal(v)
+}
+
+func renderValue(v any, vars map[string]string, results map[string]json.RawMessage) any {
+	switch x := v.(type) {
+	case string:
+		return render(x, vars, results)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = renderValue(e, vars, results)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = renderValue(e, vars, results)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+var tmpl = regexp.MustCompile(`\{\{\s*([^}]+?)\s*\}\}`)
+
+func render(s string, vars map[string]string, results map[string]json.RawMessage) string {
+	return tmpl.ReplaceAllStringFunc(s, func(m string) string {
+		key := strings.TrimSpace(m[2 : len(m)-2])
+		if v, ok := vars[key]; ok {
+			return v
+		}
+		if rest, ok := strings.CutPrefix(key, "results."); ok {
+			n, path, _ := strings.Cut(rest, ".")
+			raw, ok := results["#"+n]
+			if !ok {
+				return ""
+			}
+			return lookup(raw, path)
+		}
+		if rest, ok := strings.CutPrefix(key, "result."); ok {
+			tool, path, _ := strings.Cut(rest, ".")
+			raw, ok := results[tool]
+			if !ok {
+				return ""
+			}
+			return lookup(raw, path)
+		}
+		return m
+	})
+}
+
+func lookup(raw json.RawMessage, path string) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	if path != "" {
+		for _, p := range strings.Split(path, ".") {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return ""
+			}
+			v = obj[p]
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}

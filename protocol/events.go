@@ -1,0 +1,212 @@
+// Package protocol defines the events of eve's session stream (eve 0.80.1,
+// stream version 26) and the input request/response shapes. Field names match
+// eve's wire format exactly: the official eve/client reads these.
+package protocol
+
+import (
+	"encoding/json"
+)
+
+// Event types recorded by the runtime.
+const (
+	SessionStarted   = "session.started"
+	SessionWaiting   = "session.waiting"
+	SessionFailed    = "session.failed"
+	SessionCompleted = "session.completed"
+	TurnStarted      = "turn.started"
+	TurnWaiting      = "turn.waiting"
+	TurnCompleted    = "turn.completed"
+	TurnFailed       = "turn.failed"
+	TurnCancelled    = "turn.cancelled"
+	MessageReceived  = "message.received"
+	MessageAppended  = "message.appended"
+	MessageCompleted = "message.completed"
+	StepStarted      = "step.started"
+	StepCompleted    = "step.completed"
+	StepFailed       = "step.failed"
+	ActionsRequested = "actions.requested"
+	ActionResult     = "action.result"
+	InputRequested   = "input.requested"
+	InputResolved    = "input.resolved"
+	ContextCleared   = "context.cleared"
+)
+
+// Event is one stamped stream event: {"type","data","meta"}.
+type Event struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+	Meta Meta            `json:"meta"`
+}
+
+// Meta is stamped once when the event is recorded and never changes, so a
+// replay of the stream yields the same ids (the client de-duplicates by id).
+type Meta struct {
+	ID          string   `json:"id"`
+	At          string   `json:"at"`
+	DeliveryIDs []string `json:"deliveryIds,omitempty"`
+}
+
+// Decode unmarshals the event's data into v.
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Data, v) }
+
+// TurnRef identifies the turn an event belongs to.
+type TurnRef struct {
+	Sequence int    `json:"sequence"`
+	TurnID   string `json:"turnId"`
+}
+
+// StepRef identifies the model step an event belongs to.
+type StepRef struct {
+	Sequence  int    `json:"sequence"`
+	StepIndex int    `json:"stepIndex"`
+	TurnID    string `json:"turnId"`
+}
+
+type SessionStartedData struct {
+	Runtime *RuntimeIdentity `json:"runtime,omitempty"`
+}
+
+type RuntimeIdentity struct {
+	AgentID    string `json:"agentId"`
+	AgentName  string `json:"agentName,omitempty"`
+	EveVersion string `json:"eveVersion"`
+}
+
+type SessionWaitingData struct {
+	ContinuationToken string      `json:"continuationToken"`
+	Usage             *TokenUsage `json:"usage,omitempty"`
+	Wait              string      `json:"wait"` // "next-user-message"
+}
+
+type TurnStartedData = TurnRef
+type TurnCompletedData = TurnRef
+type TurnCancelledData = TurnRef
+
+type MessageReceivedData struct {
+	Message  string `json:"message"`
+	Sequence int    `json:"sequence"`
+	TurnID   string `json:"turnId"`
+}
+
+type MessageAppendedData struct {
+	MessageDelta string `json:"messageDelta"`
+	StepRef
+}
+
+type MessageCompletedData struct {
+	FinishReason string `json:"finishReason"`
+	Message      string `json:"message"`
+	StepRef
+}
+
+type StepStartedData struct {
+	ModelID string `json:"modelId"`
+	StepRef
+}
+
+type StepCompletedData struct {
+	FinishReason string     `json:"finishReason"`
+	Usage        *StepUsage `json:"usage,omitempty"`
+	StepRef
+}
+
+type StepUsage struct {
+	InputTokens      int `json:"inputTokens,omitempty"`
+	OutputTokens     int `json:"outputTokens,omitempty"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+}
+
+// TokenUsage is the session's running usage.
+type TokenUsage struct {
+	CacheReadTokens  int `json:"cacheReadTokens"`
+	CacheWriteTokens int `json:"cacheWriteTokens"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+}
+
+// Add returns the sum of two usages.
+func (u TokenUsage) Add(s StepUsage) TokenUsage {
+	u.InputTokens += s.InputTokens
+	u.OutputTokens += s.OutputTokens
+	u.CacheReadTokens += s.CacheReadTokens
+	u.CacheWriteTokens += s.CacheWriteTokens
+	return u
+}
+
+type StepFailedData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	StepRef
+}
+
+type TurnFailedData struct {
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Sequence int    `json:"sequence"`
+	Terminal bool   `json:"terminal"`
+	TurnID   string `json:"turnId"`
+}
+
+type TurnWaitingData struct {
+	On       string      `json:"on"` // "input" or "tasks"
+	Sequence int         `json:"sequence"`
+	TurnID   string      `json:"turnId"`
+	Usage    *TokenUsage `json:"usage,omitempty"`
+}
+
+// ToolCallAction is eve's RuntimeToolCallActionRequest (a strict object).
+type ToolCallAction struct {
+	CallID   string          `json:"callId"`
+	Input    json.RawMessage `json:"input"`
+	Kind     string          `json:"kind"` // "tool-call"
+	ToolName string          `json:"toolName"`
+}
+
+type ActionsRequestedData struct {
+	Actions []ToolCallAction `json:"actions"`
+	StepRef
+}
+
+// ToolResultAction is eve's RuntimeToolResultActionResult.
+type ToolResultAction struct {
+	CallID    string          `json:"callId"`
+	ErrorName string          `json:"errorName,omitempty"`
+	IsError   bool            `json:"isError,omitempty"`
+	Kind      string          `json:"kind"` // "tool-result"
+	Output    json.RawMessage `json:"output"`
+	ToolName  string          `json:"toolName"`
+}
+
+// Action result statuses.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusRejected  = "rejected"
+)
+
+// ActionError is the stable failure payload of action.result.
+type ActionError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Name    string `json:"name,omitempty"`
+}
+
+// Error codes of action.result.
+const (
+	CodeToolInputInvalid  = "TOOL_INPUT_INVALID"
+	CodeToolOutputInvalid = "TOOL_OUTPUT_INVALID"
+	CodeToolExecution     = "TOOL_EXECUTION_FAILED"
+	CodeToolNotFound      = "TOOL_NOT_FOUND"
+	CodeToolDenied        = "TOOL_EXECUTION_DENIED"
+	CodeToolTimeout       = "TOOL_TIMEOUT"
+	CodeToolCancelled     = "TOOL_CANCELLED"
+	CodeDeadlineExceeded  = "DEADLINE_EXCEEDED"
+)
+
+type ActionResultData struct {
+	Error  *ActionError     `json:"error,omitempty"`
+	Result ToolResultAction `json:"result"`
+	Status string           `json:"status"`
+	StepRef
+}

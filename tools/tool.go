@@ -1,0 +1,230 @@
+// Package tools defines authored tools: a model-facing name, a description,
+// an input schema, an optional output schema and an Execute function that
+// runs as a Temporal activity.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/schema"
+)
+
+// NamePattern is the rule for model-facing tool names (Anthropic's and OpenAI's).
+var NamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Context is what Execute gets besides its input.
+type Context struct {
+	context.Context
+	// Session carries the session id and its auth: the caller of the current
+	// turn (Auth.Current) and the session's creator (Auth.Initiator). Enforce
+	// tenant and authorization rules from here, not from model input.
+	Session  auth.Session
+	TurnID   string
+	CallID   string
+	ToolName string
+	// IdempotencyKey is the same on every attempt of this call (it is derived
+	// from the session and call id), so a retried side effect can be de-duplicated.
+	IdempotencyKey string
+	// Attempt counts from 1.
+	Attempt   int32
+	heartbeat func(details ...any)
+}
+
+// Heartbeat reports progress. Long tools should call it more often than
+// their HeartbeatTimeout; a call that stops heartbeating is retried.
+func (c *Context) Heartbeat(details ...any) {
+	if c.heartbeat != nil {
+		c.heartbeat(details...)
+	}
+}
+
+// NewContext builds a Context. The runtime calls it; tests of tools may too.
+func NewContext(ctx context.Context, session auth.Session, turnID, callID, toolName string, attempt int32, heartbeat func(...any)) *Context {
+	return &Context{
+		Context:        ctx,
+		Session:        session,
+		TurnID:         turnID,
+		CallID:         callID,
+		ToolName:       toolName,
+		IdempotencyKey: session.ID + "/" + callID,
+		Attempt:        attempt,
+		heartbeat:      heartbeat,
+	}
+}
+
+// ExecuteFunc runs a tool. The returned value is marshalled to JSON and
+// checked against the output schema. An error fails this attempt; it is
+// retried by the tool's retry policy unless wrapped with NonRetryable.
+type ExecuteFunc func(ctx *Context, input json.RawMessage) (any, error)
+
+// RetryPolicy bounds the attempts of a tool call.
+type RetryPolicy struct {
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaximumInterval    time.Duration
+	// MaximumAttempts counts the first attempt; 1 means no retries.
+	MaximumAttempts int32
+}
+
+// Defaults for tool execution.
+const (
+	DefaultTimeout     = 60 * time.Second
+	DefaultMaxAttempts = 3
+)
+
+// DefaultRetry is used when a tool sets no retry policy.
+var DefaultRetry = RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: DefaultMaxAttempts}
+
+// Tool is one tool an agent offers the model.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is a JSON Schema for an object (use
+	// {"type":"object","properties":{}} for a tool without arguments).
+	InputSchema json.RawMessage
+	// OutputSchema is optional; when set, Execute's result must match it.
+	OutputSchema json.RawMessage
+	Execute      ExecuteFunc
+
+	// Timeout bounds one attempt (default 60 s).
+	Timeout time.Duration
+	// HeartbeatTimeout, when set, fails an attempt that stops heartbeating.
+	HeartbeatTimeout time.Duration
+	// Retry overrides DefaultRetry.
+	Retry *RetryPolicy
+	// Local runs the tool as a Temporal local activity: much lower latency,
+	// but an attempt interrupted by a worker crash runs again without a
+	// recorded start, and it cannot heartbeat. Use it only for fast,
+	// idempotent tools.
+	Local bool
+
+	input  *schema.Schema
+	output *schema.Schema
+}
+
+// nonRetryable marks an error that must not be retried.
+type nonRetryable struct{ err error }
+
+func (e nonRetryable) Error() string { return e.err.Error() }
+func (e nonRetryable) Unwrap() error { return e.err }
+
+// NonRetryable wraps err so the call fails at once instead of being retried.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return nonRetryable{err}
+}
+
+// IsNonRetryable reports whether err was wrapped with NonRetryable.
+func IsNonRetryable(err error) bool {
+	var nr nonRetryable
+	return errors.As(err, &nr)
+}
+
+// Func defines a tool from a typed function. The input schema is derived
+// from In and the output schema from Out (struct fields become required
+// properties unless tagged omitempty; `jsonschema:"..."` tags describe them).
+func Func[In, Out any](name, description string, fn func(ctx *Context, in In) (Out, error)) *Tool {
+	t := &Tool{Name: name, Description: description}
+	in, err := jsonschema.For[In](nil)
+	if err == nil {
+		t.InputSchema, err = json.Marshal(in)
+	}
+	if err != nil {
+		t.InputSchema = json.RawMessage(fmt.Sprintf(`{"$comment":%q}`, "cannot derive schema: "+err.Error()))
+	}
+	if out, err := jsonschema.For[Out](nil); err == nil {
+		if b, err := json.Marshal(out); err == nil {
+			t.OutputSchema = b
+		}
+	}
+	t.Execute = func(ctx *Context, raw json.RawMessage) (any, error) {
+		var v In
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, NonRetryable(fmt.Errorf("decode input: %w", err))
+		}
+		return fn(ctx, v)
+	}
+	return t
+}
+
+// compile checks the tool's definition; each problem names the rule.
+func (t *Tool) compile() error {
+	var errs []error
+	if !NamePattern.MatchString(t.Name) {
+		errs = append(errs, fmt.Errorf("name must match %s (letters, digits, _ and -, at most 64)", NamePattern))
+	}
+	if t.Description == "" {
+		errs = append(errs, errors.New("description is required: it is how the model decides to call the tool"))
+	}
+	if len(t.InputSchema) == 0 {
+		errs = append(errs, errors.New(`input schema is required; use {"type":"object","properties":{}} for a tool without arguments`))
+	} else if s, err := schema.Compile(t.Name+"/input", t.InputSchema); err != nil {
+		errs = append(errs, fmt.Errorf("input schema: %w", err))
+	} else if s.RootType() != "object" {
+		errs = append(errs, errors.New(`input schema: the root must be {"type":"object"} (model providers send tool input as an object)`))
+	} else {
+		t.input = s
+	}
+	if len(t.OutputSchema) > 0 {
+		if s, err := schema.Compile(t.Name+"/output", t.OutputSchema); err != nil {
+			errs = append(errs, fmt.Errorf("output schema: %w", err))
+		} else {
+			t.output = s
+		}
+	}
+	if t.Execute == nil {
+		errs = append(errs, errors.New("Execute is required"))
+	}
+	if t.Timeout < 0 || t.HeartbeatTimeout < 0 {
+		errs = append(errs, errors.New("timeouts must not be negative"))
+	}
+	if t.Retry != nil && t.Retry.MaximumAttempts < 0 {
+		errs = append(errs, errors.New("retry: MaximumAttempts must not be negative"))
+	}
+	if t.Local && t.HeartbeatTimeout > 0 {
+		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateInput checks model input against the input schema.
+func (t *Tool) ValidateInput(input json.RawMessage) error {
+	if t.input == nil {
+		return fmt.Errorf("tool %s is not registered", t.Name)
+	}
+	return t.input.Validate(input)
+}
+
+// ValidateOutput checks a result against the output schema, if any.
+func (t *Tool) ValidateOutput(output json.RawMessage) error {
+	if t.output == nil {
+		return nil
+	}
+	return t.output.Validate(output)
+}
+
+// EffectiveTimeout is the per-attempt timeout.
+func (t *Tool) EffectiveTimeout() time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	return DefaultTimeout
+}
+
+// EffectiveRetry is the retry policy in force.
+func (t *Tool) EffectiveRetry() RetryPolicy {
+	if t.Retry != nil {
+		return *t.Retry
+	}
+	return DefaultRetry
+}

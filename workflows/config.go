@@ -1,0 +1,68 @@
+// Package workflows holds eve's workflow code: the session (an entity that
+// receives messages, keeps the conversation and the event log, and runs one
+// child workflow per turn) and the turn (the model → tools step loop).
+//
+// Workflow code is deterministic: it reads no clocks but workflow time, no
+// randomness, no maps for order, no network, and no worker configuration
+// except through Config, which a session records once when it starts.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Config is recorded in a session's history when it starts and carried
+// across continue-as-new, so a worker restarted with other settings cannot
+// change the decisions of a running session.
+type Config struct {
+	AgentName string `json:"agentName"`
+	ModelID   string `json:"modelId"`
+	// MaxSteps ends a turn with turn.failed after this many model steps.
+	MaxSteps int `json:"maxSteps"`
+	// LocalModel runs model steps as local activities (lower latency; a
+	// step interrupted by a crash runs again).
+	LocalModel       bool          `json:"localModel"`
+	ModelTimeout     time.Duration `json:"modelTimeout"`
+	ModelMaxAttempts int32         `json:"modelMaxAttempts"`
+}
+
+// Defaults.
+const (
+	DefaultMaxSteps         = 12
+	DefaultModelTimeout     = 2 * time.Minute
+	DefaultModelMaxAttempts = 4
+)
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = DefaultMaxSteps
+	}
+	if c.ModelTimeout <= 0 {
+		c.ModelTimeout = DefaultModelTimeout
+	}
+	if c.ModelMaxAttempts <= 0 {
+		c.ModelMaxAttempts = DefaultModelMaxAttempts
+	}
+	if c.AgentName == "" {
+		c.AgentName = "agent"
+	}
+	return c
+}
+
+func (c Config) modelRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		MaximumAttempts:        c.ModelMaxAttempts,
+		NonRetryableErrorTypes: []string{"ModelError"},
+	}
+}
+
+// Runtime carries the worker's configuration into the workflows it registers.
+type Runtime struct {
+	Config Config
+}
