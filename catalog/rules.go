@@ -13,16 +13,16 @@ type Rule string
 
 // The rules checked when a catalog loads. docs/catalog.md explains each.
 const (
-	RuleNameFormat     Rule = "name.format"     // "<toolkit>.<tool>" with valid slugs
-	RuleNameDuplicate  Rule = "name.duplicate"  // names are unique, case-insensitively
-	RuleToolkitFormat  Rule = "toolkit.format"  // toolkit slug
-	RuleToolkitMatch   Rule = "toolkit.match"   // Toolkit equals the name's prefix
+	RuleNameFormat       Rule = "name.format"       // "<toolkit>.<tool>" with valid slugs
+	RuleNameDuplicate    Rule = "name.duplicate"    // names are unique, case-insensitively
+	RuleToolkitFormat    Rule = "toolkit.format"    // toolkit slug
+	RuleToolkitMatch     Rule = "toolkit.match"     // Toolkit equals the name's prefix
 	RuleToolkitDuplicate Rule = "toolkit.duplicate" // a toolkit registered twice
-	RuleCapability     Rule = "capability.format"
-	RuleDescription    Rule = "description.required"
-	RuleDescriptionLen Rule = "description.length"
-	RuleVersion        Rule = "version.semver"
-	RuleAnnotations    Rule = "annotations.consistent" // not both readOnly and destructive
+	RuleCapability       Rule = "capability.format"
+	RuleDescription      Rule = "description.required"
+	RuleDescriptionLen   Rule = "description.length"
+	RuleVersion          Rule = "version.semver"
+	RuleAnnotations      Rule = "annotations.consistent" // not both readOnly and destructive
 
 	RuleInputMissing    Rule = "inputSchema.required"
 	RuleInputJSON       Rule = "inputSchema.json"

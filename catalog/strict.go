@@ -130,8 +130,8 @@ func (st *strictState) node(n *object, ptr string, depth int, root bool) error {
 			}
 		}
 	}
-	if any, ok := n.get("anyOf"); ok {
-		arr, _ := any.([]any)
+	if alts, ok := n.get("anyOf"); ok {
+		arr, _ := alts.([]any)
 		for i, e := range arr {
 			sub, ok := e.(*object)
 			if !ok {

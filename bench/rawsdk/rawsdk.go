@@ -206,12 +206,28 @@ func NextWorkflowID(kind string) string {
 	return fmt.Sprintf("%s%s-%d", runPrefix, kind, seq.Add(1))
 }
 
+// RunOption adjusts how RunTurn and RunPark start the workflow.
+type RunOption func(*client.StartWorkflowOptions)
+
+// WithEagerStart requests eager workflow start: the first workflow task comes
+// back in the start response to a worker created from the same client, instead
+// of through the transfer queue and matching. (Eve's turns are child workflows
+// of a session, which cannot start eagerly; this is for comparison.)
+func WithEagerStart() RunOption {
+	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = true }
+}
+
+func startOptions(kind, taskQueue string, opts []RunOption) client.StartWorkflowOptions {
+	o := client.StartWorkflowOptions{ID: NextWorkflowID(kind), TaskQueue: taskQueue}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
 // RunTurn starts one turn on taskQueue and waits for its result.
-func RunTurn(ctx context.Context, c client.Client, taskQueue string, variant Variant) error {
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        NextWorkflowID("turn"),
-		TaskQueue: taskQueue,
-	}, WorkflowName, TurnInput{Variant: variant, City: "Lisbon"})
+func RunTurn(ctx context.Context, c client.Client, taskQueue string, variant Variant, opts ...RunOption) error {
+	run, err := c.ExecuteWorkflow(ctx, startOptions("turn", taskQueue, opts), WorkflowName, TurnInput{Variant: variant, City: "Lisbon"})
 	if err != nil {
 		return err
 	}
@@ -229,12 +245,10 @@ func RunTurn(ctx context.Context, c client.Client, taskQueue string, variant Var
 // Update (polling the "parked" query; not timed), then sends the Update and
 // returns the time from sending it to having the turn's result: the
 // "respond → turn done" latency.
-func RunPark(ctx context.Context, c client.Client, taskQueue string, variant Variant) (time.Duration, error) {
-	id := NextWorkflowID("park")
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: taskQueue,
-	}, WorkflowName, TurnInput{Variant: variant, Park: true, City: "Lisbon"})
+func RunPark(ctx context.Context, c client.Client, taskQueue string, variant Variant, opts ...RunOption) (time.Duration, error) {
+	so := startOptions("park", taskQueue, opts)
+	id := so.ID
+	run, err := c.ExecuteWorkflow(ctx, so, WorkflowName, TurnInput{Variant: variant, Park: true, City: "Lisbon"})
 	if err != nil {
 		return 0, err
 	}

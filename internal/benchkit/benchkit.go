@@ -63,12 +63,30 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
+// ErrStop, returned by a measured function, ends a Latency or Timed run early
+// without an error (the call that returned it is not counted). Use it for a
+// time budget.
+var ErrStop = errors.New("benchkit: stop")
+
 // Latency calls fn warmup times untimed, then n times one after another,
 // timing each call. i counts from 0 across warm-up and measured calls. It
-// stops at the first error.
+// stops at the first error (or early, without error, at ErrStop).
 func Latency(ctx context.Context, n, warmup int, fn func(ctx context.Context, i int) error) (Stats, error) {
+	return Timed(ctx, n, warmup, func(ctx context.Context, i int) (time.Duration, error) {
+		return 0, fn(ctx, i)
+	})
+}
+
+// Timed is Latency for functions that time themselves: a positive duration
+// returned by fn is recorded instead of the call's wall time (for example the
+// "respond → done" part of a call that first sets a workflow up). PerSec is
+// still calls per second of wall time.
+func Timed(ctx context.Context, n, warmup int, fn func(ctx context.Context, i int) (time.Duration, error)) (Stats, error) {
 	for i := 0; i < warmup; i++ {
-		if err := fn(ctx, i); err != nil {
+		if _, err := fn(ctx, i); err != nil {
+			if errors.Is(err, ErrStop) {
+				break
+			}
 			return Stats{}, fmt.Errorf("warm-up call %d: %w", i, err)
 		}
 	}
@@ -79,12 +97,20 @@ func Latency(ctx context.Context, n, warmup int, fn func(ctx context.Context, i 
 			return Summarize(lat, time.Since(start)), err
 		}
 		t0 := time.Now()
-		if err := fn(ctx, warmup+i); err != nil {
+		d, err := fn(ctx, warmup+i)
+		wall := time.Since(t0)
+		if errors.Is(err, ErrStop) {
+			break
+		}
+		if err != nil {
 			st := Summarize(lat, time.Since(start))
 			st.Errors = 1
 			return st, fmt.Errorf("call %d: %w", warmup+i, err)
 		}
-		lat = append(lat, time.Since(t0))
+		if d <= 0 {
+			d = wall
+		}
+		lat = append(lat, d)
 	}
 	return Summarize(lat, time.Since(start)), nil
 }

@@ -121,3 +121,15 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestTimedAndStop(t *testing.T) {
+	st, err := Timed(context.Background(), 10, 1, func(ctx context.Context, i int) (time.Duration, error) {
+		if i == 6 {
+			return 0, ErrStop
+		}
+		return time.Duration(i) * time.Second, nil
+	})
+	if err != nil || st.N != 5 || st.P50 != 3*time.Second || st.P99 != 5*time.Second {
+		t.Fatalf("Timed = %+v, %v", st, err)
+	}
+}

@@ -1,0 +1,373 @@
+// Command bench measures agent turns on local Temporal dev servers and prints
+// one table: p50/p99 latency of sequential turns, throughput at a fixed
+// concurrency, and each row's p50 relative to its baseline row.
+//
+//	go run ./cmd/bench                      # every scenario on default, fast, fast-sqlite
+//	go run ./cmd/bench -configs fast -scenarios 'turn/(regular|local)$'
+//	go run ./cmd/bench -sweep               # the dynamic-config investigation of docs/performance.md
+//
+// Scenarios live in a slice that files of this package append to in init():
+// raw.go (the raw Temporal SDK baseline) and eve.go (eve's own turn and park).
+// Each server config gets its own dev server (devserver.Start) on free ports.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/devserver"
+)
+
+// runFunc runs one measured call. A positive duration it returns is recorded
+// instead of the call's wall time (see benchkit.Timed); return 0 to use the
+// wall time.
+type runFunc func(ctx context.Context, i int) (time.Duration, error)
+
+// scenario is one row per server config in the table.
+type scenario struct {
+	// name is the row's scenario column, e.g. "raw-turn/regular".
+	name string
+	// configs limits the server configs (by name) the scenario runs on; nil
+	// means all of them.
+	configs []string
+	// baseline names the row this one's p50 is compared with: "scenario" (same
+	// config) or "scenario@config"; "" for none.
+	baseline string
+	// latency measures -n sequential calls after -warmup; throughput measures
+	// -total calls at concurrency -c (wall-time based).
+	latency, throughput bool
+	// extra scenarios run only when -scenarios names them (or with -sweep
+	// when listed in sweepScenarios).
+	extra bool
+	// setup prepares the scenario on env (typically: start a worker on
+	// env.Queue(name)) and returns the measured call and a cleanup.
+	setup func(ctx context.Context, env *benchEnv) (run runFunc, cleanup func(), err error)
+}
+
+// scenarios is filled by init() functions in this package (raw.go, eve.go).
+// The table lists rows in the order of serverConfigs, then of this slice.
+var scenarios []scenario
+
+// benchEnv is what a scenario gets for one server config.
+type benchEnv struct {
+	// Config is the server config's name ("default", "fast", "fast-sqlite", ...).
+	Config string
+	// Server is the running dev server; Addr and Namespace are its address
+	// and namespace (what TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE would be).
+	Server    *devserver.Server
+	Addr      string
+	Namespace string
+	// Client is connected to Server; scenarios may share it or Dial their own.
+	Client client.Client
+	// TaskQueue is a base name unique to this config and run; use Queue(name)
+	// to derive one per scenario.
+	TaskQueue string
+	// WorkerOptions are the options scenarios should start their workers with
+	// (the sweep varies them).
+	WorkerOptions worker.Options
+	// Sweep is set in -sweep runs.
+	Sweep bool
+}
+
+// Queue returns a task queue for one scenario in this env.
+func (e *benchEnv) Queue(name string) string {
+	return e.TaskQueue + "-" + regexp.MustCompile(`[^a-zA-Z0-9_.-]+`).ReplaceAllString(name, "_")
+}
+
+// serverConfig is one dev server the scenarios run against.
+type serverConfig struct {
+	name string
+	// tuning and dynamic config (ExtraArgs) for the server.
+	tuning    devserver.Tuning
+	extraArgs []string
+	// sqlite keeps state in a file in a temp dir instead of memory.
+	sqlite bool
+	// workerOptions for the scenarios' workers; zero = SDK defaults.
+	workerOptions worker.Options
+	// desc is printed in the legend.
+	desc string
+}
+
+var defaultConfigs = []serverConfig{
+	{name: "default", tuning: devserver.TuningDefault, desc: "dev server defaults, in memory"},
+	{name: "fast", tuning: devserver.TuningFast, desc: "devserver.TuningFast (eve's default), in memory"},
+	{name: "fast-sqlite", tuning: devserver.TuningFast, sqlite: true, desc: "devserver.TuningFast, SQLite file (WAL, synchronous=normal)"},
+	// Not run unless named in -configs:
+	{name: "default-sqlite", tuning: devserver.TuningDefault, sqlite: true, desc: "dev server defaults, SQLite file"},
+}
+
+var defaultConfigNames = []string{"default", "fast", "fast-sqlite"}
+
+type flags struct {
+	n, warmup, concurrency, total int
+	budget                        time.Duration
+	configs                       string
+	scenarios                     *regexp.Regexp
+	sweep                         bool
+	list                          bool
+	serverLog                     bool
+	dc                            multiFlag
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func main() {
+	var f flags
+	var scen string
+	flag.IntVar(&f.n, "n", 200, "sequential calls per latency measurement")
+	flag.IntVar(&f.warmup, "warmup", 20, "untimed calls before each latency measurement")
+	flag.IntVar(&f.concurrency, "c", 50, "concurrency of the throughput measurement")
+	flag.IntVar(&f.total, "total", 300, "calls per throughput measurement")
+	flag.DurationVar(&f.budget, "budget", 12*time.Second, "stop a latency measurement after this long (keeping at least 30 samples)")
+	flag.StringVar(&f.configs, "configs", strings.Join(defaultConfigNames, ","), "server configs to run, comma-separated (known: "+configNames(defaultConfigs)+")")
+	flag.StringVar(&scen, "scenarios", "", "regexp selecting scenarios by name (default: all but extras)")
+	flag.BoolVar(&f.sweep, "sweep", false, "run the dynamic-config and worker-option sweep of docs/performance.md instead")
+	flag.BoolVar(&f.list, "list", false, "list scenarios and configs and exit")
+	flag.BoolVar(&f.serverLog, "server-log", false, "pass the dev servers' stderr through")
+	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
+	flag.Parse()
+	if scen != "" {
+		re, err := regexp.Compile(scen)
+		if err != nil {
+			fatalf("-scenarios: %v", err)
+		}
+		f.scenarios = re
+	}
+
+	if f.list {
+		for _, c := range allConfigs() {
+			fmt.Printf("config   %-22s %s\n", c.name, c.desc)
+		}
+		for _, s := range scenarios {
+			extra := ""
+			if s.extra {
+				extra = " (extra)"
+			}
+			fmt.Printf("scenario %s%s\n", s.name, extra)
+		}
+		return
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	configs, err := pickConfigs(f)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	selected := pickScenarios(f)
+	if len(selected) == 0 {
+		fatalf("no scenario selected")
+	}
+
+	fmt.Fprintf(os.Stderr, "bench: %d cores, %s, Temporal CLI %s (dev server v1.29.1), -n %d -warmup %d -c %d -total %d\n",
+		runtime.NumCPU(), runtime.Version(), devserver.PinnedCLIVersion, f.n, f.warmup, f.concurrency, f.total)
+	began := time.Now()
+	table := &benchkit.Table{}
+	for _, cfg := range configs {
+		if err := runConfig(ctx, f, cfg, selected, table); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: config %s: %v\n", cfg.name, err)
+			table.Add(benchkit.Row{Scenario: "(server)", Config: cfg.name, Note: err.Error()})
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+
+	fmt.Println()
+	_ = table.Fprint(os.Stdout)
+	fmt.Println()
+	fmt.Println("configs:")
+	for _, cfg := range configs {
+		fmt.Printf("  %-22s %s\n", cfg.name, cfg.desc)
+	}
+	fmt.Printf("p50/p99: sequential calls (park rows: Update sent → turn result); %s/s: %d calls at concurrency %d; vs baseline: p50 ratio.\n",
+		"turns", f.total, f.concurrency)
+	fmt.Printf("took %s\n", time.Since(began).Round(time.Second))
+}
+
+func runConfig(ctx context.Context, f flags, cfg serverConfig, selected []scenario, table *benchkit.Table) error {
+	var todo []scenario
+	for _, s := range selected {
+		if s.configs == nil || slices.Contains(s.configs, cfg.name) {
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	opts := devserver.Options{Tuning: cfg.tuning, ExtraArgs: slices.Clone(cfg.extraArgs)}
+	for _, kv := range f.dc {
+		opts.ExtraArgs = append(opts.ExtraArgs, "--dynamic-config-value", kv)
+	}
+	if f.serverLog {
+		opts.Stderr = os.Stderr
+	}
+	if cfg.sqlite {
+		dir, err := os.MkdirTemp("", "eve-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		opts.DBFile = filepath.Join(dir, "temporal.db")
+	}
+	t0 := time.Now()
+	srv, err := devserver.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	fmt.Fprintf(os.Stderr, "bench: config %s: server %s up in %s\n", cfg.name, srv.Addr, time.Since(t0).Round(time.Millisecond))
+
+	c, err := srv.Dial(client.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	env := &benchEnv{
+		Config:        cfg.name,
+		Server:        srv,
+		Addr:          srv.Addr,
+		Namespace:     srv.Namespace,
+		Client:        c,
+		TaskQueue:     fmt.Sprintf("bench-%s-%d", cfg.name, time.Now().UnixNano()),
+		WorkerOptions: cfg.workerOptions,
+		Sweep:         f.sweep,
+	}
+	for _, s := range todo {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		row := runScenario(ctx, f, env, s)
+		fmt.Fprintf(os.Stderr, "bench: %-24s %-22s latency %v | throughput %.1f/s %s\n", s.name, cfg.name, row.Latency, row.Throughput.PerSec, row.Note)
+		table.Add(row)
+	}
+	return nil
+}
+
+func runScenario(ctx context.Context, f flags, env *benchEnv, s scenario) (row benchkit.Row) {
+	row = benchkit.Row{Scenario: s.name, Config: env.Config, Baseline: s.baseline}
+	run, cleanup, err := s.setup(ctx, env)
+	if err != nil {
+		row.Note = "setup: " + err.Error()
+		return row
+	}
+	defer func() {
+		if cleanup != nil {
+			cleanup()
+		}
+	}()
+	callCtx := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, 60*time.Second)
+	}
+	if s.latency {
+		deadline := time.Time{}
+		st, err := benchkit.Timed(ctx, f.n, f.warmup, func(ctx context.Context, i int) (time.Duration, error) {
+			if i == f.warmup {
+				deadline = time.Now().Add(f.budget)
+			}
+			if i >= f.warmup+30 && !deadline.IsZero() && time.Now().After(deadline) {
+				return 0, benchkit.ErrStop
+			}
+			cctx, cancel := callCtx(ctx)
+			defer cancel()
+			return run(cctx, i)
+		})
+		row.Latency = st
+		if err != nil {
+			row.Note = "latency: " + err.Error()
+			return row
+		}
+		if st.N < f.n {
+			row.Note = fmt.Sprintf("n=%d (budget)", st.N)
+		}
+	}
+	if s.throughput {
+		st, err := benchkit.Throughput(ctx, f.concurrency, f.total, func(ctx context.Context, i int) error {
+			cctx, cancel := callCtx(ctx)
+			defer cancel()
+			_, err := run(cctx, f.warmup+f.n+i)
+			return err
+		})
+		row.Throughput = st
+		if err != nil {
+			row.Note = strings.TrimSpace(row.Note + " throughput: " + err.Error())
+		}
+	}
+	return row
+}
+
+func allConfigs() []serverConfig { return append(slices.Clone(defaultConfigs), sweepConfigs()...) }
+
+func configNames(cs []serverConfig) string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ",")
+}
+
+func pickConfigs(f flags) ([]serverConfig, error) {
+	if f.sweep && f.configs == strings.Join(defaultConfigNames, ",") {
+		return sweepConfigs(), nil
+	}
+	all := allConfigs()
+	var out []serverConfig
+	for _, name := range strings.Split(f.configs, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(c serverConfig) bool { return c.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown config %q (known: %s)", name, configNames(all))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+func pickScenarios(f flags) []scenario {
+	var out []scenario
+	for _, s := range scenarios {
+		switch {
+		case f.scenarios != nil:
+			if !f.scenarios.MatchString(s.name) {
+				continue
+			}
+		case f.sweep:
+			if !slices.Contains(sweepScenarios, s.name) {
+				continue
+			}
+		case s.extra:
+			continue
+		}
+		out = append(out, s)
+	}
+	if f.sweep {
+		// The sweep's configs are not listed in the scenarios' configs.
+		for i := range out {
+			out[i].configs = nil
+		}
+	}
+	return out
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(2)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/bench/rawsdk"
+)
+
+// The raw Temporal SDK baseline (bench/rawsdk): a turn written directly
+// against the SDK, in each activity variant, plus the park variant measured
+// from the "respond" Update to the turn's result.
+func init() {
+	fastOnly := []string{"fast", "fast-sqlite"} // eager needs system.enableActivityEagerExecution
+	for _, v := range rawsdk.Variants {
+		turn := scenario{
+			name:       "raw-turn/" + string(v),
+			baseline:   "raw-turn/regular",
+			latency:    true,
+			throughput: true,
+			setup:      rawSetup(v, false),
+		}
+		if v == rawsdk.Regular {
+			turn.baseline = "raw-turn/regular@default"
+		}
+		if v == rawsdk.Eager {
+			turn.configs = fastOnly
+		}
+		scenarios = append(scenarios, turn)
+	}
+	for _, v := range rawsdk.Variants {
+		park := scenario{
+			name:     "raw-park/" + string(v),
+			baseline: "raw-park/regular",
+			latency:  true,
+			setup:    rawSetup(v, true),
+		}
+		if v == rawsdk.Regular {
+			park.baseline = "raw-park/regular@default"
+		}
+		if v == rawsdk.Eager {
+			park.configs = fastOnly
+		}
+		scenarios = append(scenarios, park)
+	}
+	scenarios = append(scenarios, scenario{
+		name:       "raw-turn/regular+eager-start",
+		baseline:   "raw-turn/regular",
+		latency:    true,
+		throughput: true,
+		extra:      true,
+		setup:      rawSetup(rawsdk.Regular, false, rawsdk.WithEagerStart()),
+	})
+}
+
+// rawSetup starts a worker for the raw turn on its own task queue (with the
+// env's client, so eager workflow start can hand tasks to it).
+func rawSetup(v rawsdk.Variant, park bool, opts ...rawsdk.RunOption) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		name := "raw-" + string(v)
+		if park {
+			name += "-park"
+		}
+		tq := env.Queue(name)
+		w := worker.New(env.Client, tq, env.WorkerOptions)
+		rawsdk.RegisterWorker(w)
+		if err := w.Start(); err != nil {
+			return nil, nil, err
+		}
+		if park {
+			return func(ctx context.Context, i int) (time.Duration, error) {
+				return rawsdk.RunPark(ctx, env.Client, tq, v, opts...)
+			}, w.Stop, nil
+		}
+		return func(ctx context.Context, i int) (time.Duration, error) {
+			return 0, rawsdk.RunTurn(ctx, env.Client, tq, v, opts...)
+		}, w.Stop, nil
+	}
+}

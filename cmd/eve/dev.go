@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/metrics"
+	"github.com/eve-temporal/eve/internal/workerhost"
+)
+
+func newDevCommand() *cobra.Command {
+	var (
+		tc          config.Temporal
+		limits      workerhost.Limits
+		stateDir    string
+		uiPort      int
+		metricsAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole stack locally: Temporal dev server (SQLite under .eve/), worker and API server",
+		Long: `eve dev starts the Temporal dev server from ./bin/temporal (or reuses one that
+already answers at --address), keeping its state in .eve/temporal.db so sessions
+survive a restart, then runs eve's worker with the demo agent in this process.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr)
+		},
+	}
+	tc.Bind(cmd.Flags())
+	limits.Bind(cmd.Flags())
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
+	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where the worker's /metrics listens; empty disables it")
+	return cmd
+}
+
+func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string) error {
+	if err := tc.Validate(); err != nil {
+		return err
+	}
+	if err := limits.Validate(); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	reachable := devserver.Reachable(rctx, tc.Address)
+	cancel()
+	uiURL := ""
+	if reachable {
+		fmt.Printf("Temporal     %s (already running; reusing it)\n", tc.Address)
+	} else {
+		host, port, err := splitHostPort(tc.Address)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", stateDir, err)
+		}
+		db := filepath.Join(stateDir, "temporal.db")
+		srv, err := devserver.Start(ctx, devserver.Options{
+			Host: host, Port: port, UI: true, UIPort: uiPort, DBFile: db,
+			Namespace: tc.Namespace, Tuning: devserver.TuningFast,
+		})
+		if err != nil {
+			return fmt.Errorf("start the Temporal dev server: %w", err)
+		}
+		defer srv.Stop()
+		uiURL = srv.UIAddr
+		fmt.Printf("Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
+		fmt.Printf("Temporal UI  %s\n", srv.UIAddr)
+	}
+	m, err := metrics.New()
+	if err != nil {
+		return err
+	}
+	c, err := tc.Dial(ctx, logger, func(o *client.Options) { o.MetricsHandler = m.Handler })
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if metricsAddr != "" {
+		addr, err := m.Serve(ctx, metricsAddr)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Metrics      http://%s/metrics\n", addr)
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		return err
+	}
+	a.Logger = logger
+	w, err := workerhost.New(c, tc.TaskQueue, a, limits)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	fmt.Printf("Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
+	_ = uiURL
+	fmt.Println(`Try:         eve session send "what's the weather in Paris"`)
+	<-ctx.Done()
+	fmt.Println("shutting down")
+	return nil
+}

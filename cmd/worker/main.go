@@ -1,0 +1,104 @@
+// Command worker runs eve's workflows and activities for the demo agent
+// against a Temporal cluster. Operators run one or more of these.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/metrics"
+	"github.com/eve-temporal/eve/internal/workerhost"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "eve worker:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		tc          config.Temporal
+		limits      workerhost.Limits
+		metricsAddr string
+		logLevel    string
+	)
+	cmd := &cobra.Command{
+		Use:           "worker",
+		Short:         "Run eve's Temporal worker (workflows and activities of the demo agent)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, logger, tc, limits, metricsAddr)
+		},
+	}
+	tc.Bind(cmd.Flags())
+	limits.Bind(cmd.Flags())
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where /metrics listens; empty disables it (env EVE_METRICS_ADDR)")
+	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, metricsAddr string) error {
+	if err := limits.Validate(); err != nil {
+		return err
+	}
+	m, err := metrics.New()
+	if err != nil {
+		return err
+	}
+	c, err := tc.Dial(ctx, logger, func(o *client.Options) { o.MetricsHandler = m.Handler })
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if metricsAddr != "" {
+		addr, err := m.Serve(ctx, metricsAddr)
+		if err != nil {
+			return err
+		}
+		logger.Info("metrics", "url", fmt.Sprintf("http://%s/metrics", addr))
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		return err
+	}
+	a.Logger = logger
+	w, err := workerhost.New(c, tc.TaskQueue, a, limits)
+	if err != nil {
+		return err
+	}
+	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name)
+	stopCh := make(chan any)
+	go func() { <-ctx.Done(); close(stopCh) }()
+	if err := w.Run(stopCh); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}

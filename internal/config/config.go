@@ -1,0 +1,156 @@
+// Package config reads eve's settings from flags and the environment (a flag
+// wins over its variable) and dials Temporal with them.
+package config
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+)
+
+// Defaults of the public configuration contract (shared/design.md).
+const (
+	DefaultAddress   = "127.0.0.1:7233"
+	DefaultNamespace = "default"
+	DefaultTaskQueue = "eve"
+	DefaultEveAddr   = "127.0.0.1:4111"
+)
+
+// Env returns the variable's value, or def when unset or empty.
+func Env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvInt returns an integer variable, or def.
+func EnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// Temporal is how to reach the cluster.
+type Temporal struct {
+	Address       string
+	Namespace     string
+	APIKey        string
+	TLSCert       string
+	TLSKey        string
+	TLSCA         string
+	TLSServerName string
+	TaskQueue     string
+}
+
+// Bind registers the connection flags, defaulting from the environment.
+func (t *Temporal) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&t.Address, "address", Env("TEMPORAL_ADDRESS", DefaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&t.Namespace, "namespace", Env("TEMPORAL_NAMESPACE", DefaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&t.APIKey, "api-key", Env("TEMPORAL_API_KEY", ""), "Temporal Cloud API key; implies TLS (env TEMPORAL_API_KEY)")
+	fs.StringVar(&t.TLSCert, "tls-cert", Env("TEMPORAL_TLS_CERT", ""), "client certificate for mTLS (env TEMPORAL_TLS_CERT)")
+	fs.StringVar(&t.TLSKey, "tls-key", Env("TEMPORAL_TLS_KEY", ""), "client key for mTLS (env TEMPORAL_TLS_KEY)")
+	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
+	fs.StringVar(&t.TLSServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
+	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", DefaultTaskQueue), "task queue of eve's workers (env EVE_TASK_QUEUE)")
+}
+
+// Validate reports bad combinations with how to fix them.
+func (t Temporal) Validate() error {
+	if t.Address == "" {
+		return errors.New("--address is empty: set TEMPORAL_ADDRESS or --address to host:port")
+	}
+	if (t.TLSCert == "") != (t.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: set both for mTLS, or neither")
+	}
+	if t.TaskQueue == "" {
+		return errors.New("--task-queue is empty: set EVE_TASK_QUEUE or --task-queue")
+	}
+	return nil
+}
+
+// ClientOptions builds the SDK's options.
+func (t Temporal) ClientOptions(logger *slog.Logger) (client.Options, error) {
+	if err := t.Validate(); err != nil {
+		return client.Options{}, err
+	}
+	opts := client.Options{HostPort: t.Address, Namespace: t.Namespace}
+	if logger != nil {
+		opts.Logger = tlog.NewStructuredLogger(logger)
+	}
+	var tlsCfg *tls.Config
+	if t.APIKey != "" || t.TLSCert != "" || t.TLSCA != "" {
+		tlsCfg = &tls.Config{ServerName: t.TLSServerName, MinVersion: tls.VersionTLS12}
+	}
+	if t.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
+		if err != nil {
+			return opts, fmt.Errorf("load TLS client certificate %s / key %s: %w", t.TLSCert, t.TLSKey, err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
+	}
+	if t.TLSCA != "" {
+		pem, err := os.ReadFile(t.TLSCA)
+		if err != nil {
+			return opts, fmt.Errorf("read TLS CA %s: %w", t.TLSCA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return opts, fmt.Errorf("TLS CA %s holds no PEM certificates", t.TLSCA)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if tlsCfg != nil {
+		opts.ConnectionOptions.TLS = tlsCfg
+	}
+	if t.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	return opts, nil
+}
+
+// Dial connects and checks the server answers within timeout. When it
+// cannot, the error is one line naming the address and how to start a
+// dev server.
+func (t Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*client.Options)) (client.Client, error) {
+	opts, err := t.ClientOptions(logger)
+	if err != nil {
+		return nil, err
+	}
+	if extra != nil {
+		extra(&opts)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, Unreachable(t.Address, t.Namespace, err)
+	}
+	return c, nil
+}
+
+// Unreachable is the one-line error for a Temporal server that does not answer.
+func Unreachable(addr, namespace string, err error) error {
+	return fmt.Errorf("cannot reach Temporal at %s (namespace %q): %v — start a dev server with `make dev` (or `./bin/temporal server start-dev`), or point TEMPORAL_ADDRESS at your cluster", addr, namespace, oneLine(err))
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,65 @@
+// Package workerhost builds the Temporal worker that serves an agent, with
+// the limits an operator sets.
+package workerhost
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/config"
+)
+
+// Limits bound what one worker process runs at once.
+type Limits struct {
+	Activities      int
+	LocalActivities int
+	WorkflowTasks   int
+	// CachedWorkflows bounds the sticky workflow cache (process-wide). A
+	// parked session costs nothing once evicted; it is replayed on resume.
+	CachedWorkflows int
+}
+
+// Bind registers the limit flags, defaulting from the environment.
+func (l *Limits) Bind(fs *pflag.FlagSet) {
+	fs.IntVar(&l.Activities, "max-concurrent-activities", config.EnvInt("EVE_MAX_CONCURRENT_ACTIVITIES", 200), "tool and model activities run at once (env EVE_MAX_CONCURRENT_ACTIVITIES)")
+	fs.IntVar(&l.LocalActivities, "max-concurrent-local-activities", config.EnvInt("EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES", 200), "local activities run at once (env EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES)")
+	fs.IntVar(&l.WorkflowTasks, "max-concurrent-workflow-tasks", config.EnvInt("EVE_MAX_CONCURRENT_WORKFLOW_TASKS", 100), "workflow tasks run at once (env EVE_MAX_CONCURRENT_WORKFLOW_TASKS)")
+	fs.IntVar(&l.CachedWorkflows, "max-cached-workflows", config.EnvInt("EVE_MAX_CACHED_WORKFLOWS", 2000), "sessions and turns kept in the worker's cache (env EVE_MAX_CACHED_WORKFLOWS)")
+}
+
+// Validate rejects limits that cannot work.
+func (l Limits) Validate() error {
+	for name, v := range map[string]int{
+		"--max-concurrent-activities": l.Activities, "--max-concurrent-local-activities": l.LocalActivities,
+		"--max-concurrent-workflow-tasks": l.WorkflowTasks, "--max-cached-workflows": l.CachedWorkflows,
+	} {
+		if v < 1 {
+			return fmt.Errorf("%s must be at least 1, got %d", name, v)
+		}
+	}
+	if l.WorkflowTasks < 2 {
+		return fmt.Errorf("--max-concurrent-workflow-tasks must be at least 2 (sticky and normal queues each need a poller), got %d", l.WorkflowTasks)
+	}
+	return nil
+}
+
+// New registers the agent on a new worker.
+func New(c client.Client, taskQueue string, a *agent.Agent, l Limits) (worker.Worker, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	worker.SetStickyWorkflowCacheSize(l.CachedWorkflows)
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:      l.Activities,
+		MaxConcurrentLocalActivityExecutionSize: l.LocalActivities,
+		MaxConcurrentWorkflowTaskExecutionSize:  l.WorkflowTasks,
+	})
+	if err := agent.Register(w, a); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
