@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/model"
@@ -23,8 +24,9 @@ import (
 
 // Registered activity names.
 const (
-	ModelStepName   = "eve.ModelStep"
-	ExecuteToolName = "eve.ExecuteTool"
+	ModelStepName        = "eve.ModelStep"
+	ExecuteToolName      = "eve.ExecuteTool"
+	EvaluateApprovalName = "eve.EvaluateApproval"
 )
 
 // Error types of application errors raised here.
@@ -50,12 +52,28 @@ type ModelStepInput struct {
 	Messages  []model.Message `json:"messages"`
 }
 
+// Kinds of call.
+const (
+	KindAuthored = "authored"
+	KindClient   = "client"
+)
+
 // CallPlan is how the workflow must run one tool call. The model step decides
 // it from the registry and records it in history, so workflow code never
 // reads worker configuration directly.
 type CallPlan struct {
 	Call  model.ToolCall `json:"call"`
 	Known bool           `json:"known"`
+	Kind  string         `json:"kind,omitempty"`
+	// InputError is set when the input breaks the tool's schema: the call
+	// fails at once, without asking anyone or running anything.
+	InputError string `json:"inputError,omitempty"`
+	// Approval is the policy kind (approval.KindNever ...).
+	Approval string `json:"approval,omitempty"`
+	Title    string `json:"title,omitempty"`
+	// Request and OutputSchema are set for client tools.
+	Request      *tools.InputRequest `json:"request,omitempty"`
+	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
@@ -93,14 +111,64 @@ func (a *Activities) plan(c model.ToolCall) CallPlan {
 	if !ok {
 		return CallPlan{Call: c, Timeout: tools.DefaultTimeout, Retry: tools.RetryPolicy{MaximumAttempts: 1}}
 	}
-	return CallPlan{
+	p := CallPlan{
 		Call:             c,
 		Known:            true,
+		Kind:             KindAuthored,
+		Approval:         t.Approval.Kind(),
+		Title:            t.DisplayTitle(),
 		Local:            t.Local,
 		Timeout:          t.EffectiveTimeout(),
 		HeartbeatTimeout: t.HeartbeatTimeout,
 		Retry:            t.EffectiveRetry(),
 	}
+	if err := t.ValidateInput(c.Input); err != nil {
+		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
+		return p
+	}
+	if t.Client != nil {
+		p.Kind = KindClient
+		p.OutputSchema = t.OutputSchema
+		req, err := t.RequestFor(c.Input)
+		if err != nil {
+			p.InputError = fmt.Sprintf("tool %s cannot ask with this input: %v", t.Name, err)
+			return p
+		}
+		p.Request = &req
+	}
+	return p
+}
+
+// ApprovalInput asks a custom policy about one call.
+type ApprovalInput struct {
+	Context approval.Context `json:"context"`
+}
+
+// PolicyTimeout bounds one custom policy evaluation.
+const PolicyTimeout = 10 * time.Second
+
+// EvaluateApproval runs a tool's custom approval policy. A policy that
+// errors, panics, times out or answers nonsense fails closed: the result
+// asks a person, with the reason logged and shown in the prompt.
+func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st approval.Status, err error) {
+	t, ok := a.Tools.Get(in.Context.ToolName)
+	if !ok {
+		return approval.Ask(), nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, PolicyTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger().Error("approval policy panicked; asking a person", "tool", t.Name, "call", in.Context.CallID, "panic", r)
+			st, err = approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}, nil
+		}
+	}()
+	st, err = t.Approval.Evaluate(pctx, in.Context)
+	if err != nil || !st.Valid() {
+		a.logger().Error("approval policy failed; asking a person", "tool", t.Name, "call", in.Context.CallID, "err", err, "status", st.Type)
+		return approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}, nil
+	}
+	return st, nil
 }
 
 // ExecuteToolInput is one tool call.

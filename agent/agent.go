@@ -5,7 +5,9 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
@@ -30,7 +32,63 @@ type Agent struct {
 	// cheap models (the scripted one); real providers with long streamed
 	// responses are better served by regular activities.
 	LocalModel bool
-	Logger     *slog.Logger
+	// Disable removes built-in tools (such as ask_question) by name.
+	// Naming a tool that does not exist is an error.
+	Disable []string
+	Logger  *slog.Logger
+}
+
+// Builtins are the tools eve adds to every agent unless disabled.
+func Builtins() []*tools.Tool { return []*tools.Tool{tools.AskQuestion()} }
+
+// registry merges the agent's tools with the built-ins it keeps.
+func (a *Agent) registry() (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	var static []*tools.Tool
+	if a.Tools != nil {
+		static = a.Tools.List()
+	}
+	known := map[string]bool{}
+	for _, t := range static {
+		known[t.Name] = true
+	}
+	builtins := Builtins()
+	for _, b := range builtins {
+		known[b.Name] = true
+	}
+	disabled := map[string]bool{}
+	for _, name := range a.Disable {
+		if !known[name] {
+			return nil, fmt.Errorf("disable %q: no tool or built-in has that name (built-ins: %s)", name, builtinNames(builtins))
+		}
+		disabled[name] = true
+	}
+	var keep []*tools.Tool
+	for _, t := range static {
+		if !disabled[t.Name] {
+			keep = append(keep, t)
+		}
+	}
+	for _, b := range builtins {
+		// An agent's own tool of the same name replaces the built-in.
+		if !disabled[b.Name] && (a.Tools == nil || !hasTool(a.Tools, b.Name)) {
+			keep = append(keep, b)
+		}
+	}
+	if err := reg.Register(keep...); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+func hasTool(r *tools.Registry, name string) bool { _, ok := r.Get(name); return ok }
+
+func builtinNames(ts []*tools.Tool) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // Register adds eve's workflows and the agent's activities to w.
@@ -38,9 +96,9 @@ func Register(w worker.Registry, a *Agent) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")
 	}
-	reg := a.Tools
-	if reg == nil {
-		reg = tools.NewRegistry()
+	reg, err := a.registry()
+	if err != nil {
+		return fmt.Errorf("register agent %s: %w", a.Name, err)
 	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		AgentName:  a.Name,
@@ -53,5 +111,6 @@ func Register(w worker.Registry, a *Agent) error {
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
+	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
 	return nil
 }

@@ -34,13 +34,17 @@ type Catalog struct {
 	tkIndex  map[string]int
 	wire     ToolNameMap // over every tool in the catalog
 	index    *searchIndex
+
+	selections     sync.Map // selection key -> *selection
+	selectionCount int64
 }
 
 type entry struct {
 	def    Definition
 	input  *compiledSchema
 	output *compiledSchema
-	tk     int // index into Catalog.toolkits
+	tk     int    // index into Catalog.toolkits
+	wire   string // provider-safe name (Catalog.wire)
 
 	strictOnce sync.Once
 	strict     json.RawMessage // strict-mode parameters, when the transform applies
@@ -285,6 +289,9 @@ func (b *Builder) Build() (*Catalog, error) {
 		c.byName[e.def.Name] = e
 	}
 	c.wire = BuildNameMap(names)
+	for _, e := range c.entries {
+		e.wire = c.wire.CanonicalToWire[e.def.Name]
+	}
 
 	infos := map[string]*ToolkitInfo{}
 	for _, tk := range b.toolkits {
@@ -452,4 +459,13 @@ func (c *Catalog) toolkitFilter(toolkits []string) ([]bool, error) {
 		return nil, fmt.Errorf("%w %s", ErrUnknownToolkit, strings.Join(unknown, ", "))
 	}
 	return keep, nil
+}
+
+// Must returns c, panicking if err is not nil; for catalogs built from
+// definitions compiled into the program.
+func Must(c *Catalog, err error) *Catalog {
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

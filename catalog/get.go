@@ -2,11 +2,32 @@ package catalog
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
 )
+
+// selection is the tools one Get selects, with their name map. Selections
+// are cached per key: agents ask for the same bundle every turn, and
+// filtering 10,000 tools and building their maps costs more than shaping
+// them.
+type selection struct {
+	entries []*entry
+	raw     []Definition
+	nameMap ToolNameMap
+}
+
+// maxCachedSelections bounds the selection cache (one entry per distinct
+// toolkits/capability/MCP/includeAsync combination).
+const maxCachedSelections = 1024
 
 // Get selects tools (toolkits, capability; for MCP, async tools only with
 // IncludeAsync) and shapes them in the requested format, with the name map
 // for exactly the selected tools. Tools are sorted by canonical name.
+//
+// Raw and NameMap are shared between results for the same selection: treat
+// them as read-only. Tools is new on every call.
 func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 	format := opts.Format
 	if format == "" {
@@ -17,60 +38,26 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 	default:
 		return GetToolsResult{}, fmt.Errorf("catalog: unknown format %q (want one of canonical, anthropic, openai, ai-sdk, mcp)", format)
 	}
-	keep, err := c.toolkitFilter(opts.Toolkits)
+	s, err := c.selectTools(opts.Toolkits, opts.Capability, format == FormatMCP, opts.IncludeAsync)
 	if err != nil {
 		return GetToolsResult{}, err
 	}
-	sel := make([]*entry, 0, len(c.entries))
-	for _, e := range c.entries {
-		if keep != nil && !keep[e.tk] {
-			continue
-		}
-		if opts.Capability != "" && e.def.Capability != opts.Capability {
-			continue
-		}
-		if format == FormatMCP && e.def.Annotations.Async && !opts.IncludeAsync {
-			continue
-		}
-		sel = append(sel, e)
-	}
-
-	res := GetToolsResult{Format: format, Raw: make([]Definition, len(sel))}
-	for i, e := range sel {
-		res.Raw[i] = e.def
-	}
-	if format == FormatMCP {
-		names := make([]string, len(sel))
-		for i, e := range sel {
-			names[i] = e.def.Name
-		}
-		res.NameMap = identityNameMap(names)
-	} else {
-		res.NameMap = ToolNameMap{
-			CanonicalToWire: make(map[string]string, len(sel)),
-			WireToCanonical: make(map[string]string, len(sel)),
-		}
-		for _, e := range sel {
-			w := c.wire.CanonicalToWire[e.def.Name]
-			res.NameMap.CanonicalToWire[e.def.Name] = w
-			res.NameMap.WireToCanonical[w] = e.def.Name
-		}
-	}
-	wire := func(e *entry) string { return res.NameMap.CanonicalToWire[e.def.Name] }
+	sel := s.entries
+	res := GetToolsResult{Format: format, Raw: s.raw, NameMap: s.nameMap}
 
 	switch format {
 	case FormatCanonical:
-		res.Tools = res.Raw
+		res.Tools = s.raw
 	case FormatAnthropic:
 		tools := make([]AnthropicTool, len(sel))
 		for i, e := range sel {
-			tools[i] = AnthropicTool{Name: wire(e), Description: e.def.Description, InputSchema: e.def.InputSchema}
+			tools[i] = AnthropicTool{Name: e.wire, Description: e.def.Description, InputSchema: e.def.InputSchema}
 		}
 		res.Tools = tools
 	case FormatOpenAI:
 		tools := make([]OpenAITool, len(sel))
 		for i, e := range sel {
-			fn := OpenAIFunctionDecl{Name: wire(e), Description: e.def.Description, Parameters: e.def.InputSchema}
+			fn := OpenAIFunctionDecl{Name: e.wire, Description: e.def.Description, Parameters: e.def.InputSchema}
 			if opts.Strict {
 				params, why := e.strictFor()
 				strict := why == ""
@@ -91,7 +78,7 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 	case FormatAISDK:
 		set := make(AISDKToolSet, len(sel))
 		for _, e := range sel {
-			set[wire(e)] = AISDKTool{Description: e.def.Description, InputSchema: e.def.InputSchema, OutputSchema: e.def.OutputSchema}
+			set[e.wire] = AISDKTool{Description: e.def.Description, InputSchema: e.def.InputSchema, OutputSchema: e.def.OutputSchema}
 		}
 		res.Tools = set
 	case FormatMCP:
@@ -118,4 +105,49 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 		res.Tools = tools
 	}
 	return res, nil
+}
+
+// selectTools returns the (cached) selection for a filter.
+func (c *Catalog) selectTools(toolkits []string, capability string, mcp, includeAsync bool) (*selection, error) {
+	tks := append([]string(nil), toolkits...)
+	sort.Strings(tks)
+	key := strings.Join(tks, ",") + "|" + capability + "|" + strconv.FormatBool(mcp) + "|" + strconv.FormatBool(mcp && includeAsync)
+	if s, ok := c.selections.Load(key); ok {
+		return s.(*selection), nil
+	}
+	keep, err := c.toolkitFilter(toolkits)
+	if err != nil {
+		return nil, err
+	}
+	s := &selection{}
+	for _, e := range c.entries {
+		if keep != nil && !keep[e.tk] {
+			continue
+		}
+		if capability != "" && e.def.Capability != capability {
+			continue
+		}
+		if mcp && e.def.Annotations.Async && !includeAsync {
+			continue
+		}
+		s.entries = append(s.entries, e)
+	}
+	s.raw = make([]Definition, len(s.entries))
+	s.nameMap = ToolNameMap{
+		CanonicalToWire: make(map[string]string, len(s.entries)),
+		WireToCanonical: make(map[string]string, len(s.entries)),
+	}
+	for i, e := range s.entries {
+		s.raw[i] = e.def
+		w := e.wire
+		if mcp {
+			w = e.def.Name // MCP allows dots: canonical names go out as they are
+		}
+		s.nameMap.CanonicalToWire[e.def.Name] = w
+		s.nameMap.WireToCanonical[w] = e.def.Name
+	}
+	if atomic.AddInt64(&c.selectionCount, 1) <= maxCachedSelections {
+		c.selections.Store(key, s)
+	}
+	return s, nil
 }

@@ -74,68 +74,151 @@ func (o *object) MarshalJSON() ([]byte, error) {
 // nil, keeping object key order. Duplicate keys are an error: JSON Schema
 // tooling disagrees on which one wins, so a schema that has them is ambiguous.
 func parseTree(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec)
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
+		return nil, err
+	}
+	p := &treeParser{data: data}
+	v, err := p.value()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	p.space()
+	if p.i != len(p.data) {
 		return nil, errors.New("unexpected data after the top-level value")
 	}
 	return v, nil
 }
 
-func parseValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, io.ErrUnexpectedEOF
+// treeParser parses JSON already checked by json.Valid.
+type treeParser struct {
+	data []byte
+	i    int
+}
+
+func (p *treeParser) space() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
 		}
-		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := newObject()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string)
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := o.vals[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				o.set(k, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
+}
+
+func (p *treeParser) value() (any, error) {
+	p.space()
+	if p.i >= len(p.data) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	switch c := p.data[p.i]; {
+	case c == '{':
+		p.i++
+		o := newObject()
+		p.space()
+		if p.data[p.i] == '}' {
+			p.i++
 			return o, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
+		}
+		for {
+			p.space()
+			k, err := p.str()
+			if err != nil {
 				return nil, err
 			}
+			p.space()
+			p.i++ // ':'
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := o.vals[k]; dup {
+				return nil, fmt.Errorf("duplicate key %q", k)
+			}
+			o.set(k, v)
+			p.space()
+			if p.data[p.i] == ',' {
+				p.i++
+				continue
+			}
+			p.i++ // '}'
+			return o, nil
+		}
+	case c == '[':
+		p.i++
+		arr := []any{}
+		p.space()
+		if p.data[p.i] == ']' {
+			p.i++
 			return arr, nil
 		}
-		return nil, fmt.Errorf("unexpected delimiter %v", t)
+		for {
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+			p.space()
+			if p.data[p.i] == ',' {
+				p.i++
+				continue
+			}
+			p.i++ // ']'
+			return arr, nil
+		}
+	case c == '"':
+		return p.str()
+	case c == 't':
+		p.i += 4
+		return true, nil
+	case c == 'f':
+		p.i += 5
+		return false, nil
+	case c == 'n':
+		p.i += 4
+		return nil, nil
 	default:
-		return t, nil
+		start := p.i
+		for p.i < len(p.data) {
+			switch p.data[p.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return json.Number(p.data[start:p.i]), nil
+			}
+			p.i++
+		}
+		return json.Number(p.data[start:p.i]), nil
 	}
+}
+
+// str parses a string at p.i; escapes go through encoding/json.
+func (p *treeParser) str() (string, error) {
+	start := p.i
+	p.i++
+	escaped := false
+	for p.i < len(p.data) {
+		c := p.data[p.i]
+		if c == '\\' {
+			escaped = true
+			p.i += 2
+			continue
+		}
+		if c == '"' {
+			p.i++
+			if !escaped {
+				return string(p.data[start+1 : p.i-1]), nil
+			}
+			var s string
+			err := json.Unmarshal(p.data[start:p.i], &s)
+			return s, err
+		}
+		p.i++
+	}
+	return "", io.ErrUnexpectedEOF
 }
 
 func writeJSON(buf *bytes.Buffer, v any) error {

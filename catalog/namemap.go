@@ -71,19 +71,6 @@ func BuildNameMap(canonical []string) ToolNameMap {
 	return m
 }
 
-// identityNameMap maps each name to itself (MCP keeps canonical names).
-func identityNameMap(names []string) ToolNameMap {
-	m := ToolNameMap{
-		CanonicalToWire: make(map[string]string, len(names)),
-		WireToCanonical: make(map[string]string, len(names)),
-	}
-	for _, n := range names {
-		m.CanonicalToWire[n] = n
-		m.WireToCanonical[n] = n
-	}
-	return m
-}
-
 func dedupeSorted(s []string) []string {
 	out := s[:0]
 	for i, v := range s {

@@ -59,35 +59,47 @@ type scoreScratch struct {
 func buildIndex(c *Catalog) *searchIndex {
 	n := len(c.entries)
 	idx := &searchIndex{terms: map[string]int32{}, n: n}
-	// Per document, per field: term counts and length.
-	type docTerms struct {
-		tf  [numFields]map[string]int
-		len [numFields]int
+	// Pass 1: per document, the term counts of each field (terms interned
+	// as ids), field lengths, and document frequencies.
+	type termCount struct {
+		id int32
+		tf [numFields]int32
 	}
-	docs := make([]docTerms, n)
+	docTerms := make([][]termCount, n)
+	docLen := make([][numFields]int32, n)
+	var df []int32
 	var total [numFields]float64
-	df := map[string]int{}
+	local := map[int32]int{} // term id -> index in the current doc's counts
 	for i, e := range c.entries {
-		d := &docs[i]
-		texts := [numFields][]string{
+		fields := [numFields][]string{
 			fieldName:        tokenize(strings.ReplaceAll(e.def.Name, ".", " "), false),
 			fieldCapability:  tokenize(e.def.Capability, false),
 			fieldParams:      paramTokens(e.input.tree),
 			fieldDescription: tokenize(e.def.Description, true),
 		}
-		seen := map[string]bool{}
-		for f, toks := range texts {
-			d.tf[f] = map[string]int{}
+		var counts []termCount
+		clear(local)
+		for f, toks := range fields {
 			for _, t := range toks {
-				d.tf[f][t]++
-				if !seen[t] {
-					seen[t] = true
-					df[t]++
+				id, ok := idx.terms[t]
+				if !ok {
+					id = int32(len(df))
+					idx.terms[t] = id
+					df = append(df, 0)
 				}
+				k, ok := local[id]
+				if !ok {
+					k = len(counts)
+					local[id] = k
+					counts = append(counts, termCount{id: id})
+					df[id]++
+				}
+				counts[k].tf[f]++
 			}
-			d.len[f] = len(toks)
+			docLen[i][f] = int32(len(toks))
 			total[f] += float64(len(toks))
 		}
+		docTerms[i] = counts
 	}
 	var avg [numFields]float64
 	for f := range avg {
@@ -96,25 +108,29 @@ func buildIndex(c *Catalog) *searchIndex {
 			avg[f] = total[f] / float64(n)
 		}
 	}
-	for i := range docs {
-		d := &docs[i]
-		weighted := map[string]float64{}
-		for f := 0; f < numFields; f++ {
-			norm := 1 - fieldB[f] + fieldB[f]*float64(d.len[f])/avg[f]
-			for t, tf := range d.tf[f] {
-				weighted[t] += fieldBoost[f] * float64(tf) / norm
-			}
+	// Pass 2: per (term, document), the final BM25F contribution.
+	idf := make([]float64, len(df))
+	for id, d := range df {
+		// BM25 IDF, kept positive (Lucene's form).
+		idf[id] = math.Log(1 + (float64(n)-float64(d)+0.5)/(float64(d)+0.5))
+	}
+	idx.postings = make([][]posting, len(df))
+	for id, d := range df {
+		idx.postings[id] = make([]posting, 0, d)
+	}
+	for i, counts := range docTerms {
+		var norm [numFields]float64
+		for f := range norm {
+			norm[f] = 1 - fieldB[f] + fieldB[f]*float64(docLen[i][f])/avg[f]
 		}
-		for t, w := range weighted {
-			id, ok := idx.terms[t]
-			if !ok {
-				id = int32(len(idx.postings))
-				idx.terms[t] = id
-				idx.postings = append(idx.postings, nil)
+		for _, tc := range counts {
+			w := 0.0
+			for f := 0; f < numFields; f++ {
+				if tc.tf[f] > 0 {
+					w += fieldBoost[f] * float64(tc.tf[f]) / norm[f]
+				}
 			}
-			// BM25 IDF, kept positive (Lucene's form).
-			idf := math.Log(1 + (float64(n)-float64(df[t])+0.5)/(float64(df[t])+0.5))
-			idx.postings[id] = append(idx.postings[id], posting{doc: int32(i), score: idf * w * (bm25K1 + 1) / (w + bm25K1)})
+			idx.postings[tc.id] = append(idx.postings[tc.id], posting{doc: int32(i), score: idf[tc.id] * w * (bm25K1 + 1) / (w + bm25K1)})
 		}
 	}
 	idx.scratch.New = func() any {

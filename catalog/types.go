@@ -103,7 +103,9 @@ type GetToolsResult struct {
 	// Tools holds, by format: canonical []Definition, anthropic
 	// []AnthropicTool, openai []OpenAITool, ai-sdk AISDKToolSet, mcp
 	// []MCPTool. The typed accessors below return them.
-	Tools   any         `json:"tools"`
+	Tools any `json:"tools"`
+	// NameMap covers exactly the selected tools. Its maps are shared with
+	// other results for the same selection: do not modify them.
 	NameMap ToolNameMap `json:"nameMap"`
 	// Raw holds the canonical definitions behind Tools, in the same order.
 	// Treat them as read-only: they share memory with the catalog.

@@ -29,6 +29,9 @@ const (
 	InputRequested   = "input.requested"
 	InputResolved    = "input.resolved"
 	ContextCleared   = "context.cleared"
+
+	CompactionRequested = "compaction.requested"
+	CompactionCompleted = "compaction.completed"
 )
 
 // Event is one stamped stream event: {"type","data","meta"}.
@@ -209,4 +212,20 @@ type ActionResultData struct {
 	Result ToolResultAction `json:"result"`
 	Status string           `json:"status"`
 	StepRef
+}
+
+type ContextClearedData struct {
+	Sequence  int    `json:"sequence"`
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+}
+
+// CompactionData is the data of compaction.requested and compaction.completed.
+type CompactionData struct {
+	ModelID          string `json:"modelId"`
+	Sequence         int    `json:"sequence"`
+	SessionID        string `json:"sessionId"`
+	StepIndex        int    `json:"stepIndex"`
+	TurnID           string `json:"turnId"`
+	UsageInputTokens *int   `json:"usageInputTokens"`
 }

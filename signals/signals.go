@@ -91,7 +91,8 @@ type ActiveTurn struct {
 	WorkflowID string `json:"workflowId"`
 	TurnID     string `json:"turnId"`
 	// Base is the global index of the turn's first event.
-	Base int `json:"base"`
+	Base     int `json:"base"`
+	Sequence int `json:"sequence"`
 }
 
 // SessionSummary is the session's state at a glance.
@@ -103,4 +104,99 @@ type SessionSummary struct {
 	ActiveTurn *ActiveTurn         `json:"activeTurn,omitempty"`
 	Messages   []model.Message     `json:"messages,omitempty"`
 	Usage      protocol.TokenUsage `json:"usage"`
+}
+
+// Answers to input requests. The turn workflow that asked holds its open
+// requests, so these go to the running turn (sessions.Service finds it).
+const (
+	// UpdateRespond applies a batch of answers. Payload RespondRequest, result
+	// RespondResult. Its validator rejects the whole batch, recording nothing,
+	// when any answer is invalid.
+	UpdateRespond = "eve.respond"
+	// SignalRespond takes the same payload for senders that cannot wait. An
+	// invalid answer is recorded as input.resolved{outcome:"invalid"}.
+	SignalRespond = "eve.respond"
+)
+
+// RespondRequest is a batch of answers from one responder.
+type RespondRequest struct {
+	Responses []protocol.InputResponse `json:"responses"`
+	// Responder is who answered (authorized by the API server).
+	Responder *auth.Principal `json:"responder,omitempty"`
+	// Wait makes the update return when the turn ends or parks again.
+	Wait bool `json:"wait,omitempty"`
+}
+
+// RespondResult lists what the batch settled; repeats of applied answers
+// are listed with Duplicate set and change nothing.
+type RespondResult struct {
+	Resolutions []protocol.InputResolution `json:"resolutions"`
+	Duplicates  []string                   `json:"duplicates,omitempty"`
+	// Outcome is set when Wait was requested.
+	Outcome *TurnOutcome `json:"outcome,omitempty"`
+}
+
+// Session controls.
+const (
+	// UpdateControl runs one control operation on a session. Payload
+	// ControlRequest, result ControlResult.
+	UpdateControl = "eve.control"
+)
+
+// Control operations.
+const (
+	ControlCancel  = "cancel"  // cancel the running turn
+	ControlClear   = "clear"   // forget the conversation (events stay)
+	ControlCompact = "compact" // shrink the conversation the model sees
+	ControlResetOp = "reset"   // cancel, clear and start over
+)
+
+// ControlRequest asks for one control operation.
+type ControlRequest struct {
+	Op     string          `json:"op"`
+	TurnID string          `json:"turnId,omitempty"` // cancel: only this turn
+	Reason string          `json:"reason,omitempty"`
+	Caller *auth.Principal `json:"caller,omitempty"`
+}
+
+// Control statuses, as the protocol names them.
+const (
+	ControlAccepted        = "accepted"
+	ControlNoActiveTurn    = "no_active_turn"
+	ControlNoActiveSession = "no_active_session"
+	ControlReset           = "reset"
+)
+
+// ControlResult says what happened.
+type ControlResult struct {
+	Status            string `json:"status"`
+	SessionID         string `json:"sessionId,omitempty"`
+	PreviousSessionID string `json:"previousSessionId,omitempty"`
+}
+
+// Messages between a session and its running turn.
+const (
+	// SignalTurnInputs (turn → session) mirrors the turn's open input
+	// requests, so the session can route a message that answers one.
+	SignalTurnInputs = "eve.turn.inputs"
+	// SignalTurnMessage (session → turn) offers a user message that answers
+	// an open question.
+	SignalTurnMessage = "eve.turn.message"
+	// SignalRequeue (turn → session) hands back an offered message the turn
+	// could not use; the session runs it as a new turn.
+	SignalRequeue = "eve.session.requeue"
+)
+
+// TurnInputs is the turn's open input requests.
+type TurnInputs struct {
+	TurnID string                  `json:"turnId"`
+	Open   []protocol.InputRequest `json:"open"`
+}
+
+// TurnMessage is a user message offered to the running turn.
+type TurnMessage struct {
+	Message    string                 `json:"message"`
+	DeliveryID string                 `json:"deliveryId"`
+	Caller     *auth.Principal        `json:"caller,omitempty"`
+	Response   protocol.InputResponse `json:"response"`
 }

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
 )
@@ -100,6 +102,14 @@ type Tool struct {
 	HeartbeatTimeout time.Duration
 	// Retry overrides DefaultRetry.
 	Retry *RetryPolicy
+	// Approval gates the call (default approval.Never()).
+	Approval approval.Policy
+	// Title names the tool for people, e.g. in "Approve Refund Charge?"
+	// (default: derived from Name).
+	Title string
+	// Client makes this a client tool (see DefineClient); Execute is nil.
+	Client *Client
+
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash runs again without a
 	// recorded start, and it cannot heartbeat. Use it only for fast,
@@ -175,15 +185,17 @@ func (t *Tool) compile() error {
 	} else {
 		t.input = s
 	}
+	if t.Client != nil {
+		errs = append(errs, t.compileClient()...)
+	} else if t.Execute == nil {
+		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
+	}
 	if len(t.OutputSchema) > 0 {
 		if s, err := schema.Compile(t.Name+"/output", t.OutputSchema); err != nil {
 			errs = append(errs, fmt.Errorf("output schema: %w", err))
 		} else {
 			t.output = s
 		}
-	}
-	if t.Execute == nil {
-		errs = append(errs, errors.New("Execute is required"))
 	}
 	if t.Timeout < 0 || t.HeartbeatTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
@@ -228,3 +240,18 @@ func (t *Tool) EffectiveRetry() RetryPolicy {
 	}
 	return DefaultRetry
 }
+
+// DisplayTitle is the tool's name for people.
+func (t *Tool) DisplayTitle() string {
+	if t.Title != "" {
+		return t.Title
+	}
+	words := strings.FieldsFunc(t.Name, func(r rune) bool { return r == '_' || r == '-' })
+	for i, w := range words {
+		words[i] = strings.ToUpper(w[:1]) + w[1:]
+	}
+	return strings.Join(words, " ")
+}
+
+// OutputSchemaCompiled returns the compiled output schema, or nil.
+func (t *Tool) OutputSchemaCompiled() *schema.Schema { return t.output }

@@ -35,6 +35,8 @@ type SessionState struct {
 	// Deliveries maps delivery ids to turn sequences, so a re-sent message
 	// (a client retry) joins its first delivery instead of running twice.
 	Deliveries map[string]int `json:"deliveries,omitempty"`
+	// ApprovedTools are the tools approved once (approval.Once) in this session.
+	ApprovedTools []string `json:"approvedTools,omitempty"`
 }
 
 // QueuedMessage is a message waiting for its turn.
@@ -50,6 +52,13 @@ type session struct {
 	initiator *auth.Principal
 	st        *SessionState
 	active    *signals.ActiveTurn
+	// cancelTurn cancels the running turn's child workflow.
+	cancelTurn workflow.CancelFunc
+	// open mirrors the running turn's open input requests.
+	open []protocol.InputRequest
+	// dropMessages: the conversation was cleared while a turn ran, so its
+	// messages are not kept.
+	dropMessages bool
 	// outcomes of turns someone waits on, by delivery id.
 	outcomes map[string]*signals.TurnOutcome
 	waiters  map[string]int
@@ -124,9 +133,117 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSend, s.send, workflow.UpdateHandlerOptions{
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSend, s.send, workflow.UpdateHandlerOptions{
 		Validator: validateSend,
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateControl, s.control, workflow.UpdateHandlerOptions{
+		Validator: validateControl,
+	}); err != nil {
+		return err
+	}
+	inputsCh := workflow.GetSignalChannel(ctx, signals.SignalTurnInputs)
+	requeueCh := workflow.GetSignalChannel(ctx, signals.SignalRequeue)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(inputsCh, func(c workflow.ReceiveChannel, _ bool) {
+				var in signals.TurnInputs
+				c.Receive(ctx, &in)
+				if s.active != nil && s.active.TurnID == in.TurnID {
+					s.open = in.Open
+					if len(in.Open) > 0 {
+						s.parked()
+					}
+				}
+			})
+			sel.AddReceive(requeueCh, func(c workflow.ReceiveChannel, _ bool) {
+				var m signals.TurnMessage
+				c.Receive(ctx, &m)
+				seq := s.st.NextSeq
+				s.st.NextSeq++
+				s.st.Deliveries[m.DeliveryID] = seq
+				s.st.Queue = append(s.st.Queue, QueuedMessage{Sequence: seq, Message: m.Message, DeliveryID: m.DeliveryID, Caller: m.Caller})
+			})
+			sel.Select(ctx)
+		}
 	})
+	return nil
+}
+
+// parked tells waiters of the running turn's deliveries that it waits for input.
+func (s *session) parked() {
+	for dlv, seq := range s.st.Deliveries {
+		if seq == s.active.Sequence && s.waiters[dlv] > 0 && s.outcomes[dlv] == nil {
+			s.outcomes[dlv] = &signals.TurnOutcome{Status: signals.TurnStatusWaiting, FirstEvent: s.active.Base}
+		}
+	}
+}
+
+func validateControl(ctx workflow.Context, req signals.ControlRequest) error {
+	switch req.Op {
+	case signals.ControlCancel, signals.ControlClear, signals.ControlCompact, signals.ControlResetOp:
+		return nil
+	}
+	return fmt.Errorf("unknown control op %q: want cancel, clear, compact or reset", req.Op)
+}
+
+func (s *session) control(ctx workflow.Context, req signals.ControlRequest) (signals.ControlResult, error) {
+	switch req.Op {
+	case signals.ControlCancel:
+		if s.active == nil || (req.TurnID != "" && req.TurnID != s.active.TurnID) {
+			return signals.ControlResult{Status: signals.ControlNoActiveTurn}, nil
+		}
+		s.cancelTurn()
+		return signals.ControlResult{Status: signals.ControlAccepted, SessionID: s.id}, nil
+	case signals.ControlClear:
+		s.clear(ctx)
+		return signals.ControlResult{Status: signals.ControlAccepted, SessionID: s.id}, nil
+	case signals.ControlCompact:
+		s.compact(ctx)
+		return signals.ControlResult{Status: signals.ControlAccepted, SessionID: s.id}, nil
+	default: // reset
+		if s.active != nil {
+			s.cancelTurn()
+		}
+		s.st.Queue = nil
+		s.st.ApprovedTools = nil
+		s.clear(ctx)
+		return signals.ControlResult{Status: signals.ControlReset, PreviousSessionID: s.id, SessionID: s.id}, nil
+	}
+}
+
+func (s *session) lastTurn() (int, string) {
+	seq := s.st.NextSeq - 1
+	if seq < 0 {
+		seq = 0
+	}
+	return seq, turnID(seq)
+}
+
+// clear forgets the conversation; the event log stays.
+func (s *session) clear(ctx workflow.Context) {
+	s.st.Messages = nil
+	s.dropMessages = s.active != nil
+	seq, tid := s.lastTurn()
+	s.emit(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
+}
+
+// compact keeps what the user and the assistant said and drops tool
+// traffic, which is most of a conversation's size.
+func (s *session) compact(ctx workflow.Context) {
+	seq, tid := s.lastTurn()
+	s.emit(ctx, protocol.CompactionRequested, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
+	var kept []model.Message
+	for _, m := range s.st.Messages {
+		if m.Role == model.RoleTool || (m.Role == model.RoleAssistant && m.Text == "") {
+			continue
+		}
+		kept = append(kept, model.Message{Role: m.Role, Text: m.Text})
+	}
+	s.st.Messages = kept
+	s.emit(ctx, protocol.CompactionCompleted, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
 }
 
 func validateSend(ctx workflow.Context, req signals.SendRequest) error {
@@ -145,6 +262,16 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		dlv = "dlv_" + workflow.GetCurrentUpdateInfo(ctx).ID
 	}
 	seq, dup := s.st.Deliveries[dlv]
+	if !dup && s.active != nil {
+		if resp, ok := s.answersOpenQuestion(req.Message); ok {
+			// A message while the turn waits on a question answers it; it
+			// never starts a model call beside an unresolved tool call.
+			s.st.Deliveries[dlv] = s.active.Sequence
+			workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage,
+				signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, Response: resp})
+			return signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: s.active.TurnID, Sequence: s.active.Sequence}, nil
+		}
+	}
 	if !dup {
 		seq = s.st.NextSeq
 		s.st.NextSeq++
@@ -172,11 +299,28 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	return res, nil
 }
 
+// answersOpenQuestion matches a message against the running turn's open
+// questions by the protocol's text rules. Approvals are never answered by a
+// message: nobody approves or denies by accident.
+func (s *session) answersOpenQuestion(text string) (protocol.InputResponse, bool) {
+	for _, r := range s.open {
+		if r.Kind != protocol.KindQuestion {
+			continue
+		}
+		if resp, ok := protocol.ResolveText(r, text); ok {
+			return resp, true
+		}
+	}
+	return protocol.InputResponse{}, false
+}
+
 func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	tid := turnID(msg.Sequence)
 	wid := s.id + "/" + tid
 	base := len(s.st.Events)
-	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base}
+	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
+	s.open = nil
+	s.dropMessages = false
 	current := msg.Caller
 	if current == nil {
 		current = s.initiator
@@ -185,9 +329,11 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		SessionID: s.id, TurnID: tid, Sequence: msg.Sequence,
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, History: s.st.Messages, DeliveryIDs: []string{msg.DeliveryID},
-		EventBase: base, Config: s.st.Config,
+		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: wid})
+	cctx, cancel := workflow.WithCancel(ctx)
+	s.cancelTurn = cancel
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
 	var out TurnOutput
 	if err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out); err != nil {
 		// The turn workflow turns every expected failure into events; this
@@ -197,13 +343,18 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
 		s.st.Events = append(s.st.Events, out.Events...)
-		s.st.Messages = append(s.st.Messages, out.Messages...)
+		if !s.dropMessages {
+			s.st.Messages = append(s.st.Messages, out.Messages...)
+		}
+		s.st.ApprovedTools = out.ApprovedTools
 		s.st.Usage.InputTokens += out.Usage.InputTokens
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
 	}
 	s.active = nil
+	s.cancelTurn = nil
+	s.open = nil
 	usage := s.st.Usage
 	s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 	if s.waiters[msg.DeliveryID] > 0 {

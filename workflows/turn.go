@@ -26,6 +26,8 @@ type TurnInput struct {
 	// EventBase is the global index of the turn's first event.
 	EventBase int    `json:"eventBase"`
 	Config    Config `json:"config"`
+	// ApprovedTools are the tools approved once in this session.
+	ApprovedTools []string `json:"approvedTools,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
@@ -34,6 +36,8 @@ type TurnOutput struct {
 	Messages []model.Message     `json:"messages"`
 	Outcome  signals.TurnOutcome `json:"outcome"`
 	Usage    protocol.TokenUsage `json:"usage"`
+	// ApprovedTools is the session's once-approved set after the turn.
+	ApprovedTools []string `json:"approvedTools,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -44,10 +48,22 @@ const (
 
 type turn struct {
 	in     TurnInput
+	cfg    Config
+	parent *workflow.Execution
 	events []protocol.Event
 	msgs   []model.Message // the whole conversation, history first
 	newMsg []model.Message // what this turn adds
 	usage  protocol.TokenUsage
+
+	stepIdx  int
+	requests []*openRequest
+	byID     map[string]*openRequest
+	approved []string // tools approved once in this session
+	parks    int      // how often the turn parked for input
+	finished bool
+	status   string
+	reply    string
+	errMsg   string
 }
 
 func (t *turn) emit(ctx workflow.Context, typ string, data any) {
@@ -69,16 +85,36 @@ func (t *turn) step(i int) protocol.StepRef {
 	return protocol.StepRef{Sequence: t.in.Sequence, StepIndex: i, TurnID: t.in.TurnID}
 }
 
-func (t *turn) output(status, reply, errMsg string) TurnOutput {
-	return TurnOutput{
-		Events:   t.events,
-		Messages: t.newMsg,
-		Usage:    t.usage,
-		Outcome: signals.TurnOutcome{
-			Status: status, Reply: reply, Error: errMsg,
-			FirstEvent: t.in.EventBase, LastEvent: t.in.EventBase + len(t.events) - 1,
-		},
+func (t *turn) outcome() signals.TurnOutcome {
+	status := t.status
+	if !t.finished {
+		status = signals.TurnStatusWaiting
 	}
+	return signals.TurnOutcome{
+		Status: status, Reply: t.reply, Error: t.errMsg,
+		FirstEvent: t.in.EventBase, LastEvent: t.in.EventBase + len(t.events) - 1,
+	}
+}
+
+// finish ends the turn; handlers waiting on it (respond with Wait) return
+// before the workflow completes.
+func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnOutput, error) {
+	t.finished, t.status, t.reply, t.errMsg = true, status, reply, errMsg
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
+	return TurnOutput{
+		Events:        t.events,
+		Messages:      t.newMsg,
+		Usage:         t.usage,
+		Outcome:       t.outcome(),
+		ApprovedTools: t.approved,
+	}, nil
+}
+
+// cancelled records the end of a cancelled turn.
+func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
+	t.emit(ctx, protocol.TurnCancelled, t.ref())
+	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
 }
 
 // Turn runs the step loop: model → tools (concurrently) → model … until
@@ -86,7 +122,14 @@ func (t *turn) output(status, reply, errMsg string) TurnOutput {
 // the model or of tools become events, never a failed workflow.
 func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
-	t := &turn{in: in, msgs: append([]model.Message(nil), in.History...)}
+	t := &turn{in: in, cfg: cfg, msgs: append([]model.Message(nil), in.History...),
+		byID: map[string]*openRequest{}, approved: append([]string(nil), in.ApprovedTools...)}
+	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
+		t.parent = p
+	}
+	if err := t.registerInputHandlers(ctx); err != nil {
+		return TurnOutput{}, err
+	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
 		if from < 0 || from > len(t.events) {
 			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.events))
@@ -102,18 +145,25 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 
 	session := auth.Session{ID: in.SessionID, Auth: in.Auth}
 	for stepIdx := 0; ; stepIdx++ {
+		t.stepIdx = stepIdx
+		if ctx.Err() != nil {
+			return t.cancelled(ctx)
+		}
 		if stepIdx >= cfg.MaxSteps {
 			msg := fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", cfg.MaxSteps)
 			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeMaxSteps, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
-			return t.output(signals.TurnStatusFailed, "", msg), nil
+			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 		}
 		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
 		res, err := runModelStep(ctx, cfg, activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs})
 		if err != nil {
+			if ctx.Err() != nil {
+				return t.cancelled(ctx)
+			}
 			msg := errorMessage(err)
 			t.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(stepIdx)})
 			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeModelError, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
-			return t.output(signals.TurnStatusFailed, "", msg), nil
+			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 		}
 		resp := res.Response
 		su := protocol.StepUsage(resp.Usage)
@@ -125,7 +175,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if len(resp.ToolCalls) == 0 {
 			t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 			t.emit(ctx, protocol.TurnCompleted, t.ref())
-			return t.output(signals.TurnStatusCompleted, resp.Text, ""), nil
+			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
 		}
 		actions := make([]protocol.ToolCallAction, len(resp.ToolCalls))
 		for i, c := range resp.ToolCalls {
@@ -134,6 +184,9 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		t.emit(ctx, protocol.ActionsRequested, protocol.ActionsRequestedData{Actions: actions, StepRef: t.step(stepIdx)})
 		results := t.runCalls(ctx, session, stepIdx, res.Plans)
 		t.add(model.Message{Role: model.RoleTool, ToolResults: results})
+		if ctx.Err() != nil {
+			return t.cancelled(ctx)
+		}
 		t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 	}
 }
@@ -165,45 +218,6 @@ func runModelStep(ctx workflow.Context, cfg Config, in activities.ModelStepInput
 	}
 	err := f.Get(ctx, &out)
 	return out, err
-}
-
-// runCalls runs every call concurrently and emits action.result as each
-// settles; the results keep the calls' order for the model.
-func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int, plans []activities.CallPlan) []model.ToolResult {
-	outcomes := make([]activities.ToolOutcome, len(plans))
-	settled := make([]bool, len(plans))
-	sel := workflow.NewSelector(ctx)
-	pending := 0
-	for i, p := range plans {
-		if !p.Known {
-			outcomes[i] = activities.FailedOutcome(protocol.CodeToolNotFound,
-				fmt.Sprintf("there is no tool named %q; call one of the tools you were given", p.Call.Name))
-			settled[i] = true
-			t.emitResult(ctx, stepIdx, p.Call, outcomes[i])
-			continue
-		}
-		in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
-		f := executeTool(ctx, p, in)
-		pending++
-		i, p := i, p
-		sel.AddFuture(f, func(f workflow.Future) {
-			var out activities.ToolOutcome
-			if err := f.Get(ctx, &out); err != nil {
-				out = activityFailure(p.Call.Name, err)
-			}
-			outcomes[i] = out
-			settled[i] = true
-			t.emitResult(ctx, stepIdx, p.Call, out)
-		})
-	}
-	for ; pending > 0; pending-- {
-		sel.Select(ctx)
-	}
-	results := make([]model.ToolResult, len(plans))
-	for i, p := range plans {
-		results[i] = model.ToolResult{CallID: p.Call.ID, Name: p.Call.Name, Output: outcomes[i].Output, IsError: outcomes[i].Status != protocol.StatusCompleted}
-	}
-	return results
 }
 
 func executeTool(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {

@@ -262,7 +262,7 @@ const when = `{"type":"object","properties":{"dateTime":{"type":"string","format
 func calendar() []catalog.Definition {
 	return []catalog.Definition{
 		def("calendar.create_event", "calendar.write",
-			"Create a calendar event with a title, start and end time, attendees and location, and send invitations.",
+			"Schedule a meeting or other event: create a calendar event with a title, start and end time, attendees and location, and send the invitations.",
 			write,
 			`{"type":"object","properties":{
 				"calendarId":{"type":"string","default":"primary"},

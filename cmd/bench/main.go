@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/internal/benchkit"
@@ -236,7 +238,9 @@ func runConfig(ctx context.Context, f flags, cfg serverConfig, selected []scenar
 	defer srv.Stop()
 	fmt.Fprintf(os.Stderr, "bench: config %s: server %s up in %s\n", cfg.name, srv.Addr, time.Since(t0).Round(time.Millisecond))
 
-	c, err := srv.Dial(client.Options{})
+	// Errors only: stopping a scenario's worker logs poll warnings by design.
+	c, err := srv.Dial(client.Options{Logger: tlog.NewStructuredLogger(
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))})
 	if err != nil {
 		return err
 	}

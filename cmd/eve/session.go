@@ -3,40 +3,52 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/internal/config"
-	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
-	"github.com/eve-temporal/eve/signals"
 )
 
+// sessionFlags reach an eve API server (eve serve, or eve dev).
+type sessionFlags struct {
+	url    string
+	apiKey string
+}
+
+func (f *sessionFlags) client() *client.Client {
+	return client.New(f.url, client.WithAPIKey(f.apiKey))
+}
+
 func newSessionCommand() *cobra.Command {
-	var tc config.Temporal
+	var f sessionFlags
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Send messages to sessions and read their events",
+		Short: "Talk to sessions through an eve API server: send, events, pending, respond, approve, deny, cancel",
+		Long: `eve session talks to an eve API server (eve serve, or the one eve dev starts)
+over HTTP, so it works against any deployment by URL and key.`,
 	}
-	tc.Bind(cmd.PersistentFlags())
-	connect := func(ctx context.Context) (*sessions.Service, func(), error) {
-		c, err := tc.Dial(ctx, nil, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &sessions.Service{Client: c, TaskQueue: tc.TaskQueue}, c.Close, nil
-	}
-	cmd.AddCommand(newSessionSendCommand(connect), newSessionEventsCommand(connect))
+	cmd.PersistentFlags().StringVar(&f.url, "url", config.Env("EVE_URL", client.DefaultURL), "eve API server base URL (env EVE_URL)")
+	cmd.PersistentFlags().StringVar(&f.apiKey, "api-key", config.Env("EVE_API_KEY", ""), "eve API key, sent as a bearer token (env EVE_API_KEY)")
+	cmd.AddCommand(
+		newSessionSendCommand(&f),
+		newSessionEventsCommand(&f),
+		newSessionPendingCommand(&f),
+		newSessionRespondCommand(&f),
+		newSessionDecideCommand(&f, true),
+		newSessionDecideCommand(&f, false),
+		newSessionCancelCommand(&f),
+	)
 	return cmd
 }
 
-type connectFunc func(ctx context.Context) (*sessions.Service, func(), error)
-
-func newSessionSendCommand(connect connectFunc) *cobra.Command {
+func newSessionSendCommand(f *sessionFlags) *cobra.Command {
 	var (
 		sessionID string
 		timeout   time.Duration
@@ -48,12 +60,7 @@ func newSessionSendCommand(connect connectFunc) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			svc, closeFn, err := connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			return sendAndPrint(ctx, cmd.OutOrStdout(), svc, sessionID, args[0])
+			return sendAndPrint(ctx, cmd.OutOrStdout(), f.client(), sessionID, args[0])
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "session id (default: start a new session)")
@@ -61,38 +68,47 @@ func newSessionSendCommand(connect connectFunc) *cobra.Command {
 	return cmd
 }
 
-func sendAndPrint(ctx context.Context, out io.Writer, svc *sessions.Service, sessionID, message string) error {
-	req := signals.SendRequest{Message: message, DeliveryID: sessions.NewID("dlv")}
+func sendAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID, message string) error {
 	var (
-		res signals.SendResult
-		err error
+		acc  client.Accepted
+		err  error
+		from int
 	)
 	if sessionID == "" {
-		res, err = svc.CreateAndSend(ctx, "", nil, req)
+		acc, err = c.CreateAndSend(ctx, message)
 	} else {
-		res, err = svc.Send(ctx, sessionID, req)
+		if from, err = c.Tail(ctx, sessionID); err != nil {
+			return err
+		}
+		from++
+		acc, err = c.Send(ctx, sessionID, message)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "session %s  %s\n", res.SessionID, res.TurnID)
-	seen := false
-	return svc.Follow(ctx, res.SessionID, 0, 25*time.Millisecond, func(_ int, e protocol.Event) bool {
-		mine := slices.Contains(e.Meta.DeliveryIDs, res.DeliveryID)
-		if mine {
-			seen = true
-			printEvent(out, e)
+	fmt.Fprintf(out, "session %s  %s\n", acc.SessionID, acc.TurnID)
+	t, err := c.WaitTurn(ctx, acc.SessionID, acc.DeliveryID, from, func(_ int, e protocol.Event) { printEvent(out, e) })
+	if err != nil {
+		return err
+	}
+	return turnEnd(out, t)
+}
+
+// turnEnd adds a hint when the turn parked, and an error when it failed.
+func turnEnd(out io.Writer, t *client.Turn) error {
+	switch t.Status {
+	case client.TurnWaiting:
+		for _, r := range t.Open {
+			if r.Kind == protocol.KindToolApproval {
+				fmt.Fprintf(out, "answer with: eve session approve %s %s   (or deny)\n", t.SessionID, r.RequestID)
+			} else {
+				fmt.Fprintf(out, "answer with: eve session respond %s %s --option ID | --text T\n", t.SessionID, r.RequestID)
+			}
 		}
-		// The turn ends at the session.waiting after our events, or when
-		// it parks for input.
-		if seen && e.Type == protocol.SessionWaiting {
-			return false
-		}
-		if mine && e.Type == protocol.TurnWaiting {
-			return false
-		}
-		return true
-	})
+	case client.TurnFailed:
+		return fmt.Errorf("the turn failed: %s", t.Error)
+	}
+	return nil
 }
 
 func printEvent(out io.Writer, e protocol.Event) {
@@ -119,14 +135,19 @@ func printEvent(out io.Writer, e protocol.Event) {
 		var d protocol.TurnFailedData
 		e.Decode(&d)
 		fmt.Fprintf(out, "turn failed (%s): %s\n", d.Code, d.Message)
+	case protocol.TurnCancelled:
+		fmt.Fprintln(out, "turn cancelled")
 	case protocol.InputRequested:
 		var d protocol.InputRequestedData
 		e.Decode(&d)
 		for _, r := range d.Requests {
-			fmt.Fprintf(out, "? %s [%s] %s\n", r.RequestID, r.Kind, r.Prompt)
-			for _, o := range r.Options {
-				fmt.Fprintf(out, "    %s: %s\n", o.ID, o.Label)
-			}
+			printRequest(out, r)
+		}
+	case protocol.InputResolved:
+		var d protocol.InputResolvedData
+		e.Decode(&d)
+		for _, r := range d.Resolutions {
+			fmt.Fprintf(out, "✓ %s %s\n", r.RequestID, r.Outcome)
 		}
 	case protocol.TurnWaiting:
 		var d protocol.TurnWaitingData
@@ -135,7 +156,14 @@ func printEvent(out io.Writer, e protocol.Event) {
 	}
 }
 
-func newSessionEventsCommand(connect connectFunc) *cobra.Command {
+func printRequest(out io.Writer, r protocol.InputRequest) {
+	fmt.Fprintf(out, "? %s [%s] %s\n", r.RequestID, r.Kind, r.Prompt)
+	for _, o := range r.Options {
+		fmt.Fprintf(out, "    %s: %s\n", o.ID, o.Label)
+	}
+}
+
+func newSessionEventsCommand(f *sessionFlags) *cobra.Command {
 	var (
 		from   int
 		follow bool
@@ -146,33 +174,201 @@ func newSessionEventsCommand(connect connectFunc) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, closeFn, err := connect(ctx)
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetEscapeHTML(false)
+			st := f.client().Stream(ctx, args[0], from, &client.StreamOptions{NoFollow: !follow})
+			defer st.Close()
+			for st.Next() {
+				if err := enc.Encode(st.Event()); err != nil {
+					return err
+				}
+			}
+			if err := st.Err(); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&from, "from", 0, "first event index (negative counts back from the last)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	return cmd
+}
+
+func newSessionPendingCommand(f *sessionFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "pending <session-id>",
+		Short: "List the session's open input requests (approvals and questions)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			open, err := f.client().Pending(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			if !follow {
-				evs, err := svc.Events(ctx, args[0], from)
-				if err != nil {
-					return err
-				}
-				for _, e := range evs {
-					enc.Encode(e)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				for _, r := range open {
+					enc.Encode(r)
 				}
 				return nil
 			}
-			err = svc.Follow(ctx, args[0], from, 50*time.Millisecond, func(_ int, e protocol.Event) bool {
-				enc.Encode(e)
-				return true
-			})
-			if ctx.Err() != nil {
+			if len(open) == 0 {
+				fmt.Fprintln(out, "no open input requests")
 				return nil
 			}
-			return err
+			for _, r := range open {
+				fmt.Fprintf(out, "%s  %s  %s\n", r.TurnID, r.Action.ToolName, r.Action.Input)
+				printRequest(out, r.InputRequest)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().IntVar(&from, "from", 0, "first event index")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each request as a JSON line")
+	return cmd
+}
+
+func newSessionRespondCommand(f *sessionFlags) *cobra.Command {
+	var (
+		option, text string
+		timeout      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "respond <session-id> <request-id> --option ID | --text T",
+		Short: "Answer an input request and print the rest of the turn",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (option == "") == (text == "") {
+				return errors.New("give exactly one of --option ID or --text T")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			c := f.client()
+			resp := protocol.InputResponse{RequestID: args[1], OptionID: option, Text: text}
+			if text != "" {
+				// Map typed text onto the request like eve's channels do: an
+				// option id or label, a 1-based number, or free text.
+				if open, err := c.Pending(ctx, args[0]); err == nil {
+					for _, r := range open {
+						if r.RequestID == args[1] {
+							if mapped, ok := protocol.ResolveText(r.InputRequest, text); ok {
+								resp = mapped
+							}
+						}
+					}
+				}
+			}
+			return respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
+		},
+	}
+	cmd.Flags().StringVar(&option, "option", "", "the id of the option to choose")
+	cmd.Flags().StringVar(&text, "text", "", "a typed answer (an option id, label or number, or free text)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the turn")
+	return cmd
+}
+
+func respondAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID string, resp protocol.InputResponse) error {
+	_, t, err := c.RespondAndWait(ctx, sessionID, []protocol.InputResponse{resp}, func(_ int, e protocol.Event) { printEvent(out, e) })
+	if err != nil {
+		return err
+	}
+	return turnEnd(out, t)
+}
+
+// newSessionDecideCommand is approve (approve=true) or deny.
+func newSessionDecideCommand(f *sessionFlags, approve bool) *cobra.Command {
+	var (
+		reason  string
+		timeout time.Duration
+	)
+	verb, short := "deny", "Deny a tool call waiting for approval"
+	if approve {
+		verb, short = "approve", "Approve a tool call waiting for approval"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " <session-id> [request-id]",
+		Short: short + " (the only open one when no request id is given)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			c := f.client()
+			open, err := c.Pending(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			var approvals []client.PendingRequest
+			for _, r := range open {
+				if r.Kind == protocol.KindToolApproval {
+					approvals = append(approvals, r)
+				}
+			}
+			var req *client.PendingRequest
+			if len(args) == 2 {
+				for i := range open {
+					if open[i].RequestID == args[1] {
+						req = &open[i]
+					}
+				}
+				if req == nil {
+					return fmt.Errorf("session %s has no open input request %s (see: eve session pending %s)", args[0], args[1], args[0])
+				}
+			} else {
+				switch len(approvals) {
+				case 0:
+					return fmt.Errorf("session %s has no tool call waiting for approval", args[0])
+				case 1:
+					req = &approvals[0]
+				default:
+					ids := make([]string, len(approvals))
+					for i, r := range approvals {
+						ids[i] = r.RequestID + " (" + r.Action.ToolName + ")"
+					}
+					return fmt.Errorf("session %s has %d approvals open: name one of %s", args[0], len(approvals), strings.Join(ids, ", "))
+				}
+			}
+			resp := protocol.InputResponse{RequestID: req.RequestID, OptionID: decisionOption(req.InputRequest, approve), Text: reason}
+			return respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (sent as the answer's text)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the turn")
+	return cmd
+}
+
+// decisionOption picks the option id that approves or denies: "approve",
+// and "deny" or eve's "cancel" for a denial, whichever the request offers.
+func decisionOption(r protocol.InputRequest, approve bool) string {
+	want := []string{"deny", "cancel"}
+	if approve {
+		want = []string{"approve"}
+	}
+	for _, w := range want {
+		for _, o := range r.Options {
+			if strings.EqualFold(o.ID, w) {
+				return o.ID
+			}
+		}
+	}
+	return want[0]
+}
+
+func newSessionCancelCommand(f *sessionFlags) *cobra.Command {
+	var turnID string
+	cmd := &cobra.Command{
+		Use:   "cancel <session-id>",
+		Short: "Cancel the session's running turn",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := f.client().Cancel(cmd.Context(), args[0], turnID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Status)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&turnID, "turn", "", "cancel only this turn (e.g. turn_3)")
 	return cmd
 }

@@ -1,0 +1,129 @@
+// Package approval gates tool calls behind a decision: never ask (the
+// default), ask once per session, always ask, or a custom policy that looks
+// at the caller, the tool and its input.
+//
+// Built-in policies decide in workflow code. A custom policy is application
+// code (it may read a database), so it runs in an activity; if it errors,
+// panics or times out it fails closed: a person is asked, nothing is
+// approved automatically.
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/eve-temporal/eve/auth"
+)
+
+// Status types a policy returns.
+const (
+	UserApproval  = "user-approval"  // park and ask a person
+	NotApplicable = "not-applicable" // run without asking
+	Approved      = "approved"       // approved automatically
+	Denied        = "denied"         // denied automatically; Reason reaches the model
+)
+
+// Status is a policy's answer.
+type Status struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Ask, Skip, Approve and Deny build statuses.
+func Ask() Status               { return Status{Type: UserApproval} }
+func Skip() Status              { return Status{Type: NotApplicable} }
+func Approve() Status           { return Status{Type: Approved} }
+func Deny(reason string) Status { return Status{Type: Denied, Reason: reason} }
+func FromBool(ask bool) Status {
+	// The predicate form: true asks a person, false runs without a prompt.
+	if ask {
+		return Ask()
+	}
+	return Skip()
+}
+
+// Valid reports whether s is one of the four statuses.
+func (s Status) Valid() bool {
+	switch s.Type {
+	case UserApproval, NotApplicable, Approved, Denied:
+		return true
+	}
+	return false
+}
+
+// Context is what a custom policy sees.
+type Context struct {
+	// Session carries auth.Current (the caller of this turn) and
+	// auth.Initiator (who created the session).
+	Session       auth.Session    `json:"session"`
+	ToolName      string          `json:"toolName"`
+	ToolInput     json.RawMessage `json:"toolInput"`
+	CallID        string          `json:"callId"`
+	ApprovedTools []string        `json:"approvedTools"`
+}
+
+// Input decodes the tool input into v.
+func (c Context) Input(v any) error { return json.Unmarshal(c.ToolInput, v) }
+
+// IsApproved reports whether the session already approved the tool (once).
+func (c Context) IsApproved(tool string) bool { return slices.Contains(c.ApprovedTools, tool) }
+
+// Kinds of policy.
+const (
+	KindNever  = "never"
+	KindOnce   = "once"
+	KindAlways = "always"
+	KindCustom = "custom"
+)
+
+// Func is a custom policy. ctx carries a deadline; honour it.
+type Func func(ctx context.Context, c Context) (Status, error)
+
+// Policy is a tool's approval configuration. The zero value is Never.
+type Policy struct {
+	kind string
+	fn   Func
+}
+
+// Never runs the tool without asking (the default).
+func Never() Policy { return Policy{kind: KindNever} }
+
+// Always asks a person before every call.
+func Always() Policy { return Policy{kind: KindAlways} }
+
+// Once asks until a person explicitly approves a call of the tool; later
+// calls in the same session run unasked. A denial, or no answer, is not
+// remembered, and calls already waiting when the approval lands still ask.
+func Once() Policy { return Policy{kind: KindOnce} }
+
+// Custom decides with application code.
+func Custom(fn func(c Context) Status) Policy {
+	return Policy{kind: KindCustom, fn: func(_ context.Context, c Context) (Status, error) { return fn(c), nil }}
+}
+
+// CustomContext decides with application code that may fail (for example
+// a database read); an error asks a person.
+func CustomContext(fn Func) Policy { return Policy{kind: KindCustom, fn: fn} }
+
+// Predicate is the older boolean form: true asks, false runs unasked.
+func Predicate(fn func(c Context) bool) Policy {
+	return Custom(func(c Context) Status { return FromBool(fn(c)) })
+}
+
+// Kind names the policy.
+func (p Policy) Kind() string {
+	if p.kind == "" {
+		return KindNever
+	}
+	return p.kind
+}
+
+// Evaluate runs a custom policy. Built-in kinds are decided by the workflow
+// and return NotApplicable here.
+func (p Policy) Evaluate(ctx context.Context, c Context) (Status, error) {
+	if p.fn == nil {
+		return Skip(), nil
+	}
+	return p.fn(ctx, c)
+}

@@ -1,0 +1,129 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Error codes of the error body {ok:false, error, code}.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeInvalidJSON      = "invalid_json"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeSessionNotFound  = "session_not_found"
+	CodeTooLarge         = "payload_too_large"
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnknownRequest   = "unknown_request"
+	CodeInputNotPending  = "input_not_pending"
+	CodeRejected         = "rejected"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal_error"
+)
+
+// ErrorBody is every error response: {ok:false, error, code}. eve's client
+// shows Error as the message and Code as ClientError.code.
+type ErrorBody struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorBody{OK: false, Error: msg, Code: code})
+}
+
+// httpError is a failure with its status and code.
+type httpError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errorf(status int, code, format string, args ...any) *httpError {
+	return &httpError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var he *httpError
+	if errors.As(err, &he) {
+		writeError(w, he.status, he.code, he.msg)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+}
+
+// readObject reads a JSON object body. An empty body is {} when optional;
+// a body needs content-type application/json (415 otherwise); bodies over
+// the limit are 413 and nothing is read past it.
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request, optional bool) (map[string]json.RawMessage, error) {
+	limit := s.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(limit)
+		}
+		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "unreadable request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return map[string]json.RawMessage{}, nil
+		}
+		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty: send a JSON object")
+	}
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		if ct == "" {
+			ct = "none"
+		}
+		return nil, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "content type %s is not supported: send the body as application/json", ct)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		if err == nil || strings.Contains(err.Error(), "cannot unmarshal") {
+			return nil, errorf(http.StatusBadRequest, CodeInvalidJSON, "expected a JSON object")
+		}
+		return nil, errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON body: %v", err)
+	}
+	if _, ok := obj["continuationToken"]; ok {
+		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "session-ID routes do not accept 'continuationToken'")
+	}
+	return obj, nil
+}
+
+func tooLarge(limit int64) error {
+	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large: the limit is %d bytes", limit)
+}
+
+func isJSON(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
+)
+
+// Info describes the agent behind the server for GET /eve/v1/info. The API
+// server does not run the agent (workers do), so this is what its operator
+// says about it; AgentInfo builds it from an agent definition.
+type Info struct {
+	AgentName   string
+	Description string
+	// ModelID and ModelProvider describe the model (e.g. "demo", "scripted").
+	ModelID       string
+	ModelProvider string
+	// Production selects mode "production" (default "development").
+	Production bool
+	Tools      []ToolInfo
+}
+
+// ToolInfo is one tool of Info.
+type ToolInfo struct {
+	Name             string
+	Description      string
+	InputSchema      json.RawMessage
+	OutputSchema     json.RawMessage
+	HasExecute       bool
+	RequiresApproval bool
+}
+
+// AgentInfo describes an agent definition.
+func AgentInfo(a *agent.Agent) Info {
+	info := Info{AgentName: a.Name}
+	if a.Model != nil {
+		info.ModelID = a.Model.ID()
+	}
+	if a.Tools != nil {
+		for _, t := range a.Tools.List() {
+			info.Tools = append(info.Tools, ToolInfo{
+				Name: t.Name, Description: t.Description,
+				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+				HasExecute:       t.Execute != nil,
+				RequiresApproval: t.Approval.Kind() != approval.KindNever,
+			})
+		}
+	}
+	return info
+}
+
+// health: GET /eve/v1/health. 200 {ok, status:"ready", workflowId} when
+// Temporal answers; 503 otherwise (eve's client accepts only the 200 shape).
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := s.opts.Sessions.Client.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "Temporal is not answering: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "status": "ready", "workflowId": signals.SessionWorkflow})
+}
+
+// info: GET /eve/v1/info, AgentInfoResultSchema version 5 (strict).
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.infoBody())
+}
+
+type jsonObj = map[string]any
+
+func (s *Server) infoBody() jsonObj {
+	in := s.opts.Info
+	name := in.AgentName
+	if name == "" {
+		name = "agent"
+	}
+	owner := jsonObj{"kind": "application"}
+	moduleSource := func(id, path string) jsonObj {
+		return jsonObj{
+			"binding": jsonObj{
+				"backing": jsonObj{
+					"kind": "programmatic", "moduleId": "go:" + path,
+					"registryId": "eve-temporal", "revision": workflows.Version,
+				},
+				"logicalPath": path,
+				"owner":       owner,
+			},
+			"logicalPath": path,
+			"owner":       owner,
+			"sourceId":    id,
+			"sourceKind":  "module",
+		}
+	}
+	provider := in.ModelProvider
+	if provider == "" {
+		provider = "unknown"
+	}
+	agentObj := moduleSource("agent:"+name, "agent/"+name)
+	agentObj = jsonObj{
+		"agentRoot": ".",
+		"appRoot":   ".",
+		"config":    agentObj,
+		"model":     jsonObj{"id": in.ModelID, "routing": jsonObj{"kind": "external", "provider": provider}},
+		"name":      name,
+		"nodeId":    name,
+	}
+	if in.Description != "" {
+		agentObj["description"] = in.Description
+	}
+	tools := []jsonObj{}
+	for _, t := range in.Tools {
+		tool := moduleSource("tool:"+t.Name, "tools/"+t.Name)
+		tool["name"] = t.Name
+		tool["description"] = t.Description
+		tool["hasAuth"] = false
+		tool["hasExecute"] = t.HasExecute
+		tool["hasModelOutputProjection"] = false
+		tool["hasOutputSchema"] = len(t.OutputSchema) > 0
+		tool["inputSchema"] = rawOrEmpty(t.InputSchema)
+		if len(t.OutputSchema) > 0 {
+			tool["outputSchema"] = json.RawMessage(t.OutputSchema)
+		}
+		tool["requiresApproval"] = t.RequiresApproval
+		tools = append(tools, tool)
+	}
+	sandbox := moduleSource("sandbox:none", "sandbox")
+	sandbox["revisionHash"] = workflows.Version
+	mode := "development"
+	if in.Production {
+		mode = "production"
+	}
+	return jsonObj{
+		"agent":         agentObj,
+		"capabilities":  jsonObj{"devRoutes": false},
+		"channels":      jsonObj{"routes": []any{}, "shadowed": []any{}},
+		"composition":   jsonObj{"disabled": []any{}, "shadowed": []any{}},
+		"connections":   []any{},
+		"diagnostics":   jsonObj{"discoveryErrors": 0, "discoveryWarnings": 0},
+		"hooks":         []any{},
+		"instructions":  jsonObj{"dynamic": []any{}, "static": []any{}},
+		"kernelEffects": []any{},
+		"kind":          "eve-agent-info",
+		"memories":      []any{},
+		"mode":          mode,
+		"remoteAgents":  jsonObj{"entries": []any{}, "total": 0},
+		"sandbox":       sandbox,
+		"schedules":     []any{},
+		"skills":        jsonObj{"dynamic": []any{}, "static": []any{}},
+		"subagents":     jsonObj{"local": []any{}, "total": 0},
+		"tools":         jsonObj{"dynamic": []any{}, "static": tools},
+		"version":       5,
+		"workspace":     jsonObj{"resourceRoot": nil, "rootEntries": []any{}},
+	}
+}
+
+func rawOrEmpty(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return jsonObj{"type": "object", "properties": jsonObj{}}
+	}
+	return raw
+}

@@ -1,0 +1,417 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
+)
+
+// writeTimeout bounds how long a write (a message, answers, a control)
+// waits for the session workflow to accept it. A session whose worker is
+// down answers 503 after this.
+const writeTimeout = 30 * time.Second
+
+// Accepted is the body of an accepted create, message or answer batch.
+type Accepted struct {
+	OK         bool   `json:"ok"`
+	SessionID  string `json:"sessionId"`
+	Status     string `json:"status"`
+	DeliveryID string `json:"deliveryId,omitempty"`
+	// TurnID is the turn a message starts (not part of eve's body; eve's
+	// client ignores it).
+	TurnID string `json:"turnId,omitempty"`
+	// Resolutions and Duplicates report what an answer batch settled.
+	Resolutions []protocol.InputResolution `json:"resolutions,omitempty"`
+	Duplicates  []string                   `json:"duplicates,omitempty"`
+}
+
+// ControlBody is the body of cancel, clear, compact and reset.
+type ControlBody struct {
+	OK                bool   `json:"ok"`
+	SessionID         string `json:"sessionId,omitempty"`
+	PreviousSessionID string `json:"previousSessionId,omitempty"`
+	Status            string `json:"status"`
+}
+
+func accepted(w http.ResponseWriter, body Accepted) {
+	w.Header().Set("x-eve-session-id", body.SessionID)
+	body.OK = true
+	body.Status = "accepted"
+	writeJSON(w, http.StatusAccepted, body)
+}
+
+// turnInput is a parsed message route body.
+type turnInput struct {
+	message   string
+	responses []protocol.InputResponse
+}
+
+// parseTurnInput reads message / inputResponses like eve's
+// parseSessionMessageBody: exactly one of them, message a non-empty string
+// (or text parts), inputResponses a non-empty array of strict responses.
+func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, error) {
+	var in turnInput
+	if _, ok := obj["stubs"]; ok {
+		return in, errorf(http.StatusForbidden, CodeForbidden, "tool stubbing is not permitted for this caller")
+	}
+	msg, err := parseMessageField(obj["message"])
+	if err != nil {
+		return in, err
+	}
+	in.message = msg
+	if raw, ok := obj["inputResponses"]; ok && !isNull(raw) {
+		if create {
+			return in, errorf(http.StatusBadRequest, CodeBadRequest, "a new session has no input requests: send 'message', not 'inputResponses'")
+		}
+		rs, err := parseInputResponses(raw)
+		if err != nil {
+			return in, err
+		}
+		in.responses = rs
+	}
+	// clientContext, outputSchema and turnPolicy are accepted and not used
+	// (yet); a malformed outputSchema is still refused, as eve does.
+	if raw, ok := obj["outputSchema"]; ok && !isNull(raw) && !isObject(raw) {
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'outputSchema' to be a JSON object")
+	}
+	switch {
+	case in.message != "" && in.responses != nil:
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'message' and 'inputResponses' are mutually exclusive: send one per request")
+	case in.message == "" && in.responses == nil && !create:
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected a non-empty 'message' or a non-empty 'inputResponses' array")
+	}
+	if n := len(in.message); n > workflows.MaxMessageBytes {
+		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, workflows.MaxMessageBytes)
+	}
+	return in, nil
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+func parseMessageField(raw json.RawMessage) (string, error) {
+	if raw == nil || isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if strings.TrimSpace(s) == "" {
+			return "", nil
+		}
+		return s, nil
+	}
+	var parts []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errorf(http.StatusBadRequest, CodeBadRequest, "expected 'message' to be a string or an array of text parts")
+	}
+	var texts []string
+	for i, p := range parts {
+		var typ, text string
+		_ = json.Unmarshal(p["type"], &typ)
+		switch typ {
+		case "text":
+			if err := json.Unmarshal(p["text"], &text); err != nil || text == "" {
+				return "", errorf(http.StatusBadRequest, CodeBadRequest, "message part %d: text parts require a non-empty 'text' string", i+1)
+			}
+			texts = append(texts, text)
+		case "file":
+			var mt string
+			_ = json.Unmarshal(p["mediaType"], &mt)
+			return "", errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "message part %d: file parts (%s) are not supported by this server: send text", i+1, mt)
+		default:
+			return "", errorf(http.StatusBadRequest, CodeBadRequest, "message part %d: unsupported type %q: use 'text'", i+1, typ)
+		}
+	}
+	return strings.Join(texts, "\n\n"), nil
+}
+
+func parseInputResponses(raw json.RawMessage) ([]protocol.InputResponse, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
+		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'inputResponses' to be a non-empty array")
+	}
+	out := make([]protocol.InputResponse, 0, len(items))
+	seen := map[string]bool{}
+	for i, it := range items {
+		dec := json.NewDecoder(bytes.NewReader(it))
+		dec.DisallowUnknownFields()
+		var r protocol.InputResponse
+		if err := dec.Decode(&r); err != nil {
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: expected {requestId, optionId?, text?}: %v", i, err)
+		}
+		if r.RequestID == "" {
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: 'requestId' is required", i)
+		}
+		if seen[r.RequestID] {
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: request %s is answered twice in one batch", i, r.RequestID)
+		}
+		seen[r.RequestID] = true
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// create: POST /eve/v1/session, with or without a first message.
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	obj, err := s.readObject(w, r, true)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	in, err := parseTurnInput(obj, true)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	caller := Caller(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
+	if in.message == "" {
+		id, err := s.opts.Sessions.Create(ctx, "", caller)
+		if err != nil {
+			s.fail(w, s.temporalError("create a session", "", err))
+			return
+		}
+		accepted(w, Accepted{SessionID: id})
+		return
+	}
+	dlv := sessions.NewID("dlv")
+	res, err := s.opts.Sessions.CreateAndSend(ctx, "", caller, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller})
+	if err != nil {
+		s.fail(w, s.temporalError("create a session", "", err))
+		return
+	}
+	s.wakes.wake(res.SessionID)
+	accepted(w, Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
+}
+
+// message: POST /eve/v1/session/{id} with a message or answers.
+func (s *Server) message(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	obj, err := s.readObject(w, r, false)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	in, err := parseTurnInput(obj, false)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if in.responses != nil {
+		s.respond(w, r, id, in.responses)
+		return
+	}
+	caller := Caller(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
+	res, err := s.opts.Sessions.Send(ctx, id, signals.SendRequest{Message: in.message, DeliveryID: sessions.NewID("dlv"), Caller: caller})
+	if err != nil {
+		s.fail(w, s.temporalError("send the message", id, err))
+		return
+	}
+	s.wakes.wake(id)
+	accepted(w, Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
+}
+
+// respond authorizes and delivers a batch of answers.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs []protocol.InputResponse) {
+	caller := Caller(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
+	page, err := s.opts.Sessions.Read(ctx, id, 0)
+	if err != nil {
+		s.fail(w, s.temporalError("read the session", id, err))
+		return
+	}
+	inputs := sessions.FoldInputs(page.Events, 0)
+	reqs := make([]protocol.InputRequest, 0, len(rs))
+	for _, resp := range rs {
+		q, ok := inputs.Asked[resp.RequestID]
+		if !ok {
+			s.fail(w, errorf(http.StatusBadRequest, CodeUnknownRequest, "session %s has no input request %q: answer a requestId from an input.requested event", id, resp.RequestID))
+			return
+		}
+		reqs = append(reqs, q.InputRequest)
+	}
+	sum, err := s.opts.Sessions.Summary(ctx, id)
+	if err != nil {
+		s.fail(w, s.temporalError("read the session", id, err))
+		return
+	}
+	allowed := samePrincipal(sum.Initiator, caller) || (sum.Initiator == nil && s.Open())
+	if !allowed && s.opts.AuthorizeResponder != nil {
+		allowed = s.opts.AuthorizeResponder(ctx, ResponderCheck{SessionID: id, Initiator: sum.Initiator, Responder: caller, Requests: reqs, Responses: rs})
+	}
+	if !allowed {
+		s.log.Info("api: input response refused", "session", id, "responder", caller.ID)
+		s.fail(w, errorf(http.StatusForbidden, CodeForbidden, "principal %q may not answer the input requests of session %s", caller.ID, id))
+		return
+	}
+	for _, resp := range rs {
+		q := inputs.Asked[resp.RequestID]
+		if inputs.EndedTurns[q.TurnID] && !inputs.Settled[resp.RequestID] {
+			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is no longer pending: %s ended", resp.RequestID, id, q.TurnID))
+			return
+		}
+		if inputs.Settled[resp.RequestID] && (sum.ActiveTurn == nil || sum.ActiveTurn.TurnID != q.TurnID) {
+			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is already settled", resp.RequestID, id))
+			return
+		}
+	}
+	res, err := s.opts.Sessions.Respond(ctx, id, signals.RespondRequest{Responses: rs, Responder: caller})
+	if err != nil {
+		if errors.Is(err, sessions.ErrNoActiveTurn) {
+			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "session %s has no running turn waiting for input", id))
+			return
+		}
+		var rej *sessions.RejectedError
+		if errors.As(err, &rej) {
+			s.fail(w, errorf(http.StatusBadRequest, CodeRejected, "the answers were rejected and nothing was recorded: %s", rejectionMessage(rej)))
+			return
+		}
+		s.fail(w, s.temporalError("deliver the answers", id, err))
+		return
+	}
+	s.wakes.wake(id)
+	accepted(w, Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+}
+
+// rejectionMessage digs the workflow's own words out of an update failure.
+func rejectionMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+// temporalError maps an error of sessions.Service to an HTTP error.
+func (s *Server) temporalError(what, id string, err error) error {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he
+	}
+	if errors.Is(err, sessions.ErrNotFound) {
+		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) && id != "" {
+		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
+	}
+	var rej *sessions.RejectedError
+	if errors.As(err, &rej) {
+		return errorf(http.StatusConflict, CodeRejected, "could not %s: %s", what, rejectionMessage(rej))
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		// An update validator refused the request; nothing was recorded.
+		return errorf(http.StatusBadRequest, CodeRejected, "could not %s: %s", what, appErr.Message())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s within %s: is a worker running on task queue %q?", what, writeTimeout, s.opts.Sessions.TaskQueue)
+	}
+	if errors.Is(err, context.Canceled) {
+		return errorf(499, "cancelled", "the request was cancelled")
+	}
+	var unavailable *serviceerror.Unavailable
+	if errors.As(err, &unavailable) {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s: Temporal is unavailable: %v", what, unavailable)
+	}
+	s.log.Error("api: request failed", "what", what, "session", id, "err", err)
+	return errorf(http.StatusInternalServerError, CodeInternal, "could not %s: %v", what, err)
+}
+
+// control runs one control operation.
+func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.ControlRequest) {
+	id := r.PathValue("id")
+	req.Caller = Caller(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	defer cancel()
+	res, err := s.opts.Sessions.Control(ctx, id, req)
+	if err != nil {
+		s.fail(w, s.temporalError(req.Op+" the session", id, err))
+		return
+	}
+	s.wakes.wake(id)
+	w.Header().Set("x-eve-session-id", id)
+	switch res.Status {
+	case signals.ControlAccepted:
+		writeJSON(w, http.StatusAccepted, ControlBody{OK: true, SessionID: id, Status: res.Status})
+	case signals.ControlReset:
+		prev := res.PreviousSessionID
+		if prev == "" {
+			prev = id
+		}
+		writeJSON(w, http.StatusOK, ControlBody{OK: true, PreviousSessionID: prev, Status: res.Status})
+	case signals.ControlNoActiveTurn, signals.ControlNoActiveSession:
+		writeJSON(w, http.StatusOK, ControlBody{OK: true, Status: res.Status})
+	default:
+		s.fail(w, fmt.Errorf("%s session %s: the workflow answered an unknown status %q", req.Op, id, res.Status))
+	}
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	obj, err := s.readObject(w, r, true)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var turnID string
+	if raw, ok := obj["turnId"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &turnID) != nil || turnID == "" {
+			s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'turnId' to be a non-empty string"))
+			return
+		}
+	}
+	s.control(w, r, signals.ControlRequest{Op: signals.ControlCancel, TurnID: turnID})
+}
+
+func (s *Server) clear(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readObject(w, r, true); err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.control(w, r, signals.ControlRequest{Op: signals.ControlClear})
+}
+
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readObject(w, r, true); err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.control(w, r, signals.ControlRequest{Op: signals.ControlCompact})
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	obj, err := s.readObject(w, r, true)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var reason string
+	if raw, ok := obj["reason"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &reason) != nil || reason == "" {
+			s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'reason' to be a non-empty string"))
+			return
+		}
+	}
+	s.control(w, r, signals.ControlRequest{Op: signals.ControlResetOp, Reason: reason})
+}

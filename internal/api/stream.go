@@ -1,0 +1,195 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/protocol"
+)
+
+// Stream protocol constants (eve 0.80.1 protocol/message.js).
+const (
+	StreamVersion       = "26"
+	HeaderStreamVersion = "x-eve-stream-version"
+	HeaderTailIndex     = "x-eve-stream-tail-index"
+	HeaderSessionID     = "x-eve-session-id"
+	HeaderStreamFormat  = "x-eve-stream-format"
+)
+
+// LeaseEndedLine ends a stream response when the client asked for stream
+// control (streamControlVersion=1); the client reconnects from its cursor.
+const LeaseEndedLine = `{"$eve":"stream.lease-ended","version":1}` + "\n"
+
+// fastWindow keeps a stream polling fast for a while after its last event
+// or write, so the first events of a turn are not delayed by the idle interval.
+const fastWindow = 2 * time.Second
+
+// readTimeout bounds one read of the workflows' logs (a query waits for a
+// worker; while none runs, the stream keeps heartbeating).
+const readTimeout = 10 * time.Second
+
+var intPattern = regexp.MustCompile(`^-?\d+$`)
+
+// stream: GET /eve/v1/session/{id}/stream.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	start := 0
+	if v := q.Get("startIndex"); v != "" {
+		n, err := strconv.Atoi(v)
+		if !intPattern.MatchString(v) || err != nil {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, "expected startIndex to be an integer")
+			return
+		}
+		start = n
+	}
+	follow := q.Get("follow") != "false" && q.Get("follow") != "0"
+	control := q.Get("streamControlVersion") == "1"
+
+	ctx := r.Context()
+	wake, unsubscribe := s.wakes.subscribe(id)
+	defer unsubscribe()
+
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	page, err := s.opts.Sessions.Read(rctx, id, start)
+	cancel()
+	if err != nil {
+		switch {
+		case errors.Is(err, sessions.ErrNotFound):
+			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+id+" not found")
+		case ctx.Err() != nil:
+		default:
+			s.log.Warn("api: stream unavailable", "session", id, "err", err)
+			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "session stream unavailable: "+err.Error())
+		}
+		return
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	h.Set("Cache-Control", "no-store, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set(HeaderSessionID, id)
+	h.Set(HeaderStreamFormat, "ndjson")
+	h.Set(HeaderStreamVersion, StreamVersion)
+	h.Set(HeaderTailIndex, strconv.Itoa(page.Tail()))
+	w.WriteHeader(http.StatusOK)
+
+	rc := http.NewResponseController(w)
+	write := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	writeEvents := func(evs []protocol.Event) (ok, ended bool) {
+		if len(evs) == 0 {
+			return true, false
+		}
+		var buf []byte
+		for _, e := range evs {
+			line, err := json.Marshal(e)
+			if err != nil {
+				s.log.Error("api: encode event", "session", id, "id", e.Meta.ID, "err", err)
+				return false, true
+			}
+			buf = append(buf, line...)
+			buf = append(buf, '\n')
+			if e.Type == protocol.SessionCompleted || e.Type == protocol.SessionFailed {
+				ended = true
+				break
+			}
+		}
+		return write(buf), ended
+	}
+
+	if !write([]byte("\n")) {
+		return
+	}
+	ok, ended := writeEvents(page.Events)
+	if !ok || ended || !follow {
+		return
+	}
+	cursor := page.From + len(page.Events)
+
+	now := time.Now()
+	lastActivity := now
+	lastWrite := now
+	active := page.Active
+	var leaseEnd <-chan time.Time
+	if control {
+		t := time.NewTimer(s.opts.LeaseDuration)
+		defer t.Stop()
+		leaseEnd = t.C
+	}
+	heartbeat := time.NewTimer(s.opts.HeartbeatInterval)
+	defer heartbeat.Stop()
+	poll := time.NewTimer(s.interval(active, lastActivity))
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-leaseEnd:
+			write([]byte(LeaseEndedLine))
+			return
+		case <-heartbeat.C:
+			if time.Since(lastWrite) >= s.opts.HeartbeatInterval {
+				if !write([]byte("\n")) {
+					return
+				}
+				lastWrite = time.Now()
+			}
+			heartbeat.Reset(s.opts.HeartbeatInterval - time.Since(lastWrite))
+			continue
+		case <-wake:
+			lastActivity = time.Now()
+		case <-poll.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, readTimeout)
+		page, err := s.opts.Sessions.Read(rctx, id, cursor)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, sessions.ErrNotFound):
+			return
+		case err != nil:
+			s.log.Debug("api: stream read failed; retrying", "session", id, "err", err)
+			active = false
+		default:
+			active = page.Active
+			if len(page.Events) > 0 {
+				ok, ended := writeEvents(page.Events)
+				if !ok || ended {
+					return
+				}
+				cursor += len(page.Events)
+				lastActivity = time.Now()
+				lastWrite = lastActivity
+			}
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(s.interval(active, lastActivity))
+	}
+}
+
+// interval is the wait before the next poll: fast while a turn runs or
+// shortly after activity, slow when the session is idle.
+func (s *Server) interval(active bool, lastActivity time.Time) time.Duration {
+	if active || time.Since(lastActivity) < fastWindow {
+		return s.opts.PollInterval
+	}
+	return s.opts.IdlePollInterval
+}

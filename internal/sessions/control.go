@@ -1,0 +1,65 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/signals"
+)
+
+// ErrNoActiveTurn means the session has no running turn to answer.
+var ErrNoActiveTurn = errors.New("the session has no running turn with open input requests")
+
+// Respond delivers a batch of answers to the session's running turn. A
+// rejected batch returns the validator's error (which says which answer and
+// why) and changes nothing.
+func (s *Service) Respond(ctx context.Context, sessionID string, req signals.RespondRequest) (signals.RespondResult, error) {
+	var res signals.RespondResult
+	sum, err := s.Summary(ctx, sessionID)
+	if err != nil {
+		return res, err
+	}
+	if sum.ActiveTurn == nil {
+		return res, ErrNoActiveTurn
+	}
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   sum.ActiveTurn.WorkflowID,
+		UpdateName:   signals.UpdateRespond,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return res, fmt.Errorf("respond in session %s: %w", sessionID, err)
+	}
+	if err := h.Get(ctx, &res); err != nil {
+		return res, &RejectedError{Err: err}
+	}
+	return res, nil
+}
+
+// RejectedError is a batch of answers (or a message) the workflow refused.
+type RejectedError struct{ Err error }
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// Control runs a control operation (cancel, clear, compact, reset).
+func (s *Service) Control(ctx context.Context, sessionID string, req signals.ControlRequest) (signals.ControlResult, error) {
+	var res signals.ControlResult
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   sessionID,
+		UpdateName:   signals.UpdateControl,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return res, wrapNotFound(sessionID, fmt.Errorf("%s session %s: %w", req.Op, sessionID, err))
+	}
+	if err := h.Get(ctx, &res); err != nil {
+		return res, &RejectedError{Err: err}
+	}
+	return res, nil
+}

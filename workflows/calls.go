@@ -1,0 +1,193 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/protocol"
+)
+
+// How one call proceeds after the gate.
+const (
+	gateRun     = iota // execute now
+	gateAsk            // wait for an approval
+	gateAnswer         // a client tool: wait for the answer
+	gateSettled        // settled already (unknown tool, bad input, denied)
+)
+
+// runCalls gates every call (approval policies, client tools), asks people
+// in one input.requested, runs what may run concurrently, and emits
+// action.result as each call settles. Results keep the calls' order.
+func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int, plans []activities.CallPlan) []model.ToolResult {
+	n := len(plans)
+	outcomes := make([]activities.ToolOutcome, n)
+	gates := make([]int, n)
+	reqs := make([]*openRequest, n)
+	statuses := t.evaluatePolicies(ctx, session, plans)
+
+	var asked []protocol.InputRequest
+	for i, p := range plans {
+		switch {
+		case !p.Known:
+			gates[i] = gateSettled
+			outcomes[i] = activities.FailedOutcome(protocol.CodeToolNotFound,
+				fmt.Sprintf("there is no tool named %q; call one of the tools you were given", p.Call.Name))
+		case p.InputError != "":
+			gates[i] = gateSettled
+			outcomes[i] = activities.FailedOutcome(protocol.CodeToolInputInvalid, p.InputError)
+		case p.Kind == activities.KindClient:
+			gates[i] = gateAnswer
+			reqs[i] = t.newQuestionRequest(p, stepIdx)
+			asked = append(asked, reqs[i].req)
+		default:
+			st := t.gate(p, statuses[i])
+			switch st.Type {
+			case approval.Denied:
+				gates[i] = gateSettled
+				outcomes[i] = denied(p.Call.Name, st.Reason, false)
+			case approval.UserApproval:
+				gates[i] = gateAsk
+				reqs[i] = t.newApprovalRequest(p, stepIdx, st.Reason)
+				asked = append(asked, reqs[i].req)
+			default:
+				gates[i] = gateRun
+			}
+		}
+	}
+	for i, p := range plans {
+		if gates[i] == gateSettled {
+			t.emitResult(ctx, stepIdx, p.Call, outcomes[i])
+		}
+	}
+	if len(asked) > 0 {
+		t.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
+		t.park(ctx)
+	}
+
+	done := 0
+	for i, p := range plans {
+		if gates[i] == gateSettled {
+			done++
+			continue
+		}
+		i, p := i, p
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			outcomes[i] = t.runCall(ctx, session, p, gates[i], reqs[i])
+			t.emitResult(ctx, stepIdx, p.Call, outcomes[i])
+			done++
+		})
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	_ = workflow.Await(dctx, func() bool { return done == n })
+
+	results := make([]model.ToolResult, n)
+	for i, p := range plans {
+		results[i] = model.ToolResult{CallID: p.Call.ID, Name: p.Call.Name, Output: outcomes[i].Output, IsError: outcomes[i].Status != protocol.StatusCompleted}
+	}
+	return results
+}
+
+// gate decides a call with a built-in policy, or takes a custom policy's status.
+func (t *turn) gate(p activities.CallPlan, custom approval.Status) approval.Status {
+	switch p.Approval {
+	case approval.KindAlways:
+		return approval.Ask()
+	case approval.KindOnce:
+		if slices.Contains(t.approved, p.Call.Name) {
+			return approval.Skip()
+		}
+		return approval.Ask()
+	case approval.KindCustom:
+		return custom
+	}
+	return approval.Skip()
+}
+
+// evaluatePolicies runs the custom policies of a step concurrently, each in
+// an activity. A failure or timeout fails closed: a person is asked.
+func (t *turn) evaluatePolicies(ctx workflow.Context, session auth.Session, plans []activities.CallPlan) []approval.Status {
+	out := make([]approval.Status, len(plans))
+	futures := make([]workflow.Future, len(plans))
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
+	})
+	for i, p := range plans {
+		if !p.Known || p.InputError != "" || p.Approval != approval.KindCustom {
+			continue
+		}
+		futures[i] = workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
+			Session: session, ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+			ApprovedTools: append([]string{}, t.approved...),
+		}})
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		if err := f.Get(ctx, &out[i]); err != nil || !out[i].Valid() {
+			out[i] = approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}
+		}
+	}
+	return out
+}
+
+// runCall waits for a person where needed, then executes.
+func (t *turn) runCall(ctx workflow.Context, session auth.Session, p activities.CallPlan, gate int, r *openRequest) activities.ToolOutcome {
+	if r != nil {
+		if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil {
+			t.cancelRequest(ctx, r)
+			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", p.Call.Name))
+		}
+		if gate == gateAnswer {
+			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
+		}
+		if r.res.Outcome != protocol.OutcomeApproved {
+			return denied(p.Call.Name, r.reason, true)
+		}
+	}
+	if ctx.Err() != nil {
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", p.Call.Name))
+	}
+	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+	var out activities.ToolOutcome
+	if err := executeTool(ctx, p, in).Get(ctx, &out); err != nil {
+		return activityFailure(p.Call.Name, err)
+	}
+	return out
+}
+
+// cancelRequest settles an unanswered request when the turn is cancelled.
+func (t *turn) cancelRequest(ctx workflow.Context, r *openRequest) {
+	if r.settled {
+		return
+	}
+	res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
+	r.settled, r.res = true, res
+	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
+}
+
+// denied is the result the model sees for a rejected call: never a success.
+func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
+	msg := fmt.Sprintf("The call to %s was denied", tool)
+	if byPerson {
+		msg += " by the user"
+	} else {
+		msg += " by policy"
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	msg += ". The tool did not run."
+	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})
+	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+}
