@@ -42,6 +42,8 @@ type Activities struct {
 	Model  model.Model
 	System string
 	Logger *slog.Logger
+	// Actions signs delegated actions' completion URLs.
+	Actions *ActionsConfig
 }
 
 // ModelStepInput is one model call.
@@ -54,8 +56,9 @@ type ModelStepInput struct {
 
 // Kinds of call.
 const (
-	KindAuthored = "authored"
-	KindClient   = "client"
+	KindAuthored  = "authored"
+	KindClient    = "client"
+	KindDelegated = "delegated"
 )
 
 // CallPlan is how the workflow must run one tool call. The model step decides
@@ -74,6 +77,8 @@ type CallPlan struct {
 	// Request and OutputSchema are set for client tools.
 	Request      *tools.InputRequest `json:"request,omitempty"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
+	// Deadline is set for delegated tools.
+	Deadline time.Duration `json:"deadline,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
@@ -125,6 +130,16 @@ func (a *Activities) plan(c model.ToolCall) CallPlan {
 	if err := t.ValidateInput(c.Input); err != nil {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
 		return p
+	}
+	if t.Delegated != nil {
+		p.Kind = KindDelegated
+		p.OutputSchema = t.OutputSchema
+		d, err := t.DeadlineOf(c.Input)
+		if err != nil {
+			p.InputError = fmt.Sprintf("tool %s cannot compute a deadline for this input: %v", t.Name, err)
+			return p
+		}
+		p.Deadline = d
 	}
 	if t.Client != nil {
 		p.Kind = KindClient
@@ -178,6 +193,9 @@ type ExecuteToolInput struct {
 	CallID   string          `json:"callId"`
 	ToolName string          `json:"toolName"`
 	Input    json.RawMessage `json:"input"`
+	// ActionID and Deadline are set for delegated calls.
+	ActionID string    `json:"actionId,omitempty"`
+	Deadline time.Time `json:"deadline,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -215,6 +233,12 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		}
 	}
 	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	if t.Delegated != nil {
+		return a.delegate(ctx, tctx, t, in)
+	}
+	if t.Execute == nil {
+		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s cannot be executed here (it is answered by a person)", t.Name)), nil
+	}
 	result, err := t.Execute(tctx, in.Input)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {

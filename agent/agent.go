@@ -35,6 +35,8 @@ type Agent struct {
 	// Disable removes built-in tools (such as ask_question) by name.
 	// Naming a tool that does not exist is an error.
 	Disable []string
+	// Actions signs completion URLs of delegated tools.
+	Actions *activities.ActionsConfig
 	Logger  *slog.Logger
 }
 
@@ -108,7 +110,7 @@ func Register(w worker.Registry, a *Agent) error {
 	}}
 	w.RegisterWorkflowWithOptions(rt.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
 	w.RegisterWorkflowWithOptions(rt.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow})
-	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger}
+	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})

@@ -38,7 +38,7 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 	default:
 		return GetToolsResult{}, fmt.Errorf("catalog: unknown format %q (want one of canonical, anthropic, openai, ai-sdk, mcp)", format)
 	}
-	s, err := c.selectTools(opts.Toolkits, opts.Capability, format == FormatMCP, opts.IncludeAsync)
+	s, err := c.selectTools(opts.Toolkits, opts.Capability, format == FormatMCP, opts.IncludeAsync, format == FormatMCP && !opts.MCPWireNames)
 	if err != nil {
 		return GetToolsResult{}, err
 	}
@@ -86,7 +86,7 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 		for i, e := range sel {
 			a := e.def.Annotations
 			t := MCPTool{
-				Name:         e.def.Name,
+				Name:         s.nameMap.CanonicalToWire[e.def.Name],
 				Description:  e.def.Description,
 				InputSchema:  e.def.InputSchema,
 				OutputSchema: e.def.OutputSchema,
@@ -108,10 +108,10 @@ func (c *Catalog) Get(opts GetToolsOptions) (GetToolsResult, error) {
 }
 
 // selectTools returns the (cached) selection for a filter.
-func (c *Catalog) selectTools(toolkits []string, capability string, mcp, includeAsync bool) (*selection, error) {
+func (c *Catalog) selectTools(toolkits []string, capability string, mcp, includeAsync, canonicalNames bool) (*selection, error) {
 	tks := append([]string(nil), toolkits...)
 	sort.Strings(tks)
-	key := strings.Join(tks, ",") + "|" + capability + "|" + strconv.FormatBool(mcp) + "|" + strconv.FormatBool(mcp && includeAsync)
+	key := strings.Join(tks, ",") + "|" + capability + "|" + strconv.FormatBool(mcp) + "|" + strconv.FormatBool(mcp && includeAsync) + "|" + strconv.FormatBool(canonicalNames)
 	if s, ok := c.selections.Load(key); ok {
 		return s.(*selection), nil
 	}
@@ -140,7 +140,7 @@ func (c *Catalog) selectTools(toolkits []string, capability string, mcp, include
 	for i, e := range s.entries {
 		s.raw[i] = e.def
 		w := e.wire
-		if mcp {
+		if canonicalNames {
 			w = e.def.Name // MCP allows dots: canonical names go out as they are
 		}
 		s.nameMap.CanonicalToWire[e.def.Name] = w

@@ -257,6 +257,14 @@ func TestGetMCP(t *testing.T) {
 	if !found || len(res.MCP()) != 12 {
 		t.Fatalf("IncludeAsync: found=%v, %d tools", found, len(res.MCP()))
 	}
+	// For clients that reject dots: wire names.
+	res, tools = get(t, c, catalog.GetToolsOptions{Format: catalog.FormatMCP, MCPWireNames: true, Toolkits: []string{"gmail"}})
+	for i, tool := range tools {
+		name := tool["name"].(string)
+		if !providerNamePattern.MatchString(name) || res.NameMap.WireToCanonical[name] != res.Raw[i].Name || name != c.NameMap().CanonicalToWire[res.Raw[i].Name] {
+			t.Errorf("MCPWireNames: %s for %s", name, res.Raw[i].Name)
+		}
+	}
 }
 
 func TestGetCanonicalAndFilters(t *testing.T) {

@@ -91,6 +91,10 @@ type GetToolsOptions struct {
 	// IncludeAsync (MCP only) includes async-by-nature tools, for clients that
 	// negotiated Tasks support.
 	IncludeAsync bool `json:"includeAsync,omitempty"`
+	// MCPWireNames (MCP only) names tools by their wire names instead of
+	// their canonical names, for MCP clients that hold tool names to the
+	// model providers' ^[a-zA-Z0-9_-]{1,64}$ and reject dots.
+	MCPWireNames bool `json:"mcpWireNames,omitempty"`
 	// Strict (OpenAI only) applies the strict-mode transform. A tool whose
 	// schema uses what strict mode forbids falls back to strict:false, and
 	// the result's Warnings say why.

@@ -4,6 +4,13 @@
 package signals
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
@@ -199,4 +206,83 @@ type TurnMessage struct {
 	DeliveryID string                 `json:"deliveryId"`
 	Caller     *auth.Principal        `json:"caller,omitempty"`
 	Response   protocol.InputResponse `json:"response"`
+}
+
+// Delegated actions, in the turn workflow that owns them.
+const (
+	// UpdateSettleAction records a completion that arrived through a
+	// completion URL, before the API server completes the activity. Payload
+	// SettleAction, result SettleDecision. The validator answers conflicts
+	// (409), ended actions (410), unknown actions (404) and invalid output
+	// (422) without recording anything; see the error types below.
+	UpdateSettleAction = "eve.action.settle"
+	// QueryAction reads one action's state. Argument action id, result ActionState.
+	QueryAction = "eve.action.state"
+)
+
+// SettleAction is one completion or failure of a delegated action.
+type SettleAction struct {
+	ActionID string                `json:"actionId"`
+	Output   json.RawMessage       `json:"output,omitempty"`
+	Error    *protocol.ActionError `json:"error,omitempty"`
+}
+
+// SettleDecision tells the API server what to do.
+type SettleDecision struct {
+	// Complete: complete the activity now. Duplicate: it already settled
+	// with this same outcome; answer 200 and do nothing.
+	Decision string `json:"decision"`
+}
+
+// Decisions.
+const (
+	DecisionComplete  = "complete"
+	DecisionDuplicate = "duplicate"
+)
+
+// Application error types of a rejected SettleAction.
+const (
+	ErrActionUnknown  = "ActionUnknown"  // 404
+	ErrActionConflict = "ActionConflict" // 409
+	ErrActionGone     = "ActionGone"     // 410
+	ErrActionInvalid  = "ActionInvalid"  // 422
+)
+
+// Action states.
+const (
+	ActionPending   = "pending"
+	ActionSettling  = "settling" // a completion was accepted; the activity result is on its way
+	ActionCompleted = "completed"
+	ActionFailed    = "failed"
+	ActionExpired   = "deadline-exceeded"
+	ActionCancelled = "cancelled"
+)
+
+// ActionState is one delegated action as its turn sees it.
+type ActionState struct {
+	ActionID string    `json:"actionId"`
+	Tool     string    `json:"tool"`
+	CallID   string    `json:"callId"`
+	State    string    `json:"state"`
+	Deadline time.Time `json:"deadline"`
+	// Hash identifies the settled outcome (see HashSettle).
+	Hash string `json:"hash,omitempty"`
+}
+
+// HashSettle fingerprints an outcome, so a repeated completion can be told
+// from a different one. Output JSON is compacted first.
+func HashSettle(req SettleAction) string {
+	h := sha256.New()
+	if req.Error != nil {
+		fmt.Fprintf(h, "error\x00%s\x00%s", req.Error.Code, req.Error.Message)
+	} else {
+		var buf bytes.Buffer
+		h.Write([]byte("output\x00"))
+		if json.Compact(&buf, req.Output) == nil {
+			h.Write(buf.Bytes())
+		} else {
+			h.Write(req.Output)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

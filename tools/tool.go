@@ -109,6 +109,8 @@ type Tool struct {
 	Title string
 	// Client makes this a client tool (see DefineClient); Execute is nil.
 	Client *Client
+	// Delegated makes this a delegated tool (see DefineDelegated).
+	Delegated *Delegated
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash runs again without a
@@ -187,6 +189,8 @@ func (t *Tool) compile() error {
 	}
 	if t.Client != nil {
 		errs = append(errs, t.compileClient()...)
+	} else if t.Delegated != nil {
+		errs = append(errs, t.compileDelegated()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
 	}

@@ -87,6 +87,13 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 		})
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if delegated := countDelegated(plans, gates); delegated > 0 {
+		// Only jobs left: say so once, so clients know the turn resumes on its own.
+		_ = workflow.Await(dctx, func() bool { return done == n || (done+t.delegatedOpen == n && len(t.openRequests()) == 0) })
+		if done < n && ctx.Err() == nil {
+			t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "tasks", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+		}
+	}
 	_ = workflow.Await(dctx, func() bool { return done == n })
 
 	results := make([]model.ToolResult, n)
@@ -158,6 +165,9 @@ func (t *turn) runCall(ctx workflow.Context, session auth.Session, p activities.
 	if ctx.Err() != nil {
 		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", p.Call.Name))
 	}
+	if p.Kind == activities.KindDelegated {
+		return t.runDelegated(ctx, session, p)
+	}
 	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
 	var out activities.ToolOutcome
 	if err := executeTool(ctx, p, in).Get(ctx, &out); err != nil {
@@ -190,4 +200,14 @@ func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
 	msg += ". The tool did not run."
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})
 	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+}
+
+func countDelegated(plans []activities.CallPlan, gates []int) int {
+	n := 0
+	for i, p := range plans {
+		if p.Kind == activities.KindDelegated && gates[i] != gateSettled {
+			n++
+		}
+	}
+	return n
 }

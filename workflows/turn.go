@@ -60,10 +60,13 @@ type turn struct {
 	byID     map[string]*openRequest
 	approved []string // tools approved once in this session
 	parks    int      // how often the turn parked for input
-	finished bool
-	status   string
-	reply    string
-	errMsg   string
+	actions  map[string]*actionState
+	// delegatedOpen counts delegated calls waiting for their jobs.
+	delegatedOpen int
+	finished      bool
+	status        string
+	reply         string
+	errMsg        string
 }
 
 func (t *turn) emit(ctx workflow.Context, typ string, data any) {
@@ -123,11 +126,14 @@ func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
 func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
 	t := &turn{in: in, cfg: cfg, msgs: append([]model.Message(nil), in.History...),
-		byID: map[string]*openRequest{}, approved: append([]string(nil), in.ApprovedTools...)}
+		byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
 		t.parent = p
 	}
 	if err := t.registerInputHandlers(ctx); err != nil {
+		return TurnOutput{}, err
+	}
+	if err := t.registerActionHandlers(ctx); err != nil {
 		return TurnOutput{}, err
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {

@@ -25,17 +25,19 @@ func newDevCommand() *cobra.Command {
 		stateDir    string
 		uiPort      int
 		metricsAddr string
+		af          apiFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole stack locally: Temporal dev server (SQLite under .eve/), worker and API server",
 		Long: `eve dev starts the Temporal dev server from ./bin/temporal (or reuses one that
 already answers at --address), keeping its state in .eve/temporal.db so sessions
-survive a restart, then runs eve's worker with the demo agent in this process.`,
+survive a restart, then runs eve's worker with the demo agent and the eve API
+server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr)
+			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr, af)
 		},
 	}
 	tc.Bind(cmd.Flags())
@@ -43,10 +45,11 @@ survive a restart, then runs eve's worker with the demo agent in this process.`,
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where the worker's /metrics listens; empty disables it")
+	af.Bind(cmd.Flags())
 	return cmd
 }
 
-func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string) error {
+func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags) error {
 	if err := tc.Validate(); err != nil {
 		return err
 	}
@@ -110,6 +113,12 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	}
 	defer w.Stop()
 	fmt.Printf("Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
+	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af)
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
+	fmt.Printf("eve API      %s/eve/v1/\n", apiURL)
 	_ = uiURL
 	fmt.Println(`Try:         eve session send "what's the weather in Paris"`)
 	<-ctx.Done()

@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newDevCommand(),
 		newSessionCommand(),
+		newServeCommand(),
 	)
 	return root
 }

@@ -284,7 +284,14 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		}
 		var rej *sessions.RejectedError
 		if errors.As(err, &rej) {
-			s.fail(w, errorf(http.StatusBadRequest, CodeRejected, "the answers were rejected and nothing was recorded: %s", rejectionMessage(rej)))
+			status, code := http.StatusBadRequest, CodeRejected
+			for _, resp := range rs {
+				if inputs.Settled[resp.RequestID] {
+					// A different answer to a settled request.
+					status, code = http.StatusConflict, CodeInputNotPending
+				}
+			}
+			s.fail(w, errorf(status, code, "the answers were rejected and nothing was recorded: %s", rejectionMessage(rej)))
 			return
 		}
 		s.fail(w, s.temporalError("deliver the answers", id, err))

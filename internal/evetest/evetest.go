@@ -5,6 +5,8 @@ package evetest
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/actionsvc"
+	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
 	"github.com/eve-temporal/eve/internal/sessions"
@@ -129,3 +134,19 @@ func Of(evs []protocol.Event, typ string) []protocol.Event {
 
 // Join is Types joined with spaces, for readable assertions.
 func Join(evs []protocol.Event) string { return strings.Join(Types(evs), " ") }
+
+// Actions serves completion URLs for delegated tools on a local HTTP
+// server and returns the config a worker needs.
+func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) {
+	e.T.Helper()
+	signer, err := capability.NewSigner([]byte("test secret, 16+ bytes long"))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	svc := &actionsvc.Service{Client: e.Client, Signer: signer}
+	mux := http.NewServeMux()
+	mux.Handle(activities.ActionsPath, svc)
+	srv := httptest.NewServer(mux)
+	e.T.Cleanup(srv.Close)
+	return &activities.ActionsConfig{Signer: signer, BaseURL: srv.URL}, svc, srv.URL
+}

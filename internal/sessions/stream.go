@@ -75,7 +75,11 @@ func (s *Service) read(ctx context.Context, id string, from int) (Page, bool, er
 		return p, false, nil
 	}
 	p.Active = true
-	base := sp.ActiveTurn.Base
+	// The turn's events follow everything the session itself holds. That
+	// is ActiveTurn.Base, unless the session recorded events while the
+	// turn ran (a clear or compact): those end up before the turn's events
+	// once it finishes, so the stream shows them in that order now too.
+	base := max(sp.ActiveTurn.Base, sp.Total)
 	turnFrom := max(0, from-base)
 	evs, err := s.turnEvents(ctx, sp.ActiveTurn.WorkflowID, turnFrom)
 	var qf *serviceerror.QueryFailed

@@ -115,10 +115,7 @@ func statusError(res *http.Response, body []byte, now time.Time) *Error {
 			e.RequestID = eb.RequestID
 		}
 	} else {
-		e.Message = strings.TrimSpace(string(body))
-		if len(e.Message) > 300 {
-			e.Message = e.Message[:300] + "…"
-		}
+		e.Message = clip(string(body), 300)
 		if e.Message == "" {
 			e.Message = http.StatusText(res.StatusCode)
 		}
@@ -159,7 +156,7 @@ func classify(e *Error) {
 	case strings.Contains(strings.ToLower(e.Message), "prompt is too long"):
 		e.Hint = "the conversation exceeds the model's context window; start a new session or shorten tool outputs"
 	case e.StatusCode == http.StatusBadRequest || e.Type == "invalid_request_error":
-		e.Hint = "the API rejected the request as invalid; the message above names the field (check the model name and the tools' input schemas)"
+		e.Hint = "the API rejected the request; its message names the part at fault (often the model name or a tool's input schema)"
 	}
 }
 
@@ -209,4 +206,14 @@ func isCertError(err error) bool {
 	var h x509.HostnameError
 	var ci x509.CertificateInvalidError
 	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &h) || errors.As(err, &ci)
+}
+
+// clip collapses whitespace in a non-JSON error body (a proxy's page, say)
+// and cuts it to n bytes.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }

@@ -1,0 +1,105 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// ActionsConfig is what a worker needs to hand out completion URLs.
+type ActionsConfig struct {
+	Signer *capability.Signer
+	// BaseURL is the API server as jobs reach it, e.g. http://127.0.0.1:4111.
+	BaseURL string
+	// Grace keeps a URL valid after the deadline, so a late job is told 410
+	// rather than 401 (default 1 h).
+	Grace time.Duration
+}
+
+// DefaultGrace is how long a completion URL outlives its action's deadline.
+const DefaultGrace = time.Hour
+
+// ActionsPath is the API route prefix of completion URLs.
+const ActionsPath = "/eve/v1/actions/"
+
+// URL returns the completion URL of a token.
+func (c *ActionsConfig) URL(token string) string {
+	return strings.TrimRight(c.BaseURL, "/") + ActionsPath + token
+}
+
+// ActionID derives a delegated call's action id from its turn workflow and
+// call, so it is the same on every replay and retry.
+func ActionID(turnWorkflowID, callID string) string {
+	sum := sha256.Sum256([]byte(turnWorkflowID + "\x00" + callID))
+	return "act_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
+}
+
+// ResultKind marks a completion payload built by eve (the API server or
+// the CLI), as opposed to a raw payload an operator completed with.
+const ResultKind = "eve.action-result/v1"
+
+// ActionResult is the payload that completes a delegated activity.
+type ActionResult struct {
+	Kind   string                `json:"eve"`
+	Status string                `json:"status"` // completed or failed
+	Output json.RawMessage       `json:"output,omitempty"`
+	Error  *protocol.ActionError `json:"error,omitempty"`
+}
+
+// DecodeActionResult reads what a delegated activity completed with: an
+// eve ActionResult, or any other JSON value taken as the output itself.
+func DecodeActionResult(raw json.RawMessage) ActionResult {
+	var r ActionResult
+	if json.Unmarshal(raw, &r) == nil && r.Kind == ResultKind {
+		return r
+	}
+	return ActionResult{Kind: ResultKind, Status: protocol.StatusCompleted, Output: raw}
+}
+
+func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools.Tool, in ExecuteToolInput) (ToolOutcome, error) {
+	if a.Actions == nil || a.Actions.Signer == nil {
+		return ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tool %s is delegated, but this worker has no action secret: set EVE_ACTION_SECRET (shared with the API server) and EVE_PUBLIC_URL", t.Name),
+			ErrTypeBadConfig, nil)
+	}
+	info := activity.GetInfo(ctx)
+	grace := a.Actions.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	token := a.Actions.Signer.Sign(capability.Claims{
+		Namespace: info.WorkflowNamespace, SessionID: in.Session.ID,
+		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
+		ActionID: in.ActionID, Tool: t.Name, Expires: in.Deadline.Add(grace).Unix(),
+	})
+	action := tools.Action{
+		ID:         in.ActionID,
+		Completion: tools.Completion{ID: in.ActionID, URL: a.Actions.URL(token)},
+		TaskToken:  info.TaskToken,
+		Deadline:   in.Deadline,
+	}
+	pending, err := t.Delegated.Delegate(tctx, in.Input, action)
+	if err != nil {
+		msg := fmt.Sprintf("tool %s could not start its job: %v", t.Name, err)
+		if tools.IsNonRetryable(err) {
+			return ToolOutcome{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTool, err)
+		}
+		return ToolOutcome{}, temporal.NewApplicationErrorWithCause(msg, ErrTypeTool, err)
+	}
+	if pending.ActionID() != in.ActionID {
+		return ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tool %s must return action.Pending() of the action it was given", t.Name), ErrTypeTool, nil)
+	}
+	return ToolOutcome{}, activity.ErrResultPending
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/sessions"
+)
+
+// apiFlags configure the API server of `eve serve` and `eve dev`.
+type apiFlags struct {
+	addr         string
+	apiKey       string
+	keysFile     string
+	lease        time.Duration
+	heartbeat    time.Duration
+	poll         time.Duration
+	maxBodyBytes int64
+	corsOrigins  string
+	agentName    string
+}
+
+func (f *apiFlags) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", config.Env("EVE_ADDR", config.DefaultEveAddr), "where the eve API server listens (env EVE_ADDR)")
+	fs.StringVar(&f.apiKey, "eve-api-key", config.Env("EVE_API_KEY", ""), "bearer key callers must send; the principal is \"api-key\" (env EVE_API_KEY)")
+	fs.StringVar(&f.keysFile, "keys-file", config.Env("EVE_API_KEYS_FILE", ""), "JSON or YAML file mapping bearer keys to principals (env EVE_API_KEYS_FILE; see docs/http-api.md)")
+	fs.DurationVar(&f.lease, "stream-lease", envDuration("EVE_STREAM_LEASE", api.DefaultLeaseDuration), "how long one stream response lasts before the client reconnects (env EVE_STREAM_LEASE)")
+	fs.DurationVar(&f.heartbeat, "stream-heartbeat", envDuration("EVE_STREAM_HEARTBEAT", api.DefaultHeartbeatInterval), "blank-line heartbeat interval of idle streams (env EVE_STREAM_HEARTBEAT)")
+	fs.DurationVar(&f.poll, "stream-poll", envDuration("EVE_STREAM_POLL", api.DefaultPollInterval), "how often a stream reads a running turn's new events (env EVE_STREAM_POLL)")
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("EVE_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env EVE_MAX_BODY_BYTES)")
+	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
+	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the demo agent's)")
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func newServeCommand() *cobra.Command {
+	var (
+		tc       config.Temporal
+		af       apiFlags
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the eve API server (the session protocol eve's client speaks) against a Temporal cluster",
+		Long: `eve serve serves eve's session protocol under /eve/v1/ on --addr (EVE_ADDR,
+default 127.0.0.1:4111). Sessions run as Temporal workflows on the workers of
+--task-queue; run at least one worker (cmd/worker, or eve dev) beside it.
+
+Callers must send Authorization: Bearer <key> when EVE_API_KEY or a keys file
+(EVE_API_KEYS_FILE) is configured; without either the server is open.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			ctx := cmd.Context()
+			c, err := tc.Dial(ctx, logger, nil)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("eve API      %s (Temporal %s, namespace %q, task queue %q)\n", url, tc.Address, tc.Namespace, tc.TaskQueue)
+			<-ctx.Done()
+			stop()
+			return nil
+		},
+	}
+	tc.Bind(cmd.Flags())
+	af.Bind(cmd.Flags())
+	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
+	return cmd
+}
+
+// startAPIServer listens on af.addr and serves the session protocol until
+// stop is called. It returns the server's base URL.
+func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags) (string, func(), error) {
+	keys, err := api.LoadKeys(af.apiKey, af.keysFile)
+	if err != nil {
+		return "", nil, err
+	}
+	info := api.Info{}
+	if a, err := demo.Agent(); err == nil {
+		info = api.AgentInfo(a)
+		info.ModelProvider = "scripted"
+	}
+	if af.agentName != "" {
+		info.AgentName = af.agentName
+	}
+	var origins []string
+	for _, o := range strings.Split(af.corsOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" && o != "*" {
+			origins = append(origins, o)
+		}
+	}
+	srv, err := api.New(api.Options{
+		Sessions:          &sessions.Service{Client: c, TaskQueue: taskQueue},
+		Keys:              keys,
+		LeaseDuration:     af.lease,
+		HeartbeatInterval: af.heartbeat,
+		PollInterval:      af.poll,
+		MaxBodyBytes:      af.maxBodyBytes,
+		CORSOrigins:       origins,
+		Logger:            logger,
+		Info:              info,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", af.addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("eve API server: listen on %s: %w (set EVE_ADDR or --addr to another host:port)", af.addr, err)
+	}
+	if srv.Open() {
+		logger.Warn("eve API server is open: no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so every caller is the anonymous principal")
+	} else {
+		logger.Info("eve API server requires bearer keys", "keys", len(keys))
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// Streams end when ctx does (they never end by themselves).
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("eve API server stopped", "err", err)
+		}
+	}()
+	url := "http://" + ln.Addr().String()
+	logger.Info("eve API server listening", "url", url)
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		<-done
+	}
+	return url, stop, nil
+}

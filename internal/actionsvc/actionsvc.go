@@ -1,0 +1,291 @@
+// Package actionsvc serves delegated actions' completion URLs:
+// POST <url> settles the action, POST <url>/heartbeat keeps its job alive.
+// Status codes follow shared/design.md exactly.
+package actionsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// MaxBodyBytes bounds a completion body.
+const MaxBodyBytes = 4 << 20
+
+// Service settles actions through Temporal.
+type Service struct {
+	Client client.Client
+	Signer *capability.Signer
+	Logger *slog.Logger
+	// Timeout bounds the Temporal calls of one request (default 10 s).
+	Timeout time.Duration
+	Now     func() time.Time
+}
+
+// Body is what a job posts.
+type Body struct {
+	Output json.RawMessage       `json:"output,omitempty"`
+	Error  *protocol.ActionError `json:"error,omitempty"`
+}
+
+// Reply is the JSON answer.
+type Reply struct {
+	OK              bool   `json:"ok"`
+	ActionID        string `json:"actionId,omitempty"`
+	Status          string `json:"status,omitempty"`
+	Duplicate       bool   `json:"duplicate,omitempty"`
+	CancelRequested *bool  `json:"cancelRequested,omitempty"`
+	Error           string `json:"error,omitempty"`
+	Code            string `json:"code,omitempty"`
+}
+
+func fail(status int, code, msg string) (int, Reply) {
+	return status, Reply{OK: false, Error: msg, Code: code}
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return 10 * time.Second
+}
+
+// verify checks the token before anything reaches Temporal: a bad task
+// token can make Temporal wait until its timeout, so a forged or expired
+// one is answered here, at once.
+func (s *Service) verify(token string) (capability.Claims, int, Reply, bool) {
+	c, err := s.Signer.Verify(token, s.now())
+	switch {
+	case errors.Is(err, capability.ErrExpired):
+		st, r := fail(http.StatusUnauthorized, "capability_expired", "this completion URL has expired")
+		return c, st, r, false
+	case err != nil:
+		st, r := fail(http.StatusUnauthorized, "invalid_capability", "this completion URL is not valid (forged or malformed)")
+		return c, st, r, false
+	}
+	return c, 0, Reply{}, true
+}
+
+// Complete settles the action named by token.
+func (s *Service) Complete(ctx context.Context, token string, body Body) (int, Reply) {
+	c, st, r, ok := s.verify(token)
+	if !ok {
+		return st, r
+	}
+	if (body.Output == nil) == (body.Error == nil) {
+		return fail(http.StatusBadRequest, "invalid_body", `send {"output": ...} or {"error": {"message": ..., "code": ...}}`)
+	}
+	if body.Error != nil && strings.TrimSpace(body.Error.Message) == "" {
+		return fail(http.StatusBadRequest, "invalid_body", "error.message is required")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   c.WorkflowID,
+		UpdateName:   signals.UpdateSettleAction,
+		Args:         []any{signals.SettleAction{ActionID: c.ActionID, Output: body.Output, Error: body.Error}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var dec signals.SettleDecision
+	if err == nil {
+		err = h.Get(ctx, &dec)
+	}
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			// The turn is over: compare with how the action settled.
+			return s.afterTurn(ctx, c, body)
+		}
+		return s.mapError(c, err)
+	}
+	status := protocol.StatusCompleted
+	if body.Error != nil {
+		status = protocol.StatusFailed
+	}
+	if dec.Decision == signals.DecisionDuplicate {
+		return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
+	}
+	result := activities.ActionResult{Kind: activities.ResultKind, Status: status, Output: body.Output, Error: body.Error}
+	if err := s.Client.CompleteActivityByID(ctx, c.Namespace, c.WorkflowID, "", c.ActivityID, result, nil); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			// Completed already (a retry after a crash), or ended first.
+			if st, err := s.state(ctx, c); err == nil && (st.State == signals.ActionCompleted || st.State == signals.ActionFailed || st.State == signals.ActionSettling) {
+				return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
+			}
+			return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s ended before this completion", c.ActionID))
+		}
+		s.log().Error("complete activity", "action", c.ActionID, "err", err)
+		return fail(http.StatusServiceUnavailable, "temporal_unavailable", "could not reach Temporal; retry")
+	}
+	return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status}
+}
+
+// afterTurn answers a completion that arrives after the action's turn ended.
+func (s *Service) afterTurn(ctx context.Context, c capability.Claims, body Body) (int, Reply) {
+	st, err := s.state(ctx, c)
+	if err != nil {
+		return fail(http.StatusGone, "action_ended", fmt.Sprintf("the turn of action %s has ended", c.ActionID))
+	}
+	switch st.State {
+	case signals.ActionCompleted, signals.ActionFailed:
+		if st.Hash == signals.HashSettle(signals.SettleAction{Output: body.Output, Error: body.Error}) {
+			status := protocol.StatusCompleted
+			if body.Error != nil {
+				status = protocol.StatusFailed
+			}
+			return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
+		}
+		return fail(http.StatusConflict, "action_conflict", fmt.Sprintf("action %s already settled with a different outcome", c.ActionID))
+	}
+	return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s ended first (%s); a late completion cannot revive it", c.ActionID, st.State))
+}
+
+func (s *Service) mapError(c capability.Claims, err error) (int, Reply) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case signals.ErrActionUnknown:
+			return fail(http.StatusNotFound, "unknown_action", appErr.Message())
+		case signals.ErrActionConflict:
+			return fail(http.StatusConflict, "action_conflict", appErr.Message())
+		case signals.ErrActionGone:
+			return fail(http.StatusGone, "action_ended", appErr.Message())
+		case signals.ErrActionInvalid:
+			return fail(http.StatusUnprocessableEntity, "invalid_output", appErr.Message())
+		}
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fail(http.StatusGone, "action_ended", fmt.Sprintf("the turn of action %s has ended", c.ActionID))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fail(http.StatusServiceUnavailable, "worker_unavailable", "no worker answered in time; retry")
+	}
+	s.log().Error("settle action", "action", c.ActionID, "err", err)
+	return fail(http.StatusServiceUnavailable, "temporal_unavailable", "could not settle the action now; retry")
+}
+
+func (s *Service) state(ctx context.Context, c capability.Claims) (signals.ActionState, error) {
+	var st signals.ActionState
+	v, err := s.Client.QueryWorkflow(ctx, c.WorkflowID, "", signals.QueryAction, c.ActionID)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// Heartbeat keeps a job alive and tells it whether to stop.
+func (s *Service) Heartbeat(ctx context.Context, token string, details json.RawMessage) (int, Reply) {
+	c, st, r, ok := s.verify(token)
+	if !ok {
+		return st, r
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	var args []any
+	if len(details) > 0 {
+		args = append(args, details)
+	}
+	err := s.Client.RecordActivityHeartbeatByID(ctx, c.Namespace, c.WorkflowID, "", c.ActivityID, args...)
+	yes, no := true, false
+	var canceled *temporal.CanceledError
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, CancelRequested: &no}
+	case errors.As(err, &canceled):
+		return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, CancelRequested: &yes}
+	case errors.As(err, &nf):
+		if st, qerr := s.state(ctx, c); qerr == nil && st.State == signals.ActionCancelled {
+			return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: st.State, CancelRequested: &yes}
+		}
+		return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s has ended", c.ActionID))
+	}
+	s.log().Error("heartbeat", "action", c.ActionID, "err", err)
+	return fail(http.StatusServiceUnavailable, "temporal_unavailable", "could not record the heartbeat; retry")
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// ServeHTTP handles POST {prefix}{token} and POST {prefix}{token}/heartbeat,
+// where prefix is activities.ActionsPath.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, activities.ActionsPath)
+	token, heartbeat := strings.CutSuffix(rest, "/heartbeat")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeJSON(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
+		return
+	}
+	if heartbeat {
+		var hb struct {
+			Details json.RawMessage `json:"details"`
+		}
+		if len(strings.TrimSpace(string(raw))) > 0 && json.Unmarshal(raw, &hb) != nil {
+			writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
+			return
+		}
+		st, rep := s.Heartbeat(r.Context(), token, hb.Details)
+		writeJSON(w, st, rep)
+		return
+	}
+	var body Body
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		if _, _, _, ok := s.verify(token); !ok {
+			st, rep := s.Complete(r.Context(), token, Body{})
+			writeJSON(w, st, rep)
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
+		return
+	}
+	st, rep := s.Complete(r.Context(), token, body)
+	writeJSON(w, st, rep)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
