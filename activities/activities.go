@@ -44,6 +44,11 @@ type Activities struct {
 	Logger *slog.Logger
 	// Actions signs delegated actions' completion URLs.
 	Actions *ActionsConfig
+	// Resolvers add tools at session, turn or step start.
+	Resolvers []tools.Resolver
+	// Disabled names are dropped from non-system resolvers' tools.
+	Disabled []string
+	cache    resolverCache
 }
 
 // ModelStepInput is one model call.
@@ -52,6 +57,8 @@ type ModelStepInput struct {
 	TurnID    string          `json:"turnId"`
 	StepIndex int             `json:"stepIndex"`
 	Messages  []model.Message `json:"messages"`
+	// Dynamic are the resolved tools in force for this step.
+	Dynamic []DynamicTool `json:"dynamic,omitempty"`
 }
 
 // Kinds of call.
@@ -95,7 +102,7 @@ type ModelStepOutput struct {
 
 // ModelStep runs one model step with the registry's tools.
 func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelStepOutput, error) {
-	req := model.Request{System: a.System, Messages: in.Messages, Tools: a.Tools.Descriptors()}
+	req := model.Request{System: a.System, Messages: in.Messages, Tools: a.descriptors(in.Dynamic)}
 	resp, err := a.Model.Step(ctx, req, nil)
 	if err != nil {
 		if model.IsRetryable(err) {
@@ -106,14 +113,17 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 	}
 	out := ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
 	for _, c := range resp.ToolCalls {
-		out.Plans = append(out.Plans, a.plan(c))
+		t, err := a.lookup(ctx, c.Name, in.Dynamic)
+		if err != nil {
+			return ModelStepOutput{}, fmt.Errorf("find tool %s: %w", c.Name, err)
+		}
+		out.Plans = append(out.Plans, a.plan(c, t))
 	}
 	return out, nil
 }
 
-func (a *Activities) plan(c model.ToolCall) CallPlan {
-	t, ok := a.Tools.Get(c.Name)
-	if !ok {
+func (a *Activities) plan(c model.ToolCall, t *tools.Tool) CallPlan {
+	if t == nil {
 		return CallPlan{Call: c, Timeout: tools.DefaultTimeout, Retry: tools.RetryPolicy{MaximumAttempts: 1}}
 	}
 	p := CallPlan{
@@ -157,6 +167,7 @@ func (a *Activities) plan(c model.ToolCall) CallPlan {
 // ApprovalInput asks a custom policy about one call.
 type ApprovalInput struct {
 	Context approval.Context `json:"context"`
+	Dynamic []DynamicTool    `json:"dynamic,omitempty"`
 }
 
 // PolicyTimeout bounds one custom policy evaluation.
@@ -166,9 +177,9 @@ const PolicyTimeout = 10 * time.Second
 // errors, panics, times out or answers nonsense fails closed: the result
 // asks a person, with the reason logged and shown in the prompt.
 func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st approval.Status, err error) {
-	t, ok := a.Tools.Get(in.Context.ToolName)
-	if !ok {
-		return approval.Ask(), nil
+	t, lerr := a.lookup(ctx, in.Context.ToolName, in.Dynamic)
+	if lerr != nil || t == nil {
+		return approval.Status{Type: approval.UserApproval, Reason: "the approval policy could not be found"}, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, PolicyTimeout)
 	defer cancel()
@@ -196,6 +207,8 @@ type ExecuteToolInput struct {
 	// ActionID and Deadline are set for delegated calls.
 	ActionID string    `json:"actionId,omitempty"`
 	Deadline time.Time `json:"deadline,omitempty"`
+	// Dynamic locates a resolved tool.
+	Dynamic []DynamicTool `json:"dynamic,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -215,8 +228,11 @@ func FailedOutcome(code, message string) ToolOutcome {
 
 // ExecuteTool validates the input, runs the tool and validates its output.
 func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolOutcome, error) {
-	t, ok := a.Tools.Get(in.ToolName)
-	if !ok {
+	t, err := a.lookup(ctx, in.ToolName, in.Dynamic)
+	if err != nil {
+		return ToolOutcome{}, fmt.Errorf("find tool %s: %w", in.ToolName, err)
+	}
+	if t == nil {
 		return FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", in.ToolName)), nil
 	}
 	if err := t.ValidateInput(in.Input); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -35,6 +36,8 @@ type Agent struct {
 	// Disable removes built-in tools (such as ask_question) by name.
 	// Naming a tool that does not exist is an error.
 	Disable []string
+	// Resolvers add tools at session, turn or step start.
+	Resolvers []tools.Resolver
 	// Actions signs completion URLs of delegated tools.
 	Actions *activities.ActionsConfig
 	Logger  *slog.Logger
@@ -102,17 +105,34 @@ func Register(w worker.Registry, a *Agent) error {
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", a.Name, err)
 	}
+	var scopes []string
+	names := map[string]bool{}
+	for _, r := range a.Resolvers {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("register agent %s: %w", a.Name, err)
+		}
+		if names[r.Name] {
+			return fmt.Errorf("register agent %s: two resolvers are named %q", a.Name, r.Name)
+		}
+		names[r.Name] = true
+		if !slices.Contains(scopes, string(r.Scope)) {
+			scopes = append(scopes, string(r.Scope))
+		}
+	}
 	rt := &workflows.Runtime{Config: workflows.Config{
-		AgentName:  a.Name,
-		ModelID:    a.Model.ID(),
-		MaxSteps:   a.MaxSteps,
-		LocalModel: a.LocalModel,
+		ResolverScopes: scopes,
+		AgentName:      a.Name,
+		ModelID:        a.Model.ID(),
+		MaxSteps:       a.MaxSteps,
+		LocalModel:     a.LocalModel,
 	}}
 	w.RegisterWorkflowWithOptions(rt.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
 	w.RegisterWorkflowWithOptions(rt.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow})
-	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions}
+	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
+		Resolvers: a.Resolvers, Disabled: a.Disable}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
+	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
 	return nil
 }

@@ -333,3 +333,38 @@ func TestDefinitionJSON(t *testing.T) {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
 }
+
+func TestSchemasAreSelfContained(t *testing.T) {
+	// Two tools with the same $id keep their own definitions.
+	a := valid("x.a")
+	a.InputSchema = json.RawMessage(`{"$id":"https://example.com/s","type":"object","properties":{"p":{"$ref":"#/$defs/d"}},"$defs":{"d":{"type":"string"}}}`)
+	b := valid("x.b")
+	b.InputSchema = json.RawMessage(`{"$id":"https://example.com/s","type":"object","properties":{"p":{"$ref":"#/$defs/d"}},"$defs":{"d":{"type":"integer"}}}`)
+	c, err := catalog.New(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ValidateInput("x.a", json.RawMessage(`{"p":"s"}`)) != nil || c.ValidateInput("x.b", json.RawMessage(`{"p":1}`)) != nil {
+		t.Fatal("schemas with the same $id interfered")
+	}
+	// One tool cannot reference another's schema by its $id.
+	r := valid("x.r")
+	r.InputSchema = json.RawMessage(`{"type":"object","properties":{"p":{"$ref":"https://example.com/s#/$defs/d"}}}`)
+	le := loadErr(t, a, r)
+	if !le.Has("x.r", catalog.RuleInputRef) {
+		t.Fatalf("cross-tool $ref: %v", le)
+	}
+}
+
+func TestEmptyCatalog(t *testing.T) {
+	c, err := catalog.New()
+	if err != nil || c.Len() != 0 {
+		t.Fatal(err)
+	}
+	if r, err := c.Search(catalog.SearchToolsOptions{Query: "anything"}); err != nil || len(r.Tools) != 0 {
+		t.Fatalf("%v %v", r, err)
+	}
+	if r, err := c.Get(catalog.GetToolsOptions{Format: catalog.FormatOpenAI}); err != nil || len(r.OpenAI()) != 0 {
+		t.Fatalf("%v %v", r, err)
+	}
+}

@@ -111,7 +111,7 @@ func (sc *schemaCompiler) checkSchema(raw json.RawMessage, rules schemaRules, ad
 		case errors.As(err, &sve):
 			var ve *jsonschema.ValidationError
 			if errors.As(sve.Err, &ve) {
-				add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %s", joinViolations(violations(ve, "")))
+				add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %s", joinViolations(violations(ve, false)))
 			} else {
 				add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %v", sve.Err)
 			}
@@ -269,14 +269,15 @@ func joinViolations(vs []Violation) string {
 }
 
 // violations flattens a validation error to its leaves, in a stable order.
-// base is the schema URL prefix stripped from keyword locations.
-func violations(ve *jsonschema.ValidationError, base string) []Violation {
+// With keywords, each leaf gets its keyword location in the tool's schema
+// (meta-validation errors point into the metaschema, so they do not).
+func violations(ve *jsonschema.ValidationError, keywords bool) []Violation {
 	var out []Violation
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			kw := ""
-			if base != "" {
+			if keywords {
 				if _, frag, ok := strings.Cut(e.SchemaURL, "#"); ok {
 					kw = frag
 				}
@@ -324,7 +325,7 @@ func validateValue(cs *compiledSchema, tool string, output bool, data json.RawMe
 	if err := cs.sch.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return &InputError{Tool: tool, Output: output, Violations: violations(ve, "urn:")}
+			return &InputError{Tool: tool, Output: output, Violations: violations(ve, true)}
 		}
 		return &InputError{Tool: tool, Output: output, Violations: []Violation{{Message: err.Error()}}}
 	}

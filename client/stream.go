@@ -38,6 +38,9 @@ type StreamOptions struct {
 //		fmt.Println(st.Index(), st.Event().Type)
 //	}
 //	if err := st.Err(); err != nil { ... }
+//
+// A Stream is used by one goroutine; to stop it from another, cancel the
+// context it was opened with.
 type Stream struct {
 	c         *Client
 	ctx       context.Context

@@ -34,7 +34,7 @@ type apiEnv struct {
 
 // newAPIEnv serves env's sessions over HTTP until the test ends. mut
 // adjusts the server's options (nil: defaults, open server).
-func newAPIEnv(t *testing.T, env *evetest.Env, mut func(*api.Options)) *apiEnv {
+func newAPIEnv(t testing.TB, env *evetest.Env, mut func(*api.Options)) *apiEnv {
 	t.Helper()
 	opts := api.Options{Sessions: env.Sessions, PollInterval: 5 * time.Millisecond}
 	if mut != nil {
@@ -560,34 +560,48 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 		t.Fatalf("a stream without control ended early: %q", body)
 	}
 
-	// The Go client follows across leases.
-	st := e.C.Stream(ctx, id, 0, nil)
-	defer st.Close()
-	var got []protocol.Event
-	next := func(n int) {
-		for len(got) < n && st.Next() {
-			got = append(got, st.Event())
+	// The Go client follows across leases, reading all the while.
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	st := e.C.Stream(sctx, id, 0, nil)
+	events := make(chan protocol.Event, 100)
+	go func() {
+		defer close(events)
+		for st.Next() {
+			events <- st.Event()
 		}
-		if len(got) < n {
-			t.Fatalf("stream ended after %d events: %v", len(got), st.Err())
+	}()
+	var got []protocol.Event
+	waits := 0
+	readUntil := func(n int) {
+		for waits < n {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("stream ended after %d events: %v", len(got), st.Err())
+				}
+				got = append(got, ev)
+				if ev.Type == protocol.SessionWaiting {
+					waits++
+				}
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
 		}
 	}
-	snap := e.snapshot(t, id)
-	next(len(snap))
+	readUntil(1)
 	time.Sleep(2500 * time.Millisecond) // two leases end while idle
 	second, err := e.C.Send(ctx, id, "compare Oslo and Rome")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for st.Next() {
-		got = append(got, st.Event())
-		if got[len(got)-1].Type == protocol.SessionWaiting {
-			break
-		}
-	}
+	readUntil(2)
 	all := e.snapshot(t, id)
 	if !slices.Equal(ids(got), ids(all)) {
 		t.Fatalf("followed %d events, the session has %d:\n%s\n%s", len(got), len(all), evetest.Join(got), evetest.Join(all))
+	}
+	stop()
+	for range events {
 	}
 	if st.Leases < 2 || st.Opened < 3 {
 		t.Fatalf("leases %d, responses %d: want the client to have reconnected after each lease", st.Leases, st.Opened)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -457,3 +460,30 @@ func containsStr(xs []string, s string) bool {
 
 var _ = json.Valid
 var _ tools.Tool
+
+// Park → stop the worker and restart the dev server (SQLite file) → answer
+// → the same turn completes with nothing lost.
+func TestParkedApprovalSurvivesRestarts(t *testing.T) {
+	srv := devtest.Start(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
+	env := evetest.NewOn(t, srv)
+	a, _ := demo.Agent()
+	stop := env.StartWorker(a)
+	id, d := startParked(t, env, "refund ch_77 12")
+	before := env.Events(env.Ctx(10*time.Second), id)
+	stop()
+	if err := srv.Restart(env.Ctx(60 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := demo.Agent()
+	env.StartWorker(a2)
+	res := respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+	if res.Outcome.Reply != "Refund of ch_77: 12" {
+		t.Fatalf("reply = %q", res.Outcome.Reply)
+	}
+	after := env.Events(env.Ctx(10*time.Second), id)
+	for i := range before {
+		if after[i].Meta.ID != before[i].Meta.ID || after[i].Type != before[i].Type {
+			t.Fatalf("event %d changed across restarts: %+v vs %+v", i, before[i].Meta, after[i].Meta)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (t *turn) evaluatePolicies(ctx workflow.Context, session auth.Session, plan
 		futures[i] = workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
 			Session: session, ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 			ApprovedTools: append([]string{}, t.approved...),
-		}})
+		}, Dynamic: t.dynamicFor(p.Call.Name)})
 	}
 	for i, f := range futures {
 		if f == nil {
@@ -168,7 +168,7 @@ func (t *turn) runCall(ctx workflow.Context, session auth.Session, p activities.
 	if p.Kind == activities.KindDelegated {
 		return t.runDelegated(ctx, session, p)
 	}
-	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
 	var out activities.ToolOutcome
 	if err := executeTool(ctx, p, in).Get(ctx, &out); err != nil {
 		return activityFailure(p.Call.Name, err)
@@ -210,4 +210,15 @@ func countDelegated(plans []activities.CallPlan, gates []int) int {
 		}
 	}
 	return n
+}
+
+// dynamicFor returns the resolved tool a call names, if any, so the worker
+// that runs it can find it.
+func (t *turn) dynamicFor(name string) []activities.DynamicTool {
+	for _, d := range t.dynamic {
+		if d.Name == name {
+			return []activities.DynamicTool{d}
+		}
+	}
+	return nil
 }

@@ -26,6 +26,17 @@ type Config struct {
 	LocalModel       bool          `json:"localModel"`
 	ModelTimeout     time.Duration `json:"modelTimeout"`
 	ModelMaxAttempts int32         `json:"modelMaxAttempts"`
+	// ResolverScopes lists the scopes that have tool resolvers.
+	ResolverScopes []string `json:"resolverScopes,omitempty"`
+}
+
+func (c Config) hasScope(s string) bool {
+	for _, x := range c.ResolverScopes {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Defaults.

@@ -107,7 +107,7 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 		// id), not by re-running the activity after it went pending.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline}
+	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline, Dynamic: t.dynamicFor(p.Call.Name)}
 	fut := workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)

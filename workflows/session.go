@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
@@ -37,6 +38,9 @@ type SessionState struct {
 	Deliveries map[string]int `json:"deliveries,omitempty"`
 	// ApprovedTools are the tools approved once (approval.Once) in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// SessionTools were resolved once, before the first turn.
+	SessionTools    []activities.DynamicTool `json:"sessionTools,omitempty"`
+	SessionResolved bool                     `json:"sessionResolved,omitempty"`
 }
 
 // QueuedMessage is a message waiting for its turn.
@@ -325,8 +329,24 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	if current == nil {
 		current = s.initiator
 	}
+	if s.st.Config.hasScope("session") && !s.st.SessionResolved {
+		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
+		if err != nil {
+			// Retried before the next turn; this one fails with the reason.
+			s.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
+			s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			s.active = nil
+			usage := s.st.Usage
+			s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+			if s.waiters[msg.DeliveryID] > 0 {
+				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: len(s.st.Events) - 1}
+			}
+			return
+		}
+		s.st.SessionTools, s.st.SessionResolved = ts, true
+	}
 	in := TurnInput{
-		SessionID: s.id, TurnID: tid, Sequence: msg.Sequence,
+		SessionID: s.id, SessionTools: s.st.SessionTools, TurnID: tid, Sequence: msg.Sequence,
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, History: s.st.Messages, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -28,6 +29,8 @@ type TurnInput struct {
 	Config    Config `json:"config"`
 	// ApprovedTools are the tools approved once in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// SessionTools were resolved when the session started.
+	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
@@ -55,7 +58,10 @@ type turn struct {
 	newMsg []model.Message // what this turn adds
 	usage  protocol.TokenUsage
 
-	stepIdx  int
+	stepIdx int
+	// dynamic are the resolved tools in force (session, turn, step).
+	dynamic  []activities.DynamicTool
+	turnDyn  []activities.DynamicTool
 	requests []*openRequest
 	byID     map[string]*openRequest
 	approved []string // tools approved once in this session
@@ -150,6 +156,13 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	t.add(model.Message{Role: model.RoleUser, Text: in.Message})
 
 	session := auth.Session{ID: in.SessionID, Auth: in.Auth}
+	if cfg.hasScope("turn") {
+		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "turn", Session: session, TurnID: in.TurnID})
+		if err != nil {
+			return t.resolutionFailed(ctx, err)
+		}
+		t.turnDyn = ts
+	}
 	for stepIdx := 0; ; stepIdx++ {
 		t.stepIdx = stepIdx
 		if ctx.Err() != nil {
@@ -160,8 +173,21 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeMaxSteps, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
 			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 		}
+		var stepDyn []activities.DynamicTool
+		if cfg.hasScope("step") {
+			ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "step", Session: session, TurnID: in.TurnID, StepIndex: stepIdx})
+			if err != nil {
+				return t.resolutionFailed(ctx, err)
+			}
+			stepDyn = ts
+		}
+		dyn, err := mergeDynamic(in.SessionTools, t.turnDyn, stepDyn)
+		if err != nil {
+			return t.resolutionFailed(ctx, err)
+		}
+		t.dynamic = dyn
 		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
-		res, err := runModelStep(ctx, cfg, activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs})
+		res, err := runModelStep(ctx, cfg, activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic})
 		if err != nil {
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
@@ -195,6 +221,45 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		}
 		t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 	}
+}
+
+// CodeResolution is the turn.failed code of a tool resolver failure.
+const CodeResolution = "TOOL_RESOLUTION_FAILED"
+
+func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, error) {
+	if ctx.Err() != nil {
+		return t.cancelled(ctx)
+	}
+	msg := errorMessage(err)
+	t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
+}
+
+// resolveTools runs the resolvers of one scope (recorded in history).
+func resolveTools(ctx workflow.Context, in activities.ResolveInput) ([]activities.DynamicTool, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeResolve}},
+	})
+	var out activities.ResolveOutput
+	err := workflow.ExecuteLocalActivity(lctx, activities.ResolveToolsName, in).Get(ctx, &out)
+	return out.Tools, err
+}
+
+// mergeDynamic joins the scopes' tools; one name from two resolvers is an error.
+func mergeDynamic(sets ...[]activities.DynamicTool) ([]activities.DynamicTool, error) {
+	var out []activities.DynamicTool
+	owner := map[string]string{}
+	for _, set := range sets {
+		for _, d := range set {
+			if prev, dup := owner[d.Name]; dup {
+				return nil, fmt.Errorf("resolvers %q and %q both return a tool named %q; tool names must be unique, rename one", prev, d.Resolver, d.Name)
+			}
+			owner[d.Name] = d.Resolver
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 func toolCallAction(c model.ToolCall) protocol.ToolCallAction {

@@ -25,7 +25,9 @@ func startWorker(tb testing.TB) (func(ctx context.Context, v rawsdk.Variant) err
 	}
 	tb.Cleanup(w.Stop)
 	return func(ctx context.Context, v rawsdk.Variant) error { return rawsdk.RunTurn(ctx, c, tq, v) },
-		func(ctx context.Context, v rawsdk.Variant) (time.Duration, error) { return rawsdk.RunPark(ctx, c, tq, v) }
+		func(ctx context.Context, v rawsdk.Variant) (time.Duration, error) {
+			return rawsdk.RunPark(ctx, c, tq, v)
+		}
 }
 
 func TestVariants(t *testing.T) {

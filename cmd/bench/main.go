@@ -122,6 +122,7 @@ type flags struct {
 	sweep                         bool
 	list                          bool
 	serverLog                     bool
+	cpu                           bool
 	dc                            multiFlag
 }
 
@@ -143,6 +144,7 @@ func main() {
 	flag.BoolVar(&f.sweep, "sweep", false, "run the dynamic-config and worker-option sweep of docs/performance.md instead")
 	flag.BoolVar(&f.list, "list", false, "list scenarios and configs and exit")
 	flag.BoolVar(&f.serverLog, "server-log", false, "pass the dev servers' stderr through")
+	flag.BoolVar(&f.cpu, "cpu", false, "note CPU time per call (dev server, and this process) during the throughput run (Linux)")
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
 	flag.Parse()
 	if scen != "" {
@@ -304,6 +306,7 @@ func runScenario(ctx context.Context, f flags, env *benchEnv, s scenario) (row b
 		}
 	}
 	if s.throughput {
+		cpu := startCPU(env.Server.PID())
 		st, err := benchkit.Throughput(ctx, f.concurrency, f.total, func(ctx context.Context, i int) error {
 			cctx, cancel := callCtx(ctx)
 			defer cancel()
@@ -313,6 +316,8 @@ func runScenario(ctx context.Context, f flags, env *benchEnv, s scenario) (row b
 		row.Throughput = st
 		if err != nil {
 			row.Note = strings.TrimSpace(row.Note + " throughput: " + err.Error())
+		} else if f.cpu {
+			row.Note = strings.TrimSpace(row.Note + " " + cpu.per(st.N))
 		}
 	}
 	return row

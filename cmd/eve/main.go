@@ -33,6 +33,7 @@ func newRootCommand() *cobra.Command {
 		newDevCommand(),
 		newSessionCommand(),
 		newServeCommand(),
+		newActionCommand(),
 	)
 	return root
 }

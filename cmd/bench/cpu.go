@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cpuTime returns the user+system CPU time a process has used so far, from
+// /proc (Linux only; ok is false elsewhere). pid 0 means this process.
+func cpuTime(pid int) (d time.Duration, ok bool) {
+	p := "self"
+	if pid != 0 {
+		p = strconv.Itoa(pid)
+	}
+	b, err := os.ReadFile("/proc/" + p + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	// After the command: state(0) ... utime is field 14 of stat, index 11 here.
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const ticks = 100 // USER_HZ on every Linux ABI Go supports
+	return time.Duration(ut+st) * time.Second / ticks, true
+}
+
+// cpuMeter measures CPU used by the dev server and by this process.
+type cpuMeter struct {
+	pid              int
+	server, self     time.Duration
+	okServer, okSelf bool
+}
+
+func startCPU(serverPID int) *cpuMeter {
+	m := &cpuMeter{pid: serverPID}
+	m.server, m.okServer = cpuTime(serverPID)
+	m.self, m.okSelf = cpuTime(0)
+	return m
+}
+
+// per returns "cpu/turn server X + bench Y" for n calls since startCPU.
+func (m *cpuMeter) per(n int) string {
+	if n == 0 || !m.okServer || !m.okSelf {
+		return ""
+	}
+	srv, ok1 := cpuTime(m.pid)
+	self, ok2 := cpuTime(0)
+	if !ok1 || !ok2 {
+		return ""
+	}
+	ms := func(d time.Duration) string {
+		return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(n))
+	}
+	return "cpu ms/turn: server " + ms(srv-m.server) + " + worker&client " + ms(self-m.self)
+}

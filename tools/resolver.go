@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eve-temporal/eve/auth"
+)
+
+// Scope says when a resolver runs.
+type Scope string
+
+// Resolver scopes.
+const (
+	ScopeSession Scope = "session" // once, before the session's first turn
+	ScopeTurn    Scope = "turn"    // at the start of every turn
+	ScopeStep    Scope = "step"    // before every model step
+)
+
+// ResolveContext is what a resolver sees.
+type ResolveContext struct {
+	context.Context
+	Session   auth.Session
+	TurnID    string // empty for session scope
+	StepIndex int    // step scope only
+}
+
+// Resolver adds tools at graph resolution. It runs in an activity, so its
+// answer is recorded and replays unchanged. A worker that must run one of
+// its tools (possibly after a restart) calls it again with the same
+// context, so it must return the same tools for the same context.
+type Resolver struct {
+	Name  string
+	Scope Scope
+	// System resolvers are the runtime's own (like a connection search):
+	// their tools cannot be removed by the agent's Disable list.
+	System  bool
+	Resolve func(ctx ResolveContext) ([]*Tool, error)
+}
+
+// Validate checks a resolver's definition.
+func (r Resolver) Validate() error {
+	var errs []error
+	if r.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	switch r.Scope {
+	case ScopeSession, ScopeTurn, ScopeStep:
+	default:
+		errs = append(errs, fmt.Errorf("scope %q: want session, turn or step", r.Scope))
+	}
+	if r.Resolve == nil {
+		errs = append(errs, errors.New("Resolve is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("resolver %q: %w", r.Name, err)
+	}
+	return nil
+}
+
+// Compile validates tools a resolver returned, as Register would.
+func Compile(ts ...*Tool) error {
+	var errs []error
+	for _, t := range ts {
+		if t == nil {
+			errs = append(errs, errors.New("nil tool"))
+			continue
+		}
+		if err := t.compile(); err != nil {
+			errs = append(errs, &RegistrationError{Tool: t.Name, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
