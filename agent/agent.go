@@ -12,11 +12,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/model"
-	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/workflows"
 )
@@ -126,8 +124,7 @@ func Register(w worker.Registry, a *Agent) error {
 		MaxSteps:       a.MaxSteps,
 		LocalModel:     a.LocalModel,
 	}}
-	w.RegisterWorkflowWithOptions(rt.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
-	w.RegisterWorkflowWithOptions(rt.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow})
+	rt.Register(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
 		Resolvers: a.Resolvers, Disabled: a.Disable}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -131,6 +132,11 @@ func readJob(t *testing.T, path string) demo.ReportJob {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		t.Fatal(err)
 	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, j.Input); err != nil {
+		t.Fatal(err)
+	}
+	j.Input = b.Bytes()
 	return j
 }
 
@@ -148,7 +154,7 @@ func TestRunnerCompletesReport(t *testing.T) {
 		t.Fatalf("deadline in %v, want 10m", d)
 	}
 
-	n, err := e.runner(200*time.Millisecond).RunOnce(e.Ctx(30 * time.Second))
+	n, err := e.runner(200 * time.Millisecond).RunOnce(e.Ctx(30 * time.Second))
 	if err != nil || n != 1 {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
@@ -233,7 +239,7 @@ func TestRunnerSurvivesRestarts(t *testing.T) {
 	if err := os.Chtimes(claimed, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.runner(100*time.Millisecond).RunOnce(e.Ctx(30 * time.Second)); err != nil || n != 1 {
+	if n, err := e.runner(100 * time.Millisecond).RunOnce(e.Ctx(30 * time.Second)); err != nil || n != 1 {
 		t.Fatalf("stale claim: RunOnce = %d, %v", n, err)
 	}
 	if got := e.reply(t, id); !strings.HasPrefix(got, "The revenue report succeeded: revenue report generated") {

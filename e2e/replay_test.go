@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
+)
+
+// Saved workflow histories guard running sessions against incompatible
+// workflow changes: every file in testdata/histories must replay with the
+// current code. Regenerate them (only for a change that is safe, or is
+// behind workflow.GetVersion) with:
+//
+//	EVE_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
+const historyDir = "testdata/histories"
+
+func replayer(t *testing.T, rt *workflows.Runtime) worker.WorkflowReplayer {
+	t.Helper()
+	r := worker.NewWorkflowReplayer()
+	rt.Register(r)
+	return r
+}
+
+func historyFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no saved histories in %s: record them (see the comment above)", historyDir)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func TestReplaySavedHistories(t *testing.T) {
+	r := replayer(t, &workflows.Runtime{})
+	for _, f := range historyFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Fatalf("replay %s: %v", f, err)
+			}
+		})
+	}
+}
+
+// A deliberately non-deterministic change must fail the replay test: the
+// turn below starts a timer the recorded histories never saw.
+func TestReplayCatchesNonDeterministicChange(t *testing.T) {
+	rt := &workflows.Runtime{}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(rt.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in workflows.TurnInput) (workflows.TurnOutput, error) {
+		_ = workflow.Sleep(ctx, time.Millisecond) // the "harmless" change
+		return rt.Turn(ctx, in)
+	}, workflow.RegisterOptions{Name: signals.TurnWorkflow})
+	failed := 0
+	for _, f := range historyFiles(t) {
+		if !strings.Contains(f, "turn") {
+			continue
+		}
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			failed++
+			if msg := strings.ToLower(err.Error()); !strings.Contains(msg, "nondetermin") && !strings.Contains(msg, "tmprl1100") {
+				t.Fatalf("replay %s failed, but not for non-determinism: %v", f, err)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("the replay test accepted a non-deterministic change to the turn workflow")
+	}
+}
+
+// TestRecordHistories runs representative sessions on a real dev server and
+// saves their histories. It only records when EVE_RECORD_HISTORIES=1.
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to re-record testdata/histories")
+	}
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.StartWorker(a)
+	ctx := env.Ctx(60 * time.Second)
+	if err := os.MkdirAll(historyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// Tools, two turns.
+	res, err := env.Sessions.CreateAndSend(ctx, "ses_history_tools", alice, signals.SendRequest{Message: "compare Paris and Oslo", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SendAndWait(ctx, res.SessionID, "what's the weather in Rome")
+	// Approval, approved; a client tool answered.
+	id, d := startParked(t, env, "refund ch_1 10")
+	respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+	env.SendAndWait(ctx, id, "choose a plan")
+	sum, _ := env.Sessions.Summary(ctx, id)
+	_ = sum
+	evs := env.Events(ctx, id)
+	var req protocol.InputRequestedData
+	rq := evetest.Of(evs, protocol.InputRequested)
+	rq[len(rq)-1].Decode(&req)
+	respond(t, env, id, protocol.InputResponse{RequestID: req.Requests[0].RequestID, OptionID: "pro"})
+	// A cancelled turn.
+	id2, _ := startParked(t, env, "refund ch_2 20")
+	env.Sessions.Control(ctx, id2, signals.ControlRequest{Op: signals.ControlCancel})
+	waitFor(t, env, id2, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+
+	save := func(name, wid string) {
+		f := filepath.Join(historyDir, name+".json")
+		if err := writeHistory(ctx, env.Client, wid, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("session-tools", res.SessionID)
+	save("turn-tools", res.SessionID+"/turn_0")
+	save("session-hitl", id)
+	save("turn-approval", id+"/turn_0")
+	save("turn-client-tool", id+"/turn_1")
+	save("turn-cancelled", id2+"/turn_0")
+}
+
+func writeHistory(ctx context.Context, c client.Client, wid, path string) error {
+	it := c.GetWorkflowHistory(ctx, wid, "", false, 0)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return err
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
