@@ -33,6 +33,7 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 	gates := make([]int, n)
 	reqs := make([]*openRequest, n)
 	statuses := t.evaluatePolicies(ctx, session, plans)
+	t.now = workflow.Now(ctx)
 
 	var asked []protocol.InputRequest
 	for i, p := range plans {
@@ -69,6 +70,9 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 		}
 	}
 	if len(asked) > 0 {
+		for _, r := range asked {
+			countInputsOpened(ctx, r.Kind, 1)
+		}
 		t.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
 		t.park(ctx)
 	}

@@ -153,6 +153,7 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 		sel.Select(ctx)
 	}
 	cancelTimer()
+	countDelegatedAction(ctx, a.Tool, a.State)
 	if a.State == signals.ActionExpired || a.State == signals.ActionCancelled {
 		cancelActivity()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -17,6 +18,7 @@ import (
 
 // openRequest is one input request of the turn and how it was settled.
 type openRequest struct {
+	opened  time.Time
 	req     protocol.InputRequest
 	plan    activities.CallPlan
 	stepIdx int
@@ -69,6 +71,7 @@ func (t *turn) newQuestionRequest(p activities.CallPlan, stepIdx int) *openReque
 }
 
 func (t *turn) addRequest(r *openRequest) {
+	r.opened = t.now
 	t.requests = append(t.requests, r)
 	t.byID[r.req.RequestID] = r
 }
@@ -302,6 +305,11 @@ func (t *turn) settle(r *openRequest, res protocol.InputResolution, out json.Raw
 func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.InputResolution) {
 	if len(resolutions) == 0 {
 		return
+	}
+	for _, res := range resolutions {
+		if r := t.byID[res.RequestID]; r != nil {
+			countInputResolved(ctx, res.Kind, res.Outcome, workflow.Now(ctx).Sub(r.opened))
+		}
 	}
 	step := t.byID[resolutions[0].RequestID].stepIdx
 	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})

@@ -59,6 +59,7 @@ type turn struct {
 	usage  protocol.TokenUsage
 
 	stepIdx int
+	now     time.Time // workflow time when the step's requests were made
 	// dynamic are the resolved tools in force (session, turn, step).
 	dynamic  []activities.DynamicTool
 	turnDyn  []activities.DynamicTool
@@ -109,6 +110,7 @@ func (t *turn) outcome() signals.TurnOutcome {
 // before the workflow completes.
 func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnOutput, error) {
 	t.finished, t.status, t.reply, t.errMsg = true, status, reply, errMsg
+	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
 	return TurnOutput{
@@ -313,6 +315,11 @@ func executeTool(ctx workflow.Context, p activities.CallPlan, in activities.Exec
 }
 
 func (t *turn) emitResult(ctx workflow.Context, stepIdx int, call model.ToolCall, out activities.ToolOutcome) {
+	outcome := out.Status
+	if out.Error != nil {
+		outcome = out.Error.Code
+	}
+	countToolCall(ctx, call.Name, outcome)
 	t.emit(ctx, protocol.ActionResult, protocol.ActionResultData{
 		Error: out.Error,
 		Result: protocol.ToolResultAction{

@@ -41,7 +41,9 @@ type actionEnv struct {
 	jobs chan tools.Action
 }
 
-func newActionEnv(t *testing.T) *actionEnv {
+func newActionEnv(t *testing.T) *actionEnv { return newActionEnvDeadline(t, time.Hour) }
+
+func newActionEnvDeadline(t *testing.T, deadline time.Duration) *actionEnv {
 	t.Helper()
 	env := evetest.New(t)
 	cfg, _, _ := env.Actions()
@@ -49,7 +51,7 @@ func newActionEnv(t *testing.T) *actionEnv {
 	tool := tools.DefineDelegated("run_report", "Run a report job.",
 		json.RawMessage(`{"type":"object","properties":{"spec":{"type":"string"}},"required":["spec"]}`),
 		json.RawMessage(`{"type":"object","properties":{"status":{"enum":["succeeded","failed"]},"detail":{"type":"string"}},"required":["status","detail"]}`),
-		tools.Delegated{Deadline: time.Hour, Delegate: func(ctx *tools.Context, input json.RawMessage, a tools.Action) (tools.Pending, error) {
+		tools.Delegated{Deadline: deadline, Delegate: func(ctx *tools.Context, input json.RawMessage, a tools.Action) (tools.Pending, error) {
 			jobs <- a
 			return a.Pending(), nil
 		}})
@@ -366,4 +368,23 @@ func TestActionTaskTokenNeverHangs(t *testing.T) {
 	// ...and whatever Temporal does, --timeout bounds the wait and says so.
 	_, err = runEve(t, "", append([]string{"action", "heartbeat", "--task-token", fakeToken(), "--timeout", "1ns"}, e.temporalFlags()...)...)
 	mustFail(t, err, "--timeout")
+}
+
+func TestActionAfterDeadline(t *testing.T) {
+	e := newActionEnvDeadline(t, 1500*time.Millisecond)
+	id, a := e.start(t)
+	if ar := e.actionResult(t, id); ar.Error == nil || ar.Error.Code != protocol.CodeDeadlineExceeded {
+		t.Fatalf("action.result = %+v", ar)
+	}
+	// The job is told to stop: cancelRequested, or 410 once the turn is over.
+	out, err := runEve(t, "", "action", "heartbeat", "--url", a.Completion.URL)
+	if err == nil && out != "{\"cancelRequested\":true}\n" {
+		t.Fatalf("heartbeat after the deadline: %q", out)
+	} else if err != nil {
+		mustFail(t, err, "410")
+	}
+	_, err = runEve(t, "", "action", "complete", "--url", a.Completion.URL, "--output", `{"status":"succeeded","detail":"late"}`)
+	mustFail(t, err, "410", "action_ended", "deadline-exceeded")
+	_, err = runEve(t, "", append([]string{"action", "complete", "--task-token", token(a), "--output", `{"status":"succeeded","detail":"late"}`}, e.temporalFlags()...)...)
+	mustFail(t, err, "action_ended", "deadline-exceeded")
 }

@@ -53,7 +53,8 @@ func FromSpec(spec string) (model.Model, error) {
 		return nil, fmt.Errorf("model spec %q: want <provider>:<model>, with provider one of %s (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1-mini, scripted:rules.yaml)",
 			spec, strings.Join(Prefixes(), ", "))
 	}
-	build, ok := builders[strings.ToLower(prefix)]
+	prefix = strings.ToLower(prefix)
+	build, ok := builders[prefix]
 	if !ok {
 		return nil, fmt.Errorf("model spec %q: unknown provider %q; use one of %s", spec, prefix, strings.Join(Prefixes(), ", "))
 	}

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/metrics"
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// The worker's /metrics shows the SDK's metrics and eve's own after a turn.
+func TestMetricsEndpointShowsEveMetrics(t *testing.T) {
+	m, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := devtest.Shared(t)
+	c, err := srv.Dial(client.Options{MetricsHandler: m.Handler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	env := evetest.NewOn(t, srv)
+	env.Client = c
+	env.Sessions = &sessions.Service{Client: c, TaskQueue: env.TaskQueue}
+	a, _ := demo.Agent()
+	env.StartWorker(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Lima", Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	text := string(body)
+	for _, want := range []string{
+		`eve_turns_total{`, `status="completed"`,
+		`eve_tool_calls_total{`, `tool="get_weather"`,
+		`temporal_workflow_completed`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

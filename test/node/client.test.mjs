@@ -1,0 +1,182 @@
+// eve's own client (ClientSession from "eve/client", npm eve@0.80.1) against
+// `eve serve` + eve's worker + a Temporal dev server.
+import "./polyfill.mjs";
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Client, ClientError } from "eve/client";
+import { startStack } from "./stack.mjs";
+
+/** @type {import("./stack.mjs").Stack} */
+let stack;
+/** @type {Client} */
+let client;
+
+before(async () => {
+  stack = await startStack({ leaseSeconds: 1 });
+  client = new Client({ host: stack.url });
+}, { timeout: 300_000 });
+
+after(async () => {
+  await stack?.stop();
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const types = (events) => events.map((e) => e.type);
+
+function assertUniqueIds(events) {
+  const ids = events.map((e) => e.meta.id);
+  assert.equal(new Set(ids).size, ids.length, `duplicate event ids: ${ids.join(" ")}`);
+  for (const e of events) assert.match(e.meta.id, /^evt_[0-9A-Z]{26}$/);
+}
+
+describe("eve client against eve serve", { timeout: 120_000 }, () => {
+  test("health and info pass the client's strict schemas", async () => {
+    const health = await client.health();
+    assert.equal(health.ok, true);
+    assert.equal(health.status, "ready");
+    const info = await client.info();
+    assert.equal(info.version, 5);
+    assert.equal(info.kind, "eve-agent-info");
+    assert.ok(info.tools.static.some((t) => t.name === "get_weather"));
+  });
+
+  test("a plain text turn", async () => {
+    const { response, session } = await client.sessions.create({ message: "hello" });
+    const result = await response.result();
+    assert.match(result.message ?? "", /eve demo agent/);
+    assert.equal(result.status, "waiting");
+    assert.deepEqual(types(result.events), [
+      "session.started", "turn.started", "message.received", "step.started",
+      "message.completed", "step.completed", "turn.completed", "session.waiting",
+    ]);
+    assertUniqueIds(result.events);
+    // A second turn through send(): the response filters on its delivery id.
+    const second = await (await session.send("hello again")).result();
+    assert.equal(second.events[0].type, "turn.started");
+    assert.equal(second.events.at(-1).type, "session.waiting");
+    const dlv = second.events[0].meta.deliveryIds?.[0];
+    assert.match(dlv ?? "", /^dlv_/);
+    for (const e of second.events.slice(0, -1)) assert.deepEqual(e.meta.deliveryIds, [dlv]);
+    assert.match(second.message ?? "", /eve demo agent/);
+  });
+
+  test("a tool call with its result", async () => {
+    const { session } = await client.sessions.create();
+    const result = await (await session.send("what's the weather in Paris")).result();
+    const requested = result.events.find((e) => e.type === "actions.requested");
+    const done = result.events.find((e) => e.type === "action.result");
+    assert.equal(requested.data.actions[0].toolName, "get_weather");
+    assert.deepEqual(requested.data.actions[0].input, { city: "Paris" });
+    assert.equal(done.data.status, "completed");
+    assert.equal(done.data.result.callId, requested.data.actions[0].callId);
+    assert.equal(done.data.result.output.city, "Paris");
+    assert.match(result.message ?? "", /in Paris\.$/);
+  });
+
+  test("snapshot replays the stream with identical ids", async () => {
+    const { response, session } = await client.sessions.create({ message: "compare Paris and Oslo" });
+    const live = await response.result();
+    const snap1 = await session.snapshot();
+    const snap2 = await client.sessions.attach(session.state.sessionId).snapshot();
+    assert.deepEqual(snap1.events.map((e) => e.meta.id), live.events.map((e) => e.meta.id));
+    assert.deepEqual(snap2.events, snap1.events);
+    assert.equal(snap1.session.streamIndex, live.events.length);
+  });
+
+  test("the stream reconnects after each lease and loses nothing", async () => {
+    const { response, session } = await client.sessions.create({ message: "what's the weather in Rome" });
+    await response.result();
+    const id = session.state.sessionId;
+    const follower = client.sessions.attach(id);
+    const ac = new AbortController();
+    const seen = [];
+    let waits = 0;
+    const following = (async () => {
+      for await (const e of follower.stream({ startIndex: 0, signal: ac.signal })) {
+        seen.push(e);
+        if (e.type === "session.waiting" && ++waits === 3) break;
+      }
+    })();
+    await sleep(2500); // the 1 s lease ends twice while the session idles
+    await (await session.send("what's the weather in Oslo")).result();
+    await sleep(1500);
+    await (await session.send("what's the weather in Lima")).result();
+    await Promise.race([following, sleep(20_000).then(() => { throw new Error(`follower stuck after ${seen.length} events`); })]);
+    ac.abort();
+    const snap = await session.snapshot();
+    assert.deepEqual(seen.map((e) => e.meta.id), snap.events.map((e) => e.meta.id));
+    assertUniqueIds(seen);
+  });
+
+  test("a response that waits across leases", async () => {
+    // The turn parks on an approval; the answer comes after two leases ended.
+    const { session } = await client.sessions.create();
+    const parked = await (await session.send("refund ch_77 for 7")).result();
+    assert.equal(parked.inputRequests.length, 1);
+    assert.equal(parked.events.at(-1).type, "turn.waiting");
+    const [req] = parked.inputRequests;
+    assert.equal(req.kind, "tool-approval");
+    assert.equal(req.action.toolName, "refund_charge");
+    await sleep(2500);
+    const done = await (await session.respond([{ requestId: req.requestId, optionId: "approve" }])).result();
+    assert.equal(done.events[0].type, "input.resolved");
+    assert.equal(done.message, "Refund of ch_77: 7");
+    assert.equal(done.inputRequests.length, 0);
+  });
+
+  test("a client-tool question", async () => {
+    const { response, session } = await client.sessions.create({ message: "choose a plan" });
+    const parked = await response.result();
+    const [q] = parked.inputRequests;
+    assert.equal(q.kind, "question");
+    assert.deepEqual(q.options.map((o) => o.id), ["basic", "pro"]);
+    const done = await (await session.respond([{ requestId: q.requestId, optionId: "pro" }])).result();
+    assert.equal(done.message, "You picked pro.");
+  });
+
+  test("cancel a parked turn, then clear, compact and reset", async () => {
+    const { session } = await client.sessions.create();
+    const parked = await (await session.send("refund ch_5 5")).result();
+    assert.equal(parked.inputRequests.length, 1);
+    const res = await session.cancel();
+    assert.deepEqual(res, { sessionId: session.state.sessionId, status: "accepted" });
+    const snap = await (async () => {
+      for (let i = 0; i < 100; i++) {
+        const s = await session.snapshot();
+        if (s.events.at(-1)?.type === "session.waiting") return s;
+        await sleep(50);
+      }
+      throw new Error("the cancelled turn never ended");
+    })();
+    assert.deepEqual(types(snap.events).slice(-3), ["action.result", "turn.cancelled", "session.waiting"]);
+    assert.deepEqual(await session.cancel(), { status: "no_active_turn" });
+    assert.deepEqual(await session.clear(), { sessionId: session.state.sessionId, status: "accepted" });
+    assert.deepEqual(await session.compact(), { sessionId: session.state.sessionId, status: "accepted" });
+    assert.deepEqual(await session.reset({ reason: "done" }), { previousSessionId: session.state.sessionId, status: "reset" });
+  });
+
+  test("errors carry the protocol's code", async () => {
+    const missing = client.sessions.attach("ses_does_not_exist");
+    await assert.rejects(missing.send("hi"), (err) => err instanceof ClientError && err.status === 404 && err.code === "session_not_found");
+    const { session } = await client.sessions.create();
+    await assert.rejects(
+      session.respond([{ requestId: "apr_unknown", optionId: "approve" }]),
+      (err) => err instanceof ClientError && err.status === 400 && err.code === "unknown_request",
+    );
+  });
+
+  test("bearer keys", async () => {
+    const keyed = await stack.serve({ key: "sk_node_test_key" });
+    try {
+      const anon = new Client({ host: keyed.url });
+      await assert.rejects(anon.sessions.create({ message: "hi" }), (err) => err instanceof ClientError && err.status === 401 && err.code === "unauthorized");
+      const authed = new Client({ host: keyed.url, auth: { bearer: "sk_node_test_key" } });
+      const { response } = await authed.sessions.create({ message: "what's the weather in Oslo" });
+      const result = await response.result();
+      assert.match(result.message ?? "", /in Oslo\.$/);
+      assert.equal((await authed.health()).ok, true);
+    } finally {
+      await keyed.stop();
+    }
+  });
+});

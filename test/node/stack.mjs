@@ -1,0 +1,158 @@
+// Starts the stack the node tests drive: a Temporal dev server (./bin/temporal,
+// in memory, on free ports), `eve serve` and eve's worker (cmd/worker, the demo
+// agent), both built from this repository with `go build` into a temp dir.
+//
+// eve's client declares Node >= 24; on Node 20 Promise.withResolvers is
+// missing, so polyfill.mjs must be imported before "eve/client".
+
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { createServer, connect } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repoRoot = path.resolve(here, "..", "..");
+
+export async function freePort() {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(what, fn, timeoutMs = 90_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      if (await fn()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
+}
+
+function portOpen(port) {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+let built;
+/** Builds eve and the worker once per process; returns their paths. */
+export function buildBinaries() {
+  if (built) return built;
+  const dir = mkdtempSync(path.join(tmpdir(), "eve-node-bin-"));
+  const go = process.env.GO ?? "go";
+  for (const [name, pkg] of [["eve", "./cmd/eve"], ["worker", "./cmd/worker"]]) {
+    execFileSync(go, ["build", "-o", path.join(dir, name), pkg], { cwd: repoRoot, stdio: "inherit" });
+  }
+  built = { dir, eve: path.join(dir, "eve"), worker: path.join(dir, "worker") };
+  return built;
+}
+
+function temporalBinary() {
+  const bin = process.env.EVE_TEMPORAL_BIN ?? path.join(repoRoot, "bin", "temporal");
+  if (!existsSync(bin)) {
+    throw new Error(`Temporal CLI not found at ${bin}: run \`make bin/temporal\` in ${repoRoot} (or set EVE_TEMPORAL_BIN)`);
+  }
+  return bin;
+}
+
+/**
+ * A running stack. stop() ends every process it started.
+ * @typedef {{ url: string, temporal: string, taskQueue: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}> }} Stack
+ */
+
+function start(cmd, args, env, logs, name) {
+  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const keep = (chunk) => {
+    logs.push(`[${name}] ${chunk}`);
+    if (logs.length > 400) logs.splice(0, logs.length - 400);
+    if (process.env.EVE_NODE_TEST_VERBOSE) process.stderr.write(`[${name}] ${chunk}`);
+  };
+  p.stdout.on("data", keep);
+  p.stderr.on("data", keep);
+  p.exited = new Promise((resolve) => p.once("exit", resolve));
+  return p;
+}
+
+async function stopProc(p) {
+  if (p.exitCode !== null || p.signalCode !== null) return;
+  p.kill("SIGTERM");
+  const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
+  await p.exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Starts the dev server, one `eve serve` (stream lease leaseSeconds) and a worker.
+ * @returns {Promise<Stack>}
+ */
+export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
+  const bins = buildBinaries();
+  const logs = [];
+  const procs = [];
+  const taskQueue = `node-${process.pid}`;
+  const tport = await freePort();
+  const temporal = `127.0.0.1:${tport}`;
+  const fast = [
+    "history.transferProcessorMaxPollRPS=200",
+    "history.timerProcessorMaxPollRPS=200",
+    "matching.numTaskqueueReadPartitions=1",
+    "matching.numTaskqueueWritePartitions=1",
+    "system.enableActivityEagerExecution=true",
+  ].flatMap((kv) => ["--dynamic-config-value", kv]);
+  procs.push(start(temporalBinary(), ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(tport), "--log-level", "warn", ...fast], {}, logs, "temporal"));
+  const stack = {
+    temporal,
+    taskQueue,
+    procs,
+    logs,
+    async serve({ lease = leaseSeconds, key } = {}) {
+      const port = await freePort();
+      const env = { EVE_API_KEY: key ?? "", EVE_API_KEYS_FILE: "" };
+      const p = start(bins.eve, ["serve", "--address", temporal, "--task-queue", taskQueue, "--addr", `127.0.0.1:${port}`, "--stream-lease", `${lease}s`, "--log-level", "warn"], env, logs, `serve:${port}`);
+      procs.push(p);
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor(`eve serve at ${url}`, async () => {
+        if (p.exitCode !== null) throw new Error(`eve serve exited: ${logs.slice(-10).join("")}`);
+        const r = await fetch(`${url}/eve/v1/health`);
+        return r.status === 200;
+      });
+      return { url, stop: () => stopProc(p) };
+    },
+    async stop() {
+      for (const p of [...procs].reverse()) await stopProc(p);
+    },
+  };
+  try {
+    await waitFor(`the Temporal dev server at ${temporal}`, () => portOpen(tport));
+    const api = await stack.serve({ key: apiKey });
+    stack.url = api.url;
+    procs.push(start(bins.worker, ["--address", temporal, "--task-queue", taskQueue, "--metrics-addr", "", "--log-level", "warn"], { EVE_API_KEY: "" }, logs, "worker"));
+  } catch (err) {
+    await stack.stop();
+    throw new Error(`${err.message}\n--- logs ---\n${logs.join("")}`);
+  }
+  return stack;
+}
+
+export function cleanupBinaries() {
+  if (built) rmSync(built.dir, { recursive: true, force: true });
+  built = undefined;
+}
