@@ -36,6 +36,9 @@ type Agent struct {
 	Disable []string
 	// Resolvers add tools at session, turn or step start.
 	Resolvers []tools.Resolver
+	// SearchAttributes records session status in eve's search attributes
+	// (set it only when the namespace has them; workerhost checks).
+	SearchAttributes bool
 	// Actions signs completion URLs of delegated tools.
 	Actions *activities.ActionsConfig
 	Logger  *slog.Logger
@@ -118,11 +121,12 @@ func Register(w worker.Registry, a *Agent) error {
 		}
 	}
 	rt := &workflows.Runtime{Config: workflows.Config{
-		ResolverScopes: scopes,
-		AgentName:      a.Name,
-		ModelID:        a.Model.ID(),
-		MaxSteps:       a.MaxSteps,
-		LocalModel:     a.LocalModel,
+		ResolverScopes:   scopes,
+		SearchAttributes: a.SearchAttributes,
+		AgentName:        a.Name,
+		ModelID:          a.Model.ID(),
+		MaxSteps:         a.MaxSteps,
+		LocalModel:       a.LocalModel,
 	}}
 	rt.Register(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,

@@ -270,19 +270,29 @@ type ActionState struct {
 }
 
 // HashSettle fingerprints an outcome, so a repeated completion can be told
-// from a different one. Output JSON is compacted first.
+// from a different one. Output JSON is canonicalized first (object keys
+// sorted, whitespace dropped), so key order does not make a conflict.
 func HashSettle(req SettleAction) string {
 	h := sha256.New()
 	if req.Error != nil {
 		fmt.Fprintf(h, "error\x00%s\x00%s", req.Error.Code, req.Error.Message)
 	} else {
-		var buf bytes.Buffer
 		h.Write([]byte("output\x00"))
-		if json.Compact(&buf, req.Output) == nil {
-			h.Write(buf.Bytes())
-		} else {
-			h.Write(req.Output)
-		}
+		h.Write(canonicalJSON(req.Output))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+func canonicalJSON(raw json.RawMessage) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		return raw
+	}
+	return b
 }

@@ -95,6 +95,13 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 		// Only jobs left: say so once, so clients know the turn resumes on its own.
 		_ = workflow.Await(dctx, func() bool { return done == n || (done+t.delegatedOpen == n && len(t.openRequests()) == 0) })
 		if done < n && ctx.Err() == nil {
+			var waiting []string
+			for i, p := range plans {
+				if p.Kind == activities.KindDelegated && gates[i] != gateSettled && !slices.Contains(waiting, p.Call.Name) {
+					waiting = append(waiting, p.Call.Name)
+				}
+			}
+			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, waiting)
 			t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "tasks", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
 		}
 	}

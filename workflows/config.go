@@ -26,6 +26,9 @@ type Config struct {
 	LocalModel       bool          `json:"localModel"`
 	ModelTimeout     time.Duration `json:"modelTimeout"`
 	ModelMaxAttempts int32         `json:"modelMaxAttempts"`
+	// SearchAttributes: the namespace has eve's search attributes, so
+	// workflows record their status in them.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
 	// ResolverScopes lists the scopes that have tool resolvers.
 	ResolverScopes []string `json:"resolverScopes,omitempty"`
 }

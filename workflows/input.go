@@ -89,6 +89,7 @@ func (t *turn) openRequests() []protocol.InputRequest {
 
 // park records that the turn waits for people, and tells the session.
 func (t *turn) park(ctx workflow.Context) {
+	setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.waitingTools())
 	t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "input", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
 	t.parks++
 	t.tellSession(ctx)
@@ -316,6 +317,7 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 	if len(t.openRequests()) > 0 {
 		t.park(ctx)
 	} else {
+		setStatus(ctx, t.cfg, t.in.SessionID, StatusRunning, nil)
 		t.tellSession(ctx)
 	}
 }
@@ -420,4 +422,15 @@ func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
 	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	t.settle(r, res, out, reason)
 	t.recordResolutions(ctx, []protocol.InputResolution{res})
+}
+
+// waitingTools names the tools whose calls wait for people.
+func (t *turn) waitingTools() []string {
+	var names []string
+	for _, r := range t.openRequests() {
+		if !slices.Contains(names, r.Action.ToolName) {
+			names = append(names, r.Action.ToolName)
+		}
+	}
+	return names
 }

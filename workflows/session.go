@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -86,6 +87,13 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
+		// Sessions recorded before the memo existed replay without it.
+		if workflow.GetVersion(ctx, "session-memo", workflow.DefaultVersion, 1) == 1 {
+			if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
+				return fmt.Errorf("memo: %w", err)
+			}
+		}
+		setStatus(ctx, cfg, s.id, StatusIdle, nil)
 		s.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: Version}})
 	}
 	if s.st.Deliveries == nil {
@@ -159,6 +167,15 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 					s.open = in.Open
 					if len(in.Open) > 0 {
 						s.parked()
+						var names []string
+						for _, r := range in.Open {
+							if !slices.Contains(names, r.Action.ToolName) {
+								names = append(names, r.Action.ToolName)
+							}
+						}
+						setStatus(ctx, s.st.Config, s.id, StatusWaitingInput, names)
+					} else {
+						setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 					}
 				}
 			})
@@ -351,6 +368,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		Message: msg.Message, History: s.st.Messages, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 	}
+	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
@@ -375,6 +393,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	s.active = nil
 	s.cancelTurn = nil
 	s.open = nil
+	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
 	usage := s.st.Usage
 	s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 	if s.waiters[msg.DeliveryID] > 0 {

@@ -153,6 +153,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		return TurnOutput{}, err
 	}
 
+	setStatus(ctx, cfg, in.SessionID, StatusRunning, nil)
 	t.emit(ctx, protocol.TurnStarted, t.ref())
 	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: in.Message, Sequence: in.Sequence, TurnID: in.TurnID})
 	t.add(model.Message{Role: model.RoleUser, Text: in.Message})

@@ -15,6 +15,7 @@ import (
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/metrics"
+	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
@@ -104,7 +105,12 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 		return err
 	}
 	a.Logger = logger
-	w, err := workerhost.New(c, tc.TaskQueue, a, limits)
+	// The dev stack registers eve's search attributes itself, so parked
+	// sessions show up in the Temporal UI by status.
+	if err := visibility.Register(ctx, c, tc.Namespace); err != nil {
+		logger.Warn("could not register eve's search attributes", "err", err)
+	}
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
 	if err != nil {
 		return err
 	}

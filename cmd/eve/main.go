@@ -31,6 +31,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(
 		newDevCommand(),
+		newDoctorCommand(),
 		newSessionCommand(),
 		newServeCommand(),
 		newActionCommand(),

@@ -63,7 +63,9 @@ func main() {
 	defer stop()
 	var err error
 	if once {
-		_, err = r.RunOnce(ctx)
+		var n int
+		n, err = r.RunOnce(ctx)
+		r.log.Info("processed the jobs there were", "jobsDir", r.dir, "jobs", n)
 	} else {
 		err = r.Run(ctx, poll)
 	}

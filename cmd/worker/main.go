@@ -32,6 +32,7 @@ func newCommand() *cobra.Command {
 		limits      workerhost.Limits
 		metricsAddr string
 		logLevel    string
+		actions     config.Actions
 	)
 	cmd := &cobra.Command{
 		Use:           "worker",
@@ -46,11 +47,12 @@ func newCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return run(ctx, logger, tc, limits, metricsAddr)
+			return run(ctx, logger, tc, limits, actions, metricsAddr)
 		},
 	}
 	tc.Bind(cmd.Flags())
 	limits.Bind(cmd.Flags())
+	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where /metrics listens; empty disables it (env EVE_METRICS_ADDR)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd
@@ -64,7 +66,7 @@ func newLogger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
-func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, metricsAddr string) error {
+func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr string) error {
 	if err := limits.Validate(); err != nil {
 		return err
 	}
@@ -89,7 +91,10 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 		return err
 	}
 	a.Logger = logger
-	w, err := workerhost.New(c, tc.TaskQueue, a, limits)
+	if a.Actions, err = actions.Worker(); err != nil {
+		logger.Warn("delegated tools will fail until this is fixed", "err", err)
+	}
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ const (
 	CodeForbidden        = "forbidden"
 	CodeNotFound         = "not_found"
 	CodeSessionNotFound  = "session_not_found"
+	CodeSessionNotActive = "session_not_active"
 	CodeTooLarge         = "payload_too_large"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnknownRequest   = "unknown_request"

@@ -236,12 +236,36 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	caller := Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	page, err := s.opts.Sessions.Read(ctx, id, 0)
+	sum, err := s.opts.Sessions.Summary(ctx, id)
 	if err != nil {
 		s.fail(w, s.temporalError("read the session", id, err))
 		return
 	}
-	inputs := sessions.FoldInputs(page.Events, 0)
+	// Answers almost always concern the running turn: read its events
+	// first, and the whole log only when a request is not among them.
+	from := 0
+	if sum.ActiveTurn != nil {
+		from = sum.ActiveTurn.Base
+	}
+	var inputs sessions.Inputs
+	for {
+		page, err := s.opts.Sessions.Read(ctx, id, from)
+		if err != nil {
+			s.fail(w, s.temporalError("read the session", id, err))
+			return
+		}
+		inputs = sessions.FoldInputs(page.Events, page.From)
+		missing := false
+		for _, resp := range rs {
+			if _, ok := inputs.Asked[resp.RequestID]; !ok {
+				missing = true
+			}
+		}
+		if !missing || from == 0 {
+			break
+		}
+		from = 0
+	}
 	reqs := make([]protocol.InputRequest, 0, len(rs))
 	for _, resp := range rs {
 		q, ok := inputs.Asked[resp.RequestID]
@@ -250,11 +274,6 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 			return
 		}
 		reqs = append(reqs, q.InputRequest)
-	}
-	sum, err := s.opts.Sessions.Summary(ctx, id)
-	if err != nil {
-		s.fail(w, s.temporalError("read the session", id, err))
-		return
 	}
 	allowed := samePrincipal(sum.Initiator, caller) || (sum.Initiator == nil && s.Open())
 	if !allowed && s.opts.AuthorizeResponder != nil {
@@ -316,11 +335,14 @@ func (s *Server) temporalError(what, id string, err error) error {
 	if errors.As(err, &he) {
 		return he
 	}
-	if errors.Is(err, sessions.ErrNotFound) {
-		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
-	}
 	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) && id != "" {
+	if errors.As(err, &nf) && strings.Contains(nf.Message, "already completed") {
+		return errorf(http.StatusConflict, CodeSessionNotActive, "session %s is no longer active", id)
+	}
+	if errors.Is(err, sessions.ErrNotFound) && strings.Contains(err.Error(), "already completed") {
+		return errorf(http.StatusConflict, CodeSessionNotActive, "session %s is no longer active", id)
+	}
+	if errors.Is(err, sessions.ErrNotFound) || (errors.As(err, &nf) && id != "") {
 		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
 	}
 	var rej *sessions.RejectedError

@@ -3,7 +3,10 @@
 package workerhost
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/visibility"
 )
 
 // Limits bound what one worker process runs at once.
@@ -47,10 +51,22 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// New registers the agent on a new worker.
-func New(c client.Client, taskQueue string, a *agent.Agent, l Limits) (worker.Worker, error) {
+// New registers the agent on a new worker. When the namespace has eve's
+// search attributes, new sessions record their status in them.
+func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits) (worker.Worker, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	missing, err := visibility.Missing(ctx, c, namespace)
+	cancel()
+	switch {
+	case err != nil:
+		slog.Warn("cannot check eve's search attributes; sessions will not record their status (run `eve doctor`)", "err", err)
+	case len(missing) > 0:
+		slog.Warn("namespace lacks eve's search attributes; sessions will not record their status (run `eve doctor`)", "missing", missing)
+	default:
+		a.SearchAttributes = true
 	}
 	worker.SetStickyWorkflowCacheSize(l.CachedWorkflows)
 	w := worker.New(c, taskQueue, worker.Options{

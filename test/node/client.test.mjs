@@ -4,7 +4,7 @@ import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, ClientError } from "eve/client";
-import { startStack } from "./stack.mjs";
+import { cleanupBinaries, startStack } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
 let stack;
@@ -18,6 +18,7 @@ before(async () => {
 
 after(async () => {
   await stack?.stop();
+  cleanupBinaries();
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

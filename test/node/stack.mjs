@@ -78,8 +78,22 @@ function temporalBinary() {
  * @typedef {{ url: string, temporal: string, taskQueue: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}> }} Stack
  */
 
+// Every process started here dies with this one, even when a test crashes.
+const live = new Set();
+process.once("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.once(sig, () => {
+    for (const p of live) p.kill("SIGKILL");
+    process.exit(130);
+  });
+}
+
 function start(cmd, args, env, logs, name) {
   const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  live.add(p);
+  p.once("exit", () => live.delete(p));
   const keep = (chunk) => {
     logs.push(`[${name}] ${chunk}`);
     if (logs.length > 400) logs.splice(0, logs.length - 400);

@@ -1,0 +1,423 @@
+package toolsapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eve-temporal/eve/catalog"
+)
+
+// Routes, relative to the server root. Mount Handler at "/v1/".
+const (
+	PathTools          = "/v1/tools"
+	PathSearch         = "/v1/tools/search"
+	PathToolCalls      = "/v1/tools/execute-tool-calls"
+	PathExecutions     = "/v1/executions/"
+	IdempotencyKeyHTTP = "Idempotency-Key"
+)
+
+// ExecuteRequest is the body of POST /v1/tools/{name}/execute
+// (ExecuteToolOptions in the reference, plus waitMs).
+type ExecuteRequest struct {
+	catalog.ExecuteToolOptions
+	// WaitMs bounds a sync execute's wait (default and cap: the server's
+	// SyncWait); the answer is then the running execution (202).
+	WaitMs int `json:"waitMs,omitempty"`
+}
+
+// RunRequest is the body of POST /v1/tools/{name}/run.
+type RunRequest struct {
+	UserID         string                `json:"userId,omitempty"`
+	Input          json.RawMessage       `json:"input"`
+	Mode           catalog.ExecutionMode `json:"mode,omitempty"`
+	IdempotencyKey string                `json:"idempotencyKey,omitempty"`
+	ConnectionID   string                `json:"connectionId,omitempty"`
+	// TimeoutMs bounds the wait (default the server's RunTimeout, at most
+	// its MaxWait). On timeout the answer is 504 run_timeout with the
+	// execution id; the execution goes on.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+}
+
+// ToolCallsRequest is the body of POST /v1/tools/execute-tool-calls.
+type ToolCallsRequest struct {
+	// Provider is "anthropic" (calls are tool_use blocks) or "openai"
+	// (calls are Chat Completions tool calls).
+	Provider string          `json:"provider"`
+	Calls    json.RawMessage `json:"calls"`
+	// NameMap is the exact map sent with the tools (required).
+	NameMap      *catalog.ToolNameMap  `json:"nameMap"`
+	UserID       string                `json:"userId,omitempty"`
+	ConnectionID string                `json:"connectionId,omitempty"`
+	Mode         catalog.ExecutionMode `json:"mode,omitempty"`
+	PollMs       int                   `json:"pollMs,omitempty"`
+	TimeoutMs    int                   `json:"timeoutMs,omitempty"`
+}
+
+// ToolCallsResponse lists one result per call, in the calls' order:
+// Anthropic tool_result blocks or OpenAI role:"tool" messages.
+type ToolCallsResponse struct {
+	Provider string `json:"provider"`
+	Results  any    `json:"results"`
+}
+
+// ToolResponse is GET /v1/tools/{name}.
+type ToolResponse struct {
+	Tool catalog.Definition `json:"tool"`
+	// Wire is the tool's provider-safe name in this catalog.
+	Wire string `json:"wire"`
+	// Executable is false for client tools and tools only listed for
+	// discovery; Reason says why.
+	Executable bool   `json:"executable"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Handler serves the tools API:
+//
+//	GET  /v1/tools                       get (query: toolkits, capability, format, includeAsync, strict, mcpWireNames)
+//	GET  /v1/tools/{name}                one definition
+//	POST /v1/tools/search                search
+//	POST /v1/tools/{name}/execute        execute (200 when ended, 202 when queued or running)
+//	POST /v1/tools/{name}/run            execute and wait (504 run_timeout: it goes on)
+//	POST /v1/tools/execute-tool-calls    executeToolCalls (anthropic | openai)
+//	GET  /v1/executions/{id}             fetch
+//	POST /v1/executions/{id}/cancel      cancel
+//
+// Mount it at "/v1/" behind the API server's authentication. Errors are
+// {ok:false, error, code}.
+func (s *Service) Handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET "+PathTools, s.handleGet)
+	m.HandleFunc("GET "+PathTools+"/{name}", s.handleTool)
+	m.HandleFunc("POST "+PathSearch, s.handleSearch)
+	m.HandleFunc("POST "+PathToolCalls, s.handleToolCalls)
+	m.HandleFunc("POST "+PathTools+"/{name}/execute", s.handleExecute)
+	m.HandleFunc("POST "+PathTools+"/{name}/run", s.handleRun)
+	m.HandleFunc("GET "+PathExecutions+"{id}", s.handleExecution)
+	m.HandleFunc("POST "+PathExecutions+"{id}/cancel", s.handleCancel)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path + " (see docs/tools-api.md)"})
+	})
+	return m
+}
+
+func (s *Service) userID(r *http.Request, requested string) (string, error) {
+	if s.opts.UserID == nil {
+		if requested == "" {
+			return s.opts.DefaultUser, nil
+		}
+		return requested, nil
+	}
+	u, err := s.opts.UserID(r, requested)
+	if err != nil {
+		return "", &Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	}
+	if u == "" {
+		u = s.opts.DefaultUser
+	}
+	return u, nil
+}
+
+func queryList(q map[string][]string, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		for _, v := range q[n] {
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func queryBool(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	return strconv.ParseBool(v)
+}
+
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := catalog.GetToolsOptions{
+		UserID:     q.Get("userId"),
+		Toolkits:   queryList(q, "toolkits", "toolkit"),
+		Capability: q.Get("capability"),
+		Format:     catalog.Format(q.Get("format")),
+	}
+	for name, dst := range map[string]*bool{"includeAsync": &opts.IncludeAsync, "strict": &opts.Strict, "mcpWireNames": &opts.MCPWireNames} {
+		v, err := queryBool(q.Get(name))
+		if err != nil {
+			writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("query %s=%q: want true or false", name, q.Get(name))})
+			return
+		}
+		*dst = v
+	}
+	res, err := s.Get(opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b, err := appendGetResult(make([]byte, 0, 4096), res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	d, ok := s.cat.Lookup(name)
+	if !ok {
+		writeError(w, &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)})
+		return
+	}
+	res := ToolResponse{Tool: d, Executable: true}
+	res.Wire, _ = s.cat.NameMap().Wire(name)
+	if err := s.Executable(name); err != nil {
+		res.Executable = false
+		var e *Error
+		if errors.As(err, &e) {
+			res.Reason = e.Message
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
+	var opts catalog.SearchToolsOptions
+	if !s.decode(w, r, &opts) {
+		return
+	}
+	res, err := s.Search(opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if res.Tools == nil {
+		res.Tools = []catalog.Definition{}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
+	var req ExecuteRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	user, err := s.userID(r, req.UserID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	req.UserID = user
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = r.Header.Get(IdempotencyKeyHTTP)
+	}
+	wait := s.opts.SyncWait
+	if req.WaitMs > 0 {
+		wait = min(wait, time.Duration(req.WaitMs)*time.Millisecond)
+	}
+	res, _, err := s.execute(r.Context(), r.PathValue("name"), req.ExecuteToolOptions, wait)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if !res.Status.Terminal() {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, res)
+}
+
+func (s *Service) handleRun(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	user, err := s.userID(r, req.UserID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = r.Header.Get(IdempotencyKeyHTTP)
+	}
+	res, err := s.RunResult(r.Context(), r.PathValue("name"), req.Input, RunOptions{
+		UserID: user, ConnectionID: req.ConnectionID, IdempotencyKey: req.IdempotencyKey, Mode: req.Mode,
+		Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+	})
+	var failed *ExecutionFailedError
+	if errors.As(err, &failed) {
+		// The execution ended: its result says how (the client raises it).
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
+	var req ToolCallsRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.NameMap == nil {
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "nameMap is required: send the exact map that went out with the tools (GET /v1/tools answers it)"})
+		return
+	}
+	user, err := s.userID(r, req.UserID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := catalog.ExecuteToolCallsOptions{
+		NameMap: *req.NameMap, UserID: user, ConnectionID: req.ConnectionID, Mode: req.Mode,
+		PollMs: req.PollMs, TimeoutMs: req.TimeoutMs,
+	}
+	// Bound every call's wait by what the server allows.
+	if max := int(s.opts.MaxWait / time.Millisecond); opts.TimeoutMs <= 0 || opts.TimeoutMs > max {
+		opts.TimeoutMs = max
+	}
+	calls := req.Calls
+	if len(calls) == 0 || string(calls) == "null" {
+		calls = json.RawMessage("[]")
+	}
+	switch strings.ToLower(req.Provider) {
+	case "anthropic":
+		var cs []catalog.AnthropicToolCall
+		if err := json.Unmarshal(calls, &cs); err != nil {
+			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Anthropic tool_use blocks: " + err.Error()})
+			return
+		}
+		res := s.ExecuteAnthropicToolCalls(r.Context(), cs, opts)
+		writeJSON(w, http.StatusOK, ToolCallsResponse{Provider: "anthropic", Results: res})
+	case "openai":
+		cs, err := catalog.DecodeOpenAIToolCalls(calls)
+		if err != nil {
+			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Chat Completions tool calls: " + err.Error()})
+			return
+		}
+		res := s.ExecuteOpenAIToolCalls(r.Context(), cs, opts)
+		writeJSON(w, http.StatusOK, ToolCallsResponse{Provider: "openai", Results: res})
+	default:
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("provider %q: want anthropic or openai", req.Provider)})
+	}
+}
+
+// authorized describes an execution the caller may see (404 otherwise).
+func (s *Service) authorized(r *http.Request, id string) (described, error) {
+	d, _, err := s.describe(r.Context(), id, "")
+	if err != nil {
+		return d, err
+	}
+	if s.opts.UserID != nil {
+		if u, err := s.opts.UserID(r, d.userID); err != nil || u != d.userID {
+			return described{}, notFound(id)
+		}
+	}
+	return d, nil
+}
+
+func (s *Service) handleExecution(w http.ResponseWriter, r *http.Request) {
+	d, err := s.authorized(r, r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d.result)
+}
+
+func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.authorized(r, id); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.Cancel(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if !res.Status.Terminal() {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, res)
+}
+
+// decode reads a JSON body into v; it answers the error itself.
+func (s *Service) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.Contains(strings.ToLower(ct), "json") {
+		writeError(w, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send Content-Type: application/json"})
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: fmt.Sprintf("body is larger than the %d-byte limit", s.opts.MaxBodyBytes)})
+			return false
+		}
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "read body: " + err.Error()})
+		return false
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "body is not valid JSON for this request: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	OK bool `json:"ok"`
+	*Error
+	Status catalog.ExecutionStatus `json:"status,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var (
+		e  *Error
+		rt *RunTimeoutError
+	)
+	switch {
+	case errors.As(err, &e):
+		writeJSON(w, e.Status, errorBody{Error: e})
+	case errors.As(err, &rt):
+		writeJSON(w, http.StatusGatewayTimeout, errorBody{Error: &Error{Code: "run_timeout", Message: rt.Error(), Tool: rt.Tool, ExecutionID: rt.ExecutionID}, Status: rt.Status})
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: &Error{Code: "unavailable", Message: "the request ended before an answer: " + err.Error()}})
+	default:
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: &Error{Code: "internal_error", Message: err.Error()}})
+	}
+}

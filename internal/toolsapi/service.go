@@ -1,0 +1,787 @@
+// Package toolsapi is eve's tools API (the executor): the catalog of an
+// agent's tools, served in the five model-facing formats and searchable,
+// and tool executions outside a session, each a Temporal workflow
+// (signals.ExecutionWorkflow) whose ID derives from the caller's user, the
+// tool and an idempotency key, so a retried call joins the first execution.
+//
+// Service implements catalog.Executor and catalog.ExecutionWaiter; Handler
+// serves it over HTTP (docs/tools-api.md).
+package toolsapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
+)
+
+// Defaults of Options.
+const (
+	DefaultTaskQueue   = "eve"
+	DefaultUserID      = "anonymous"
+	DefaultSyncWait    = 60 * time.Second
+	DefaultRunTimeout  = 60 * time.Second
+	DefaultMaxWait     = 10 * time.Minute
+	DefaultCancelWait  = 5 * time.Second
+	DefaultMaxBodySize = 4 << 20
+)
+
+// ExecutionIDPrefix starts every execution id.
+const ExecutionIDPrefix = "exec_"
+
+// Options configures a Service.
+type Options struct {
+	// Client runs executions. Without one the service serves the catalog
+	// only, and executions fail with 503.
+	Client client.Client
+	// TaskQueue of the workers that serve the agent (default "eve").
+	TaskQueue string
+	// Agent supplies the tools: its registry plus the built-ins it keeps
+	// (ask_question unless disabled). Tools adds more (or replaces Agent).
+	Agent *agent.Agent
+	Tools []*tools.Tool
+	// Toolkit is the toolkit slug of the agent's tools, the part before the
+	// dot of each canonical name (default: the agent's name as a slug, or
+	// "tools").
+	Toolkit string
+	// Capabilities maps a tool's name to its capability slug (default: the
+	// toolkit slug).
+	Capabilities map[string]string
+	// Describe, when set, adjusts each tool's definition before the catalog
+	// loads (capability, annotations, version, description).
+	Describe func(t *tools.Tool, d *catalog.Definition)
+	// Extra adds definitions for discovery only (get, search): executing
+	// one that no tool backs fails with not_executable.
+	Extra []catalog.Definition
+	// SkipApprovals runs tools whose approval policy would ask a person.
+	// By default a tool with an always/once policy is refused (403
+	// approval_required) and a custom policy is evaluated: skip or approve
+	// runs; deny or ask refuses, since no session can ask anyone.
+	SkipApprovals bool
+	// UserID resolves the user an HTTP request acts for, from the request
+	// (its authenticated caller) and the user it names (requested, "" when
+	// none). An error answers 403. Nil: requested, or DefaultUser. See
+	// PrincipalUsers.
+	UserID func(r *http.Request, requested string) (string, error)
+	// DefaultUser is the user of calls that name none (default "anonymous").
+	DefaultUser string
+	// SyncWait bounds how long a sync execute waits before answering with
+	// the running execution (default 60 s).
+	SyncWait time.Duration
+	// RunTimeout is run's wait when the call sets none (default 60 s);
+	// MaxWait caps any wait a caller asks for (default 10 min).
+	RunTimeout time.Duration
+	MaxWait    time.Duration
+	// CancelWait is how long cancel waits for the execution to end before
+	// answering (default 5 s).
+	CancelWait time.Duration
+	// MaxBodyBytes bounds HTTP request bodies (default 4 MiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Service is the tools API over one agent's tools. It is safe for
+// concurrent use.
+type Service struct {
+	opts    Options
+	log     *slog.Logger
+	cat     *catalog.Catalog
+	toolkit string
+	byName  map[string]*tools.Tool // canonical name -> tool
+	skipped []catalog.Problem
+}
+
+// New builds the catalog from the agent's tools and returns the service.
+// Tools whose definitions the catalog refuses (a name that is not a valid
+// catalog tool slug, say) are left out and logged; Skipped lists why.
+func New(opts Options) (*Service, error) {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = DefaultTaskQueue
+	}
+	if opts.DefaultUser == "" {
+		opts.DefaultUser = DefaultUserID
+	}
+	if opts.SyncWait <= 0 {
+		opts.SyncWait = DefaultSyncWait
+	}
+	if opts.RunTimeout <= 0 {
+		opts.RunTimeout = DefaultRunTimeout
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.CancelWait <= 0 {
+		opts.CancelWait = DefaultCancelWait
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodySize
+	}
+	s := &Service{opts: opts, log: opts.Logger, byName: map[string]*tools.Tool{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	ts, err := agentTools(opts.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := tools.Compile(opts.Tools...); err != nil {
+		return nil, fmt.Errorf("toolsapi: %w", err)
+	}
+	ts = append(ts, opts.Tools...)
+	s.toolkit = opts.Toolkit
+	if s.toolkit == "" {
+		name := ""
+		if opts.Agent != nil {
+			name = opts.Agent.Name
+		}
+		s.toolkit = ToolkitSlug(name)
+	}
+	if !catalog.ToolkitPattern.MatchString(s.toolkit) {
+		return nil, fmt.Errorf("toolsapi: toolkit %q must match %s", s.toolkit, catalog.ToolkitPattern)
+	}
+	defs := make([]catalog.Definition, 0, len(ts)+len(opts.Extra))
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("toolsapi: two tools are named %q", t.Name)
+		}
+		seen[t.Name] = true
+		d := s.define(t)
+		defs = append(defs, d)
+		s.byName[d.Name] = t
+	}
+	defs = append(defs, opts.Extra...)
+	s.cat, err = catalog.New(defs...)
+	var le *catalog.LoadError
+	if errors.As(err, &le) {
+		// Leave out what the catalog refuses, rather than the whole agent.
+		bad := map[string]bool{}
+		for _, p := range le.Problems {
+			bad[p.Tool] = true
+			s.log.Warn("toolsapi: tool left out of the catalog", "tool", p.Tool, "rule", p.Rule, "problem", p.Message)
+		}
+		s.skipped = le.Problems
+		keep := defs[:0]
+		for i, d := range defs {
+			if !bad[d.Name] && !bad[fmt.Sprintf("#%d", i)] {
+				keep = append(keep, d)
+			} else {
+				delete(s.byName, d.Name)
+			}
+		}
+		s.cat, err = catalog.New(keep...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("toolsapi: %w", err)
+	}
+	return s, nil
+}
+
+// agentTools lists the agent's tools and the built-ins it keeps, as the
+// agent's worker registers them. The registry's tools are compiled already.
+func agentTools(a *agent.Agent) ([]*tools.Tool, error) {
+	if a == nil {
+		return nil, nil
+	}
+	var out []*tools.Tool
+	have := map[string]bool{}
+	if a.Tools != nil {
+		out = a.Tools.List()
+	}
+	for _, t := range out {
+		have[t.Name] = true
+	}
+	var builtins []*tools.Tool
+	for _, b := range agent.Builtins() {
+		if !have[b.Name] && !slices.Contains(a.Disable, b.Name) {
+			builtins = append(builtins, b)
+		}
+	}
+	if err := tools.Compile(builtins...); err != nil {
+		return nil, fmt.Errorf("toolsapi: built-in tools: %w", err)
+	}
+	out = slices.DeleteFunc(out, func(t *tools.Tool) bool { return slices.Contains(a.Disable, t.Name) })
+	return append(out, builtins...), nil
+}
+
+// define builds a tool's canonical definition.
+func (s *Service) define(t *tools.Tool) catalog.Definition {
+	ann := catalog.Annotations{}
+	if t.Delegated != nil {
+		// A delegated tool's result arrives later: async by nature.
+		ann.Async, ann.OpenWorld = true, true
+	}
+	d := catalog.FromTool(s.toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
+	if c := s.opts.Capabilities[t.Name]; c != "" {
+		d.Capability = c
+	}
+	if s.opts.Describe != nil {
+		s.opts.Describe(t, &d)
+	}
+	return d
+}
+
+var slugJunk = regexp.MustCompile(`[^a-z0-9]+`)
+
+// ToolkitSlug turns an agent name into a toolkit slug: lowercase words
+// joined by "_", starting with a letter, at most 32 bytes ("tools" when
+// nothing is left).
+func ToolkitSlug(name string) string {
+	s := strings.Trim(slugJunk.ReplaceAllString(strings.ToLower(name), "_"), "_")
+	s = strings.TrimLeft(s, "0123456789_")
+	if len(s) > catalog.MaxToolkitLen {
+		s = strings.TrimRight(s[:catalog.MaxToolkitLen], "_")
+	}
+	if s == "" {
+		return "tools"
+	}
+	return s
+}
+
+// Catalog returns the service's catalog.
+func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+
+// Toolkit returns the agent's toolkit slug.
+func (s *Service) Toolkit() string { return s.toolkit }
+
+// Skipped lists the problems of tools left out of the catalog.
+func (s *Service) Skipped() []catalog.Problem { return slices.Clone(s.skipped) }
+
+// Tool returns the runtime tool behind a canonical name, if any.
+func (s *Service) Tool(name string) (*tools.Tool, bool) {
+	t, ok := s.byName[name]
+	return t, ok
+}
+
+// Get selects and shapes tools (the reference's get).
+func (s *Service) Get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, error) {
+	res, err := s.cat.Get(opts)
+	if errors.Is(err, catalog.ErrUnknownToolkit) {
+		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
+	}
+	if err != nil {
+		return res, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
+	}
+	return res, nil
+}
+
+// Search ranks tools for a query (the reference's search).
+func (s *Service) Search(opts catalog.SearchToolsOptions) (catalog.SearchToolsResult, error) {
+	res, err := s.cat.Search(opts)
+	if errors.Is(err, catalog.ErrUnknownToolkit) {
+		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
+	}
+	if err != nil {
+		return res, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
+	}
+	return res, nil
+}
+
+// Executable reports whether a canonical name can run through the tools
+// API, and why not. Client tools, tools with only a discovery definition,
+// and (unless SkipApprovals) tools whose approval policy always asks
+// cannot.
+func (s *Service) Executable(name string) error {
+	if _, ok := s.cat.Lookup(name); !ok {
+		return &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	t, ok := s.byName[name]
+	switch {
+	case !ok:
+		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
+	case t.Client != nil:
+		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a client tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name)}
+	}
+	if !s.opts.SkipApprovals {
+		switch t.Approval.Kind() {
+		case approval.KindAlways, approval.KindOnce:
+			return &Error{Status: http.StatusForbidden, Code: workflows.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
+		}
+	}
+	return nil
+}
+
+// ExecutionID derives an execution's id (its workflow ID) from the user,
+// the tool and the idempotency key.
+func ExecutionID(userID, tool, key string) string {
+	sum := sha256.Sum256([]byte("eve.execution/v1\x00" + userID + "\x00" + tool + "\x00" + key))
+	return ExecutionIDPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20]))
+}
+
+func inputHash(input json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, input) != nil {
+		buf.Reset()
+		buf.Write(input)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:16])
+}
+
+func freshKey() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "gen:" + hex.EncodeToString(b)
+}
+
+// Execute starts (or joins) an execution of a tool by canonical name and,
+// in sync mode, waits for it up to SyncWait (and ctx). It implements
+// catalog.Executor. Errors are *Error: unknown tool (404), input that
+// breaks the schema (400, with the violations), a tool that cannot run
+// here (400/403), a key reused with other input (409), Temporal
+// unavailable (503).
+func (s *Service) Execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions) (catalog.ExecutionResult, error) {
+	res, _, err := s.execute(ctx, name, opts, s.opts.SyncWait)
+	return res, err
+}
+
+// execute starts or joins an execution; sync mode waits up to wait.
+func (s *Service) execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
+	var none workflows.ExecutionOutput
+	if err := s.Executable(name); err != nil {
+		return catalog.ExecutionResult{}, none, err
+	}
+	def, _ := s.cat.Lookup(name)
+	t := s.byName[name]
+	input := opts.Input
+	if len(bytes.TrimSpace(input)) == 0 || string(bytes.TrimSpace(input)) == "null" {
+		input = json.RawMessage("{}")
+	}
+	input, err := s.cat.NormalizeInput(name, input)
+	if err != nil {
+		return catalog.ExecutionResult{}, none, inputError(err)
+	}
+	if s.opts.Client == nil {
+		return catalog.ExecutionResult{}, none, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client: it serves the catalog only"}
+	}
+	user := opts.UserID
+	if user == "" {
+		user = s.opts.DefaultUser
+	}
+	mode := opts.Mode
+	switch mode {
+	case "":
+		mode = catalog.ModeSync
+		if def.Annotations.Async {
+			mode = catalog.ModeAsync
+		}
+	case catalog.ModeSync, catalog.ModeAsync:
+	default:
+		return catalog.ExecutionResult{}, none, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("mode %q: want sync or async", mode)}
+	}
+	key, generated := opts.IdempotencyKey, false
+	if key == "" {
+		key, generated = freshKey(), true
+	}
+	id := ExecutionID(user, name, key)
+	hash := inputHash(input)
+	caller := &auth.Principal{ID: user, Type: "user"}
+	if opts.ConnectionID != "" {
+		caller.Attributes = map[string]string{"connectionId": opts.ConnectionID}
+	}
+	in := workflows.ExecutionInput{
+		ExecutionID: id, Tool: name, UserID: user, ConnectionID: opts.ConnectionID,
+		IdempotencyKey: key, InputHash: hash, Caller: caller,
+		Plan: plan(t, input), SkipApproval: s.opts.SkipApprovals,
+	}
+	if generated {
+		in.IdempotencyKey = ""
+	}
+	run, err := s.opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                s.opts.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		Memo:                     map[string]any{"tool": name, "userId": user, "inputHash": hash},
+	}, signals.ExecutionWorkflow, in)
+	if err != nil {
+		return catalog.ExecutionResult{}, none, s.temporalError("start execution", err)
+	}
+	state := catalog.ExecutionResult{ID: id, Tool: name, Status: catalog.StatusQueued}
+	if !generated {
+		// The key may name an execution that already exists: check it ran
+		// the same input, and report its real state.
+		st, out, err := s.describe(ctx, id, run.GetRunID())
+		if err != nil {
+			return catalog.ExecutionResult{}, none, err
+		}
+		if st.inputHash != "" && st.inputHash != hash {
+			return catalog.ExecutionResult{}, none, &Error{Status: http.StatusConflict, Code: "idempotency_conflict",
+				Message: fmt.Sprintf("idempotency key %q was used for execution %s of %s with different input; use a new key for new input", key, id, name), ExecutionID: id}
+		}
+		state = st.result
+		if st.result.Status.Terminal() {
+			return st.result, out, nil
+		}
+	}
+	if mode == catalog.ModeAsync || wait <= 0 {
+		return state, none, nil
+	}
+	res, out, err := s.await(ctx, id, run.GetRunID(), wait)
+	if err != nil {
+		return catalog.ExecutionResult{}, none, err
+	}
+	if !res.Status.Terminal() {
+		res.Tool = name
+	}
+	return res, out, nil
+}
+
+// plan is how the execution workflow runs a tool (the turn's CallPlan, as
+// the model step would record it).
+func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
+	p := activities.CallPlan{
+		Call:             model.ToolCall{ID: workflows.ExecutionCallID, Name: t.Name, Input: input},
+		Known:            true,
+		Kind:             activities.KindAuthored,
+		Approval:         t.Approval.Kind(),
+		Title:            t.DisplayTitle(),
+		Local:            t.Local,
+		Timeout:          t.EffectiveTimeout(),
+		HeartbeatTimeout: t.HeartbeatTimeout,
+		Retry:            t.EffectiveRetry(),
+	}
+	if t.Delegated != nil {
+		p.Kind = activities.KindDelegated
+		p.OutputSchema = t.OutputSchema
+		d, err := t.DeadlineOf(input)
+		if err != nil {
+			p.InputError = fmt.Sprintf("tool %s cannot compute a deadline for this input: %v", t.Name, err)
+		}
+		p.Deadline = d
+	}
+	if t.Client != nil {
+		p.Kind = activities.KindClient
+	}
+	return p
+}
+
+// described is what Describe tells about an execution.
+type described struct {
+	result    catalog.ExecutionResult
+	userID    string
+	inputHash string
+	runID     string
+}
+
+// describe reads an execution's state; terminal executions come with their result.
+func (s *Service) describe(ctx context.Context, id, runID string) (described, workflows.ExecutionOutput, error) {
+	var out workflows.ExecutionOutput
+	if !strings.HasPrefix(id, ExecutionIDPrefix) {
+		return described{}, out, notFound(id)
+	}
+	if s.opts.Client == nil {
+		return described{}, out, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client"}
+	}
+	resp, err := s.opts.Client.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return described{}, out, notFound(id)
+		}
+		return described{}, out, s.temporalError("describe execution", err)
+	}
+	info := resp.GetWorkflowExecutionInfo()
+	if info.GetType().GetName() != signals.ExecutionWorkflow {
+		return described{}, out, notFound(id)
+	}
+	d := described{runID: info.GetExecution().GetRunId()}
+	dc := converter.GetDefaultDataConverter()
+	for k, p := range info.GetMemo().GetFields() {
+		var v string
+		if dc.FromPayload(p, &v) != nil {
+			continue
+		}
+		switch k {
+		case "tool":
+			d.result.Tool = v
+		case "userId":
+			d.userID = v
+		case "inputHash":
+			d.inputHash = v
+		}
+	}
+	d.result.ID = id
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		d.result.Status = catalog.StatusRunning
+		if info.GetHistoryLength() <= 2 {
+			// Started and a first task scheduled: no worker has picked it up.
+			d.result.Status = catalog.StatusQueued
+		}
+		return d, out, nil
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		if err := s.opts.Client.GetWorkflow(ctx, id, d.runID).Get(ctx, &out); err != nil {
+			return d, out, s.temporalError("read execution result", err)
+		}
+		out.ExecutionResult.ID = id
+		d.result = out.ExecutionResult
+		return d, out, nil
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		d.result.Status = catalog.StatusCanceled
+		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeCanceled, Message: "the execution was cancelled"}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		d.result.Status = catalog.StatusCanceled
+		d.result.Error = &catalog.ExecutionError{Code: "terminated", Message: "the execution was terminated by an operator"}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		d.result.Status = catalog.StatusTimedOut
+		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeTimeout, Message: "the execution timed out"}
+	default:
+		d.result.Status = catalog.StatusFailed
+		msg := "the execution failed"
+		if err := s.opts.Client.GetWorkflow(ctx, id, d.runID).Get(ctx, nil); err != nil {
+			msg = "the execution failed: " + errorMessage(err)
+		}
+		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeExecutionFailed, Message: msg}
+	}
+	return d, out, nil
+}
+
+// await waits up to wait (and ctx) for an execution to end. When it does
+// not, the result is its current state and no error.
+func (s *Service) await(ctx context.Context, id, runID string, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
+	var out workflows.ExecutionOutput
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := s.opts.Client.GetWorkflow(wctx, id, runID).Get(wctx, &out)
+	if err == nil {
+		out.ExecutionResult.ID = id
+		return out.ExecutionResult, out, nil
+	}
+	if ctx.Err() != nil {
+		return catalog.ExecutionResult{}, out, ctx.Err()
+	}
+	if wctx.Err() != nil || isDeadline(err) {
+		d, _, derr := s.describe(ctx, id, runID)
+		if derr != nil {
+			return catalog.ExecutionResult{}, out, derr
+		}
+		return d.result, out, nil
+	}
+	// Closed without a result (cancelled before it ran, terminated, ...).
+	d, out, derr := s.describe(ctx, id, runID)
+	if derr != nil {
+		return catalog.ExecutionResult{}, out, derr
+	}
+	return d.result, out, nil
+}
+
+func isDeadline(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var de *serviceerror.DeadlineExceeded
+	return errors.As(err, &de)
+}
+
+// Execution fetches an execution by id: its state, and its result once it
+// ended.
+func (s *Service) Execution(ctx context.Context, id string) (catalog.ExecutionResult, error) {
+	d, _, err := s.describe(ctx, id, "")
+	return d.result, err
+}
+
+// ExecutionUser returns the user an execution runs for (for authorization).
+func (s *Service) ExecutionUser(ctx context.Context, id string) (string, error) {
+	d, _, err := s.describe(ctx, id, "")
+	return d.userID, err
+}
+
+// Wait blocks until the execution ends or ctx does (it long-polls
+// Temporal; poll is not needed). It implements catalog.ExecutionWaiter.
+func (s *Service) Wait(ctx context.Context, id string, _ time.Duration) (catalog.ExecutionResult, error) {
+	if !strings.HasPrefix(id, ExecutionIDPrefix) {
+		return catalog.ExecutionResult{}, notFound(id)
+	}
+	for {
+		res, _, err := s.await(ctx, id, "", s.opts.MaxWait)
+		if err != nil || res.Status.Terminal() {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
+}
+
+// Cancel asks an execution to stop and waits up to CancelWait for it to
+// end. Cancelling an ended execution changes nothing and returns its result.
+func (s *Service) Cancel(ctx context.Context, id string) (catalog.ExecutionResult, error) {
+	d, _, err := s.describe(ctx, id, "")
+	if err != nil || d.result.Status.Terminal() {
+		return d.result, err
+	}
+	if err := s.opts.Client.CancelWorkflow(ctx, id, d.runID); err != nil {
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			return catalog.ExecutionResult{}, s.temporalError("cancel execution", err)
+		}
+	}
+	res, _, err := s.await(ctx, id, d.runID, s.opts.CancelWait)
+	if err == nil && res.Tool == "" {
+		res.Tool = d.result.Tool
+	}
+	return res, err
+}
+
+// RunOptions configures Run (RunToolOptions in the reference).
+type RunOptions struct {
+	UserID         string
+	ConnectionID   string
+	IdempotencyKey string
+	Mode           catalog.ExecutionMode
+	// Timeout bounds the wait (default RunTimeout, at most MaxWait).
+	Timeout time.Duration
+}
+
+// RunTimeoutError says run stopped waiting; the execution goes on.
+type RunTimeoutError struct {
+	ExecutionID string
+	Tool        string
+	Status      catalog.ExecutionStatus
+	Waited      time.Duration
+}
+
+func (e *RunTimeoutError) Error() string {
+	return fmt.Sprintf("tool %s did not finish within %s; the execution goes on (status %s): fetch it with GET /v1/executions/%s",
+		e.Tool, e.Waited, e.Status, e.ExecutionID)
+}
+
+// ExecutionFailedError is run's error for an execution that ended other
+// than succeeded.
+type ExecutionFailedError struct {
+	Result catalog.ExecutionResult
+}
+
+func (e *ExecutionFailedError) Error() string {
+	msg := fmt.Sprintf("tool %s %s (execution %s)", e.Result.Tool, e.Result.Status, e.Result.ID)
+	if e.Result.Error != nil {
+		msg += ": " + e.Result.Error.Error()
+	}
+	return msg
+}
+
+// Run executes a tool and waits for its output (the reference's run). On
+// timeout the error is a *RunTimeoutError naming the execution, which goes
+// on; an execution that fails is an *ExecutionFailedError.
+func (s *Service) Run(ctx context.Context, name string, input json.RawMessage, opts RunOptions) (json.RawMessage, error) {
+	res, err := s.RunResult(ctx, name, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res.Output, nil
+}
+
+// RunResult is Run returning the whole terminal result.
+func (s *Service) RunResult(ctx context.Context, name string, input json.RawMessage, opts RunOptions) (catalog.ExecutionResult, error) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = s.opts.RunTimeout
+	}
+	timeout = min(timeout, s.opts.MaxWait)
+	mode := opts.Mode
+	if mode == "" {
+		mode = catalog.ModeSync // run waits, async tools included
+	}
+	res, _, err := s.execute(ctx, name, catalog.ExecuteToolOptions{
+		UserID: opts.UserID, Input: input, Mode: mode, IdempotencyKey: opts.IdempotencyKey, ConnectionID: opts.ConnectionID,
+	}, timeout)
+	if err != nil {
+		return res, err
+	}
+	if mode == catalog.ModeAsync && !res.Status.Terminal() {
+		res, _, err = s.await(ctx, res.ID, "", timeout)
+		if err != nil {
+			return res, err
+		}
+	}
+	switch {
+	case !res.Status.Terminal():
+		return res, &RunTimeoutError{ExecutionID: res.ID, Tool: name, Status: res.Status, Waited: timeout}
+	case res.Status != catalog.StatusSucceeded:
+		return res, &ExecutionFailedError{Result: res}
+	}
+	return res, nil
+}
+
+// ToolCallExecutor is the executor behind ExecuteToolCalls: input is
+// normalized (OpenAI strict-mode nulls dropped) and validated first, and a
+// failure is a failed result the model can read and correct, not an error;
+// so are tools that cannot run here. It waits for async executions.
+func (s *Service) ToolCallExecutor() catalog.Executor { return callExecutor{s} }
+
+type callExecutor struct{ s *Service }
+
+func (c callExecutor) Execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions) (catalog.ExecutionResult, error) {
+	res, err := c.s.Execute(ctx, name, opts)
+	var e *Error
+	if errors.As(err, &e) && e.Status < 500 {
+		return catalog.ExecutionResult{ID: e.ExecutionID, Tool: name, Status: catalog.StatusFailed, Error: &catalog.ExecutionError{Code: e.Code, Message: e.Message}}, nil
+	}
+	return res, err
+}
+
+func (c callExecutor) Wait(ctx context.Context, id string, poll time.Duration) (catalog.ExecutionResult, error) {
+	return c.s.Wait(ctx, id, poll)
+}
+
+// ExecuteAnthropicToolCalls runs Anthropic tool_use blocks through
+// executions (see catalog.ExecuteAnthropicToolCalls).
+func (s *Service) ExecuteAnthropicToolCalls(ctx context.Context, calls []catalog.AnthropicToolCall, opts catalog.ExecuteToolCallsOptions) []catalog.AnthropicToolResultBlock {
+	return catalog.ExecuteAnthropicToolCalls(ctx, s.ToolCallExecutor(), calls, opts)
+}
+
+// ExecuteOpenAIToolCalls runs Chat Completions tool calls through
+// executions (see catalog.ExecuteOpenAIToolCalls).
+func (s *Service) ExecuteOpenAIToolCalls(ctx context.Context, calls []catalog.OpenAIToolCall, opts catalog.ExecuteToolCallsOptions) []catalog.OpenAIToolResultMessage {
+	return catalog.ExecuteOpenAIToolCalls(ctx, s.ToolCallExecutor(), calls, opts)
+}
+
+func (s *Service) temporalError(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	s.log.Error("toolsapi: "+op, "err", err)
+	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: op + ": could not reach Temporal; retry"}
+}
+
+func errorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+func notFound(id string) error {
+	return &Error{Status: http.StatusNotFound, Code: "execution_not_found", Message: fmt.Sprintf("no execution %q", id)}
+}

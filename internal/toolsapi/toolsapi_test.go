@@ -1,0 +1,298 @@
+package toolsapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/catalog/catalogtest"
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/tools"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func demoService(t testing.TB, mut func(*Options)) *Service {
+	t.Helper()
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Agent: a, Logger: quiet()}
+	if mut != nil {
+		mut(&opts)
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCatalogFromAgent(t *testing.T) {
+	extra := tools.Func("echo", "Echo the input back.", func(ctx *tools.Context, in struct {
+		Text string `json:"text"`
+	}) (map[string]string, error) {
+		return map[string]string{"text": in.Text}, nil
+	})
+	s := demoService(t, func(o *Options) {
+		o.Tools = []*tools.Tool{extra}
+		o.Capabilities = map[string]string{"get_weather": "weather.read"}
+		o.Describe = func(tl *tools.Tool, d *catalog.Definition) {
+			if tl.Name == "get_weather" {
+				d.Annotations.ReadOnly, d.Annotations.Idempotent = true, true
+			}
+		}
+	})
+	if s.Toolkit() != "demo" {
+		t.Fatalf("toolkit = %q", s.Toolkit())
+	}
+	var names []string
+	for _, d := range s.Catalog().Definitions() {
+		names = append(names, d.Name)
+	}
+	want := []string{"demo.ask_question", "demo.choose_plan", "demo.echo", "demo.get_weather", "demo.issue_credit", "demo.pick_addons", "demo.refund_charge", "demo.run_report"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("names = %v", names)
+	}
+	w, _ := s.Catalog().Lookup("demo.get_weather")
+	if w.Capability != "weather.read" || !w.Annotations.ReadOnly || w.Toolkit != "demo" {
+		t.Fatalf("get_weather = %+v", w)
+	}
+	r, _ := s.Catalog().Lookup("demo.run_report")
+	if !r.Annotations.Async || len(r.OutputSchema) == 0 {
+		t.Fatalf("run_report = %+v", r)
+	}
+	if tl, ok := s.Tool("demo.get_weather"); !ok || tl.Name != "get_weather" {
+		t.Fatal("Tool lookup")
+	}
+}
+
+func TestCatalogSkipsBadTools(t *testing.T) {
+	bad := tools.Func("_hidden", "A tool whose name is no catalog slug.", func(ctx *tools.Context, in struct{}) (struct{}, error) { return struct{}{}, nil })
+	reg := tools.NewRegistry()
+	reg.MustRegister(bad, demo.GetWeather())
+	s, err := New(Options{Agent: &agent.Agent{Name: "My Agent!", Tools: reg, Disable: []string{"ask_question"}}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Toolkit() != "my_agent" {
+		t.Fatalf("toolkit = %q", s.Toolkit())
+	}
+	if s.Catalog().Len() != 1 || len(s.Skipped()) == 0 || s.Skipped()[0].Tool != "my_agent._hidden" {
+		t.Fatalf("len %d, skipped %+v", s.Catalog().Len(), s.Skipped())
+	}
+}
+
+func TestToolkitSlug(t *testing.T) {
+	for in, want := range map[string]string{"demo": "demo", "": "tools", "Support Bot 2": "support_bot_2", "42": "tools", "9lives": "lives", strings.Repeat("a", 40): strings.Repeat("a", 32)} {
+		if got := ToolkitSlug(in); got != want || !catalog.ToolkitPattern.MatchString(got) {
+			t.Errorf("ToolkitSlug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestExecutionIDStable(t *testing.T) {
+	a := ExecutionID("u1", "demo.get_weather", "k1")
+	if a != ExecutionID("u1", "demo.get_weather", "k1") || !strings.HasPrefix(a, ExecutionIDPrefix) {
+		t.Fatal(a)
+	}
+	for _, b := range []string{ExecutionID("u2", "demo.get_weather", "k1"), ExecutionID("u1", "demo.other", "k1"), ExecutionID("u1", "demo.get_weather", "k2"), ExecutionID("u1\x00demo.get_weather", "", "k1")} {
+		if a == b {
+			t.Fatalf("collision %s", a)
+		}
+	}
+}
+
+// call serves one request through the handler.
+func call(t testing.TB, h http.Handler, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, rec.Body.String())
+		}
+	}
+	return rec.Code
+}
+
+func TestHTTPGetAndSearch(t *testing.T) {
+	s := demoService(t, nil)
+	h := s.Handler()
+	for _, f := range catalog.Formats {
+		var got map[string]any
+		if code := call(t, h, "GET", "/v1/tools?format="+string(f), nil, &got); code != 200 {
+			t.Fatalf("%s: %d %v", f, code, got)
+		}
+		res, _ := s.Get(catalog.GetToolsOptions{Format: f})
+		b, _ := json.Marshal(res)
+		var want map[string]any
+		_ = json.Unmarshal(b, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: fast encoding differs:\n got %v\nwant %v", f, got, want)
+		}
+	}
+	var res struct {
+		Tools   []catalog.AnthropicTool `json:"tools"`
+		NameMap catalog.ToolNameMap     `json:"nameMap"`
+	}
+	call(t, h, "GET", "/v1/tools?format=anthropic&toolkits=demo", nil, &res)
+	if len(res.Tools) != 7 || res.NameMap.WireToCanonical["demo_get_weather"] != "demo.get_weather" {
+		t.Fatalf("anthropic: %+v", res)
+	}
+	var e errorBody
+	if code := call(t, h, "GET", "/v1/tools?toolkits=nope", nil, &e); code != 400 || e.Code != "unknown_toolkit" || e.OK {
+		t.Fatalf("unknown toolkit: %d %+v", code, e.Error)
+	}
+	if code := call(t, h, "GET", "/v1/tools?strict=maybe", nil, &e); code != 400 {
+		t.Fatalf("bad bool: %d", code)
+	}
+	var sr catalog.SearchToolsResult
+	if code := call(t, h, "POST", "/v1/tools/search", catalog.SearchToolsOptions{Query: "weather in a city", Limit: 2}, &sr); code != 200 || len(sr.Tools) == 0 || sr.Tools[0].Name != "demo.get_weather" {
+		t.Fatalf("search: %d %+v", code, sr)
+	}
+	var tr ToolResponse
+	if code := call(t, h, "GET", "/v1/tools/demo.choose_plan", nil, &tr); code != 200 || tr.Executable || !strings.Contains(tr.Reason, "client tool") || tr.Wire != "demo_choose_plan" {
+		t.Fatalf("tool: %d %+v", code, tr)
+	}
+	if code := call(t, h, "GET", "/v1/nope", nil, &e); code != 404 || e.Code != "not_found" {
+		t.Fatalf("route: %d %+v", code, e.Error)
+	}
+}
+
+func TestHTTPExecuteRefusals(t *testing.T) {
+	s := demoService(t, nil)
+	h := s.Handler()
+	for _, c := range []struct {
+		tool   string
+		input  string
+		status int
+		code   string
+	}{
+		{"demo.nope", `{}`, 404, catalog.CodeUnknownTool},
+		{"demo.get_weather", `{"city":""}`, 400, catalog.CodeInvalidInput},
+		{"demo.get_weather", `{"town":"Paris"}`, 400, catalog.CodeInvalidInput},
+		{"demo.choose_plan", `{"accountId":"a"}`, 400, "not_executable"},
+		{"demo.refund_charge", `{"chargeId":"c","amount":1}`, 403, "approval_required"},
+		{"demo.get_weather", `{"city":"Paris"}`, 503, "unavailable"}, // no Temporal client
+	} {
+		var e errorBody
+		code := call(t, h, "POST", "/v1/tools/"+c.tool+"/execute", map[string]any{"input": json.RawMessage(c.input)}, &e)
+		if code != c.status || e.Error == nil || e.Code != c.code || e.OK {
+			t.Errorf("%s %s: %d %+v", c.tool, c.input, code, e.Error)
+			continue
+		}
+		if c.code == catalog.CodeInvalidInput && (len(e.Violations) == 0 || e.Tool != c.tool) {
+			t.Errorf("%s: violations missing: %+v", c.input, e.Error)
+		}
+	}
+	var e errorBody
+	if code := call(t, h, "POST", "/v1/tools/demo.get_weather/execute", map[string]any{"input": map[string]any{"city": "x"}, "mode": "later"}, &e); code != 503 {
+		// Mode is checked after the client: no client answers 503 first.
+		t.Logf("mode check: %d %+v", code, e.Error)
+	}
+	if code := call(t, h, "POST", "/v1/tools/execute-tool-calls", map[string]any{"provider": "anthropic", "calls": []any{}}, &e); code != 400 || !strings.Contains(e.Message, "nameMap") {
+		t.Fatalf("tool calls without name map: %d %+v", code, e.Error)
+	}
+	if code := call(t, h, "GET", "/v1/executions/session-abc", nil, &e); code != 404 || e.Code != "execution_not_found" {
+		t.Fatalf("foreign id: %d %+v", code, e.Error)
+	}
+	req := httptest.NewRequest("POST", "/v1/tools/search", strings.NewReader("{"))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"ok":false`) || !strings.Contains(rec.Body.String(), "invalid_json") {
+		t.Fatalf("bad json: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// Tool calls whose execution is refused come back as error results, with
+// the refusal's code; unmapped names are never executed.
+func TestToolCallsRefusedInModelResults(t *testing.T) {
+	s := demoService(t, nil)
+	nm := s.Catalog().NameMap()
+	blocks := s.ExecuteAnthropicToolCalls(context.Background(), []catalog.AnthropicToolCall{
+		{Type: "tool_use", ID: "a", Name: "demo_get_weather", Input: json.RawMessage(`{"town":"x"}`)},
+		{Type: "tool_use", ID: "b", Name: "demo.get_weather", Input: json.RawMessage(`{}`)},
+		{Type: "tool_use", ID: "c", Name: "demo_choose_plan", Input: json.RawMessage(`{"accountId":"x"}`)},
+	}, catalog.ExecuteToolCallsOptions{NameMap: nm})
+	for i, want := range []string{"invalid_input", "unknown_tool", "not_executable"} {
+		if !blocks[i].IsError || !strings.Contains(blocks[i].Content, want) {
+			t.Errorf("block %d = %+v, want %s", i, blocks[i], want)
+		}
+	}
+}
+
+func TestPrincipalUsers(t *testing.T) {
+	var p *auth.Principal
+	f := PrincipalUsers(func(context.Context) *auth.Principal { return p })
+	r := httptest.NewRequest("GET", "/", nil)
+	p = &auth.Principal{ID: "alice", Type: "user"}
+	if u, err := f(r, ""); u != "alice" || err != nil {
+		t.Fatal(u, err)
+	}
+	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+		t.Fatal(err)
+	}
+	p = &auth.Principal{ID: "api-key", Type: "service"}
+	if u, _ := f(r, "bob"); u != "bob" {
+		t.Fatal(u)
+	}
+	if u, _ := f(r, ""); u != "api-key" {
+		t.Fatal(u)
+	}
+}
+
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote \" back \\ slash", "tab\tnl\ncr\r\x01\x1f", "<&> html", "é ü 日本", "bad \xff utf8", "sep \u2028 \u2029"} {
+		want, _ := json.Marshal(s)
+		var w, g string
+		_ = json.Unmarshal(want, &w)
+		if err := json.Unmarshal(appendString(nil, s), &g); err != nil || g != w {
+			t.Errorf("%q: got %s (%v)", s, appendString(nil, s), err)
+		}
+	}
+}
+
+func TestFastEncodingOnFixture(t *testing.T) {
+	s, err := New(Options{Extra: catalogtest.Definitions(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []catalog.GetToolsOptions{{Format: catalog.FormatOpenAI, Strict: true}, {Format: catalog.FormatMCP, IncludeAsync: true}, {Format: catalog.FormatAISDK, Toolkits: []string{"gmail"}}} {
+		res, err := s.Get(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, err := appendGetResult(nil, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, _ := json.Marshal(res)
+		var a, b any
+		if err := json.Unmarshal(fast, &a); err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+		_ = json.Unmarshal(slow, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%+v: encodings differ", opts)
+		}
+	}
+}

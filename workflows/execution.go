@@ -1,0 +1,503 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// ExecutionCallID is the call id of an execution's one tool call: the
+// activity is "tool/execute", and the tool's Context.IdempotencyKey is
+// "<execution id>/execute" on every attempt.
+const ExecutionCallID = "execute"
+
+// Error codes of executions (beside the catalog's unknown_tool,
+// invalid_input, execution_failed, timeout and canceled).
+const (
+	CodeInvalidOutput    = "invalid_output"
+	CodeDeadlineExceeded = "deadline_exceeded"
+	CodeDenied           = "denied"
+	CodeApprovalRequired = "approval_required"
+	CodeNotExecutable    = "not_executable"
+)
+
+// ExecutionInput starts one tool execution (the tools API's execute, run
+// and executeToolCalls, and MCP tools/call). The starter, which has the
+// agent's tool registry, decides the plan; the workflow only follows it, so
+// worker configuration never leaks into workflow decisions.
+type ExecutionInput struct {
+	// ExecutionID is the workflow ID, derived by the starter from the user,
+	// the tool and the idempotency key.
+	ExecutionID string `json:"executionId"`
+	// Tool is the canonical catalog name ("demo.get_weather"); Plan.Call.Name
+	// is the agent's own tool name ("get_weather").
+	Tool           string `json:"tool"`
+	UserID         string `json:"userId"`
+	ConnectionID   string `json:"connectionId,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// InputHash fingerprints the input, so a reused key with other input is
+	// told apart from a retry.
+	InputHash string `json:"inputHash,omitempty"`
+	// Caller is who the tool runs for: its Context.Session.Auth.Current and
+	// Initiator. The starter fills it from UserID and ConnectionID.
+	Caller *auth.Principal `json:"caller,omitempty"`
+	// Plan says how to run the call: kind (authored or delegated), activity
+	// timeouts and retries, a delegated tool's deadline and output schema,
+	// and the approval policy kind.
+	Plan activities.CallPlan `json:"plan"`
+	// SkipApproval runs gated tools without asking (the starter decided the
+	// caller may). Otherwise always/once policies refuse the execution and
+	// custom policies are evaluated: skip or approve runs, deny and ask
+	// refuse (there is nobody to ask outside a session).
+	SkipApproval bool `json:"skipApproval,omitempty"`
+}
+
+// ExecutionOutput is an execution's state: its result once Status is
+// terminal. The workflow returns it (also for failures, timeouts and
+// cancellation: the status says how it ended) and answers it to
+// signals.QueryExecution while running.
+type ExecutionOutput struct {
+	catalog.ExecutionResult
+	UserID    string `json:"userId,omitempty"`
+	InputHash string `json:"inputHash,omitempty"`
+	// ActionID names a delegated tool's action (its completion id).
+	ActionID   string     `json:"actionId,omitempty"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// RegisterExecutions registers the execution workflow under
+// signals.ExecutionWorkflow. It runs the activities agent.Register
+// registers (ExecuteTool, EvaluateApproval), so register both on the same
+// worker. Registering twice is harmless.
+func RegisterExecutions(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{
+		Name:                          signals.ExecutionWorkflow,
+		DisableAlreadyRegisteredCheck: true,
+	})
+}
+
+// execution is one running execution workflow.
+type execution struct {
+	in     ExecutionInput
+	out    ExecutionOutput
+	action *execAction // delegated tools only
+}
+
+// execAction is a delegated execution's action.
+type execAction struct {
+	signals.ActionState
+	outputSchema json.RawMessage
+	schema       *schema.Schema
+}
+
+// Execution runs one tool call outside a session. Tool failures, timeouts
+// and cancellation are results (Status), never a failed workflow.
+func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+	info := workflow.GetInfo(ctx)
+	if in.ExecutionID == "" {
+		in.ExecutionID = info.WorkflowExecution.ID
+	}
+	e := &execution{in: in, out: ExecutionOutput{
+		ExecutionResult: catalog.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: catalog.StatusRunning},
+		UserID:          in.UserID,
+		InputHash:       in.InputHash,
+		StartedAt:       workflow.Now(ctx),
+	}}
+	if err := e.registerHandlers(ctx); err != nil {
+		return ExecutionOutput{}, err
+	}
+	outcome := e.run(ctx)
+	e.settle(ctx, outcome)
+	// Let a settle update in flight answer before the workflow closes.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
+	return e.out, nil
+}
+
+func (e *execution) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (ExecutionOutput, error) {
+		return e.out, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, signals.QueryAction, func(id string) (signals.ActionState, error) {
+		if e.action == nil || e.action.ActionID != id {
+			return signals.ActionState{}, fmt.Errorf("unknown action %q", id)
+		}
+		return e.action.ActionState, nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSettleAction,
+		func(ctx workflow.Context, req signals.SettleAction) (signals.SettleDecision, error) {
+			a := e.action
+			if a.State == signals.ActionPending {
+				a.State = signals.ActionSettling
+				a.Hash = signals.HashSettle(req)
+			}
+			if a.State == signals.ActionSettling {
+				// Not yet observed: (re)complete, so a crash between this
+				// update and the completion call is healed by a retry.
+				return signals.SettleDecision{Decision: signals.DecisionComplete}, nil
+			}
+			return signals.SettleDecision{Decision: signals.DecisionDuplicate}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.SettleAction) error {
+			return e.checkSettle(req)
+		}})
+}
+
+// checkSettle mirrors the turn's: 404 unknown, 410 ended, 409 conflict,
+// 422 invalid output, nil for a new or identical outcome.
+func (e *execution) checkSettle(req signals.SettleAction) error {
+	a := e.action
+	if a == nil || a.ActionID != req.ActionID {
+		return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
+	}
+	if (req.Error == nil) == (req.Output == nil) {
+		return temporal.NewApplicationError(`send exactly one of "output" or "error"`, signals.ErrActionInvalid)
+	}
+	switch a.State {
+	case signals.ActionExpired, signals.ActionCancelled:
+		return temporal.NewApplicationError(fmt.Sprintf("action %s ended first (%s); a late completion cannot revive it", a.ActionID, a.State), signals.ErrActionGone)
+	case signals.ActionPending:
+	default:
+		if a.Hash != signals.HashSettle(req) {
+			return temporal.NewApplicationError(fmt.Sprintf("action %s already settled with a different outcome", a.ActionID), signals.ErrActionConflict)
+		}
+		return nil
+	}
+	if req.Output != nil && len(a.outputSchema) > 0 {
+		if a.schema == nil {
+			s, err := schema.Compile(a.Tool+"/output", a.outputSchema)
+			if err != nil {
+				return temporal.NewApplicationError("the tool's output schema does not compile: "+err.Error(), signals.ErrActionInvalid)
+			}
+			a.schema = s
+		}
+		if err := a.schema.Validate(req.Output); err != nil {
+			return temporal.NewApplicationError(fmt.Sprintf("output breaks the %s output schema: %v", a.Tool, err), signals.ErrActionInvalid)
+		}
+	}
+	if req.Error != nil && req.Error.Message == "" {
+		return temporal.NewApplicationError("error.message is required", signals.ErrActionInvalid)
+	}
+	return nil
+}
+
+func (e *execution) session() auth.Session {
+	caller := e.in.Caller
+	if caller == nil {
+		caller = &auth.Principal{ID: e.in.UserID, Type: "user"}
+	}
+	return auth.Session{ID: e.in.ExecutionID, Auth: auth.Auth{Current: caller, Initiator: caller}}
+}
+
+// run gates the call and runs it.
+func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
+	p := e.in.Plan
+	if p.Call.ID == "" {
+		p.Call.ID = ExecutionCallID
+		e.in.Plan.Call.ID = ExecutionCallID
+	}
+	switch {
+	case !p.Known:
+		return activities.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
+	case p.InputError != "":
+		return activities.FailedOutcome(protocol.CodeToolInputInvalid, p.InputError)
+	case p.Kind == activities.KindClient:
+		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+	}
+	if out, stop := e.gate(ctx, p); stop {
+		return out
+	}
+	if ctx.Err() != nil {
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool))
+	}
+	if p.Kind == activities.KindDelegated {
+		return e.runDelegated(ctx, p)
+	}
+	in := activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+	var out activities.ToolOutcome
+	if err := execActivity(ctx, p, in).Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool))
+		}
+		return execFailure(e.in.Tool, err)
+	}
+	return out
+}
+
+// gate applies the tool's approval policy. Outside a session there is
+// nobody to ask, so "ask" refuses the execution.
+func (e *execution) gate(ctx workflow.Context, p activities.CallPlan) (activities.ToolOutcome, bool) {
+	if e.in.SkipApproval {
+		return activities.ToolOutcome{}, false
+	}
+	refuse := func(reason string) (activities.ToolOutcome, bool) {
+		msg := fmt.Sprintf("tool %s needs a person's approval, which only a session can ask for; it did not run", e.in.Tool)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return activities.FailedOutcome(CodeApprovalRequired, msg), true
+	}
+	switch p.Approval {
+	case "", approval.KindNever:
+		return activities.ToolOutcome{}, false
+	case approval.KindCustom:
+	default:
+		return refuse("")
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
+	})
+	var st approval.Status
+	err := workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
+		Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+	}}).Get(ctx, &st)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool)), true
+	case err != nil || !st.Valid():
+		return refuse("the approval policy failed")
+	case st.Type == approval.Denied:
+		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
+		if st.Reason != "" {
+			msg += ": " + st.Reason
+		}
+		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run."), true
+	case st.Type == approval.UserApproval:
+		return refuse(st.Reason)
+	}
+	return activities.ToolOutcome{}, false
+}
+
+// runDelegated starts the job's activity and waits for its completion, the
+// deadline, or cancellation, whichever comes first (the turn's runDelegated,
+// for a workflow that holds one action).
+func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) activities.ToolOutcome {
+	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
+	id := activities.ActionID(wid, p.Call.ID)
+	if p.Deadline <= 0 {
+		p.Deadline = tools.DefaultDeadline
+	}
+	deadline := workflow.Now(ctx).Add(p.Deadline)
+	a := &execAction{outputSchema: p.OutputSchema, ActionState: signals.ActionState{
+		ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline,
+	}}
+	e.action = a // set before the job can know the action exists
+	e.out.ActionID = id
+
+	actx, cancelActivity := workflow.WithCancel(ctx)
+	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		ActivityID:          "tool/" + p.Call.ID,
+		StartToCloseTimeout: p.Deadline + time.Minute,
+		HeartbeatTimeout:    p.HeartbeatTimeout,
+		// The job is started once; its own idempotency (the action id)
+		// covers retries of the enqueue, not re-running a pending activity.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	in := activities.ExecuteToolInput{Session: e.session(), TurnID: wid, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline}
+	fut := workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	timer := workflow.NewTimer(tctx, p.Deadline)
+	var (
+		outcome    activities.ToolOutcome
+		settled    bool
+		timerFired bool
+	)
+	for !settled {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(f workflow.Future) {
+			settled = true
+			var raw json.RawMessage
+			if err := f.Get(ctx, &raw); err != nil {
+				if ctx.Err() != nil {
+					outcome = e.endAction(signals.ActionCancelled)
+					return
+				}
+				a.State = signals.ActionFailed
+				outcome = execFailure(e.in.Tool, err)
+				return
+			}
+			outcome = e.actionOutcome(raw)
+		})
+		if !timerFired {
+			sel.AddFuture(timer, func(f workflow.Future) {
+				timerFired = true
+				if f.Get(ctx, nil) != nil {
+					return // cancelled with the workflow; the Done case handles it
+				}
+				if a.State == signals.ActionSettling {
+					return // a completion was accepted: wait for it
+				}
+				settled = true
+				outcome = e.endAction(signals.ActionExpired)
+			})
+		}
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
+			settled = true
+			outcome = e.endAction(signals.ActionCancelled)
+		})
+		sel.Select(ctx)
+	}
+	cancelTimer()
+	if a.State == signals.ActionExpired || a.State == signals.ActionCancelled {
+		cancelActivity()
+	}
+	return outcome
+}
+
+// endAction settles an action that ended without its job.
+func (e *execution) endAction(state string) activities.ToolOutcome {
+	a := e.action
+	a.State = state
+	if state == signals.ActionCancelled {
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before its job completed", e.in.Tool))
+	}
+	return activities.FailedOutcome(protocol.CodeDeadlineExceeded,
+		fmt.Sprintf("deadline exceeded: the job of tool %s did not complete by %s", e.in.Tool, a.Deadline.UTC().Format(time.RFC3339)))
+}
+
+// actionOutcome turns what the activity completed with into the outcome.
+func (e *execution) actionOutcome(raw json.RawMessage) activities.ToolOutcome {
+	a := e.action
+	r := activities.DecodeActionResult(raw)
+	if r.Status == protocol.StatusFailed {
+		a.State = signals.ActionFailed
+		ae := r.Error
+		if ae == nil {
+			ae = &protocol.ActionError{Code: protocol.CodeToolExecution, Message: "the job failed"}
+		}
+		if ae.Code == "" {
+			ae.Code = protocol.CodeToolExecution
+		}
+		if a.Hash == "" {
+			a.Hash = signals.HashSettle(signals.SettleAction{Error: ae})
+		}
+		out, _ := json.Marshal(map[string]string{"error": ae.Message, "code": ae.Code})
+		return activities.ToolOutcome{Status: protocol.StatusFailed, Output: out, Error: ae}
+	}
+	// A raw task-token completion skipped the API's 422 check: check here.
+	if err := e.checkSettle(signals.SettleAction{ActionID: a.ActionID, Output: r.Output}); err != nil && a.State == signals.ActionPending {
+		a.State = signals.ActionFailed
+		return activities.FailedOutcome(protocol.CodeToolOutputInvalid, execErrorMessage(err))
+	}
+	a.State = signals.ActionCompleted
+	if a.Hash == "" {
+		a.Hash = signals.HashSettle(signals.SettleAction{Output: r.Output})
+	}
+	return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.Output}
+}
+
+// settle records the outcome as the execution's result.
+func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
+	now := workflow.Now(ctx)
+	e.out.FinishedAt = &now
+	if o.Status == protocol.StatusCompleted {
+		e.out.Status = catalog.StatusSucceeded
+		e.out.Output = o.Output
+		if len(e.out.Output) == 0 {
+			e.out.Output = json.RawMessage("null")
+		}
+		return
+	}
+	code, msg := protocol.CodeToolExecution, "the tool failed"
+	if o.Error != nil {
+		code, msg = o.Error.Code, o.Error.Message
+	}
+	e.out.Status, code = ExecutionStatusOf(code)
+	e.out.Error = &catalog.ExecutionError{Code: code, Message: msg}
+}
+
+// ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
+// delegated job's own code) to an execution status and the code the tools
+// API reports.
+func ExecutionStatusOf(code string) (catalog.ExecutionStatus, string) {
+	switch code {
+	case protocol.CodeToolTimeout:
+		return catalog.StatusTimedOut, catalog.CodeTimeout
+	case protocol.CodeDeadlineExceeded:
+		return catalog.StatusTimedOut, CodeDeadlineExceeded
+	case protocol.CodeToolCancelled:
+		return catalog.StatusCanceled, catalog.CodeCanceled
+	case protocol.CodeToolInputInvalid:
+		return catalog.StatusFailed, catalog.CodeInvalidInput
+	case protocol.CodeToolOutputInvalid:
+		return catalog.StatusFailed, CodeInvalidOutput
+	case protocol.CodeToolExecution:
+		return catalog.StatusFailed, catalog.CodeExecutionFailed
+	case protocol.CodeToolNotFound:
+		return catalog.StatusFailed, catalog.CodeUnknownTool
+	case protocol.CodeToolDenied:
+		return catalog.StatusFailed, CodeDenied
+	case "":
+		return catalog.StatusFailed, catalog.CodeExecutionFailed
+	}
+	return catalog.StatusFailed, code
+}
+
+// execActivity schedules an authored tool's activity with the plan's
+// options (local or regular, timeouts, retries).
+func execActivity(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
+	retry := &temporal.RetryPolicy{
+		InitialInterval:        p.Retry.InitialInterval,
+		BackoffCoefficient:     p.Retry.BackoffCoefficient,
+		MaximumInterval:        p.Retry.MaximumInterval,
+		MaximumAttempts:        p.Retry.MaximumAttempts,
+		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = tools.DefaultTimeout
+	}
+	if p.Local {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
+		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          "tool/" + in.CallID,
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    p.HeartbeatTimeout,
+		RetryPolicy:         retry,
+	})
+	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+}
+
+// execFailure turns a failed activity (retries exhausted, timeout,
+// cancellation) into an outcome.
+func execFailure(tool string, err error) activities.ToolOutcome {
+	var timeoutErr *temporal.TimeoutError
+	var canceledErr *temporal.CanceledError
+	switch {
+	case errors.As(err, &timeoutErr):
+		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
+	case errors.As(err, &canceledErr):
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
+	}
+	return activities.FailedOutcome(protocol.CodeToolExecution, execErrorMessage(err))
+}
+
+func execErrorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
