@@ -106,7 +106,12 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 	resp, err := a.Model.Step(ctx, req, nil)
 	if err != nil {
 		if model.IsRetryable(err) {
-			return ModelStepOutput{}, fmt.Errorf("model step %d of %s: %w", in.StepIndex, in.TurnID, err)
+			msg := fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err)
+			if d, ok := model.RetryDelay(err); ok {
+				// Honour the provider's Retry-After.
+				return ModelStepOutput{}, temporal.NewApplicationErrorWithOptions(msg, "ModelRetryable", temporal.ApplicationErrorOptions{Cause: err, NextRetryDelay: d})
+			}
+			return ModelStepOutput{}, temporal.NewApplicationErrorWithCause(msg, "ModelRetryable", err)
 		}
 		return ModelStepOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err), ErrTypeModel, err)

@@ -97,15 +97,18 @@ func IsStatus(err error, status int) bool {
 func (c *Client) routeURL(route string, query url.Values) string {
 	u := *c.base
 	p := u.Path
+	base := strings.TrimSuffix(u.EscapedPath(), "/")
+	var joined string // escaped; route's own segments are escaped already
 	switch {
 	case isNamedMount(p):
-		u.Path = p + strings.TrimPrefix(route, "/eve")
+		joined = base + strings.TrimPrefix(route, "/eve")
 	case isNamedProtocol(p):
-		u.Path = p + strings.TrimPrefix(route, "/eve/v1")
+		joined = base + strings.TrimPrefix(route, "/eve/v1")
 	default:
-		u.Path = p + route
+		joined = base + route
 	}
-	u.RawPath = ""
+	u.RawPath = joined
+	u.Path, _ = url.PathUnescape(joined)
 	q := u.Query()
 	for k, vs := range query {
 		q[k] = vs

@@ -53,11 +53,11 @@ type Stream struct {
 	body       io.ReadCloser
 	bodyCancel context.CancelFunc
 	lines      chan lineOrErr
-	event   protocol.Event
-	index   int
-	err     error
-	done    bool
-	retries int
+	event      protocol.Event
+	index      int
+	err        error
+	done       bool
+	retries    int
 	// Opened counts the HTTP responses the stream has read (for tests).
 	Opened int
 	// Leases counts the lease-ended lines received.
@@ -70,7 +70,7 @@ type lineOrErr struct {
 }
 
 // Stream opens a session's event stream at index from (a negative from
-// counts back from the tail; such a stream does not reconnect).
+// counts back from the tail, as the server's tail header resolves it).
 func (c *Client) Stream(ctx context.Context, sessionID string, from int, opts *StreamOptions) *Stream {
 	var o StreamOptions
 	if opts != nil {
@@ -119,6 +119,7 @@ func (s *Stream) Next() bool {
 				return false
 			}
 			if s.cursor < 0 {
+				// No tail header came back: a tail-relative cursor cannot resume.
 				s.finish(nil)
 				return false
 			}
@@ -171,7 +172,7 @@ func (s *Stream) Next() bool {
 // Event is the current event.
 func (s *Stream) Event() protocol.Event { return s.event }
 
-// Index is the current event's global index (-1 for tail-relative streams).
+// Index is the current event's global index.
 func (s *Stream) Index() int { return s.index }
 
 // Cursor is the index the stream reads next (where a reconnect resumes).
@@ -238,9 +239,7 @@ func truncate(b []byte) string {
 // protocol calls transient.
 func (s *Stream) open() error {
 	q := url.Values{}
-	if s.cursor >= 0 {
-		q.Set("streamControlVersion", "1")
-	}
+	q.Set("streamControlVersion", "1")
 	if s.cursor != 0 {
 		q.Set("startIndex", strconv.Itoa(s.cursor))
 	}
@@ -288,6 +287,11 @@ func (s *Stream) open() error {
 		if s.tail == -2 {
 			if t, err := strconv.Atoi(resp.Header.Get("x-eve-stream-tail-index")); err == nil {
 				s.tail = t
+				if s.cursor < 0 {
+					// The server resolved the tail-relative start against
+					// this same tail: from here on the cursor is absolute.
+					s.cursor = max(0, t+1+s.cursor)
+				}
 			} else if s.opts.NoFollow {
 				resp.Body.Close()
 				return fmt.Errorf("stream of session %s: the server sent no x-eve-stream-tail-index header", s.sessionID)

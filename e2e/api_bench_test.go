@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 //	raw:    sessions.Service.Read polled every 1 ms in-process (the floor:
 //	        the event is recorded and queryable)
 //	stream: GET /eve/v1/session/:id/stream through the Go client, with the
-//	        server's default poll interval
+//	        server's default poll interval (EVE_STREAM_POLL overrides it)
 //
 // The two run one after the other (not side by side) so one does not
 // slow the other on a small machine.
@@ -46,7 +47,11 @@ rules:
       - calls: [{tool: pause}]
       - reply: "done"
 `, pause))
-	e := newAPIEnv(b, env, func(o *api.Options) { o.PollInterval = api.DefaultPollInterval })
+	poll := api.DefaultPollInterval
+	if d, err := time.ParseDuration(os.Getenv("EVE_STREAM_POLL")); err == nil {
+		poll = d // to compare intervals: EVE_STREAM_POLL=25ms go test -bench ...
+	}
+	e := newAPIEnv(b, env, func(o *api.Options) { o.PollInterval = poll })
 
 	b.Run("raw", func(b *testing.B) {
 		benchTurns(b, e, func(ctx context.Context, id string, seen func(protocol.Event) bool) {

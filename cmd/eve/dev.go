@@ -105,6 +105,9 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 		return err
 	}
 	a.Logger = logger
+	if err := workerhost.UseModelFromEnv(a); err != nil {
+		return err
+	}
 	// The dev stack registers eve's search attributes itself, so parked
 	// sessions show up in the Temporal UI by status.
 	if err := visibility.Register(ctx, c, tc.Namespace); err != nil {

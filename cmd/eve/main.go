@@ -35,6 +35,8 @@ func newRootCommand() *cobra.Command {
 		newSessionCommand(),
 		newServeCommand(),
 		newActionCommand(),
+		newToolsCommand(),
+		newMCPCommand(),
 	)
 	return root
 }

@@ -91,6 +91,9 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 		return err
 	}
 	a.Logger = logger
+	if err := workerhost.UseModelFromEnv(a); err != nil {
+		return err
+	}
 	if a.Actions, err = actions.Worker(); err != nil {
 		logger.Warn("delegated tools will fail until this is fixed", "err", err)
 	}

@@ -339,9 +339,6 @@ func (s *Server) temporalError(what, id string, err error) error {
 	if errors.As(err, &nf) && strings.Contains(nf.Message, "already completed") {
 		return errorf(http.StatusConflict, CodeSessionNotActive, "session %s is no longer active", id)
 	}
-	if errors.Is(err, sessions.ErrNotFound) && strings.Contains(err.Error(), "already completed") {
-		return errorf(http.StatusConflict, CodeSessionNotActive, "session %s is no longer active", id)
-	}
 	if errors.Is(err, sessions.ErrNotFound) || (errors.As(err, &nf) && id != "") {
 		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
 	}

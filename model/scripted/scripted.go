@@ -222,8 +222,11 @@ func reply(text string, usageIn int, stream model.Stream) model.Response {
 func callInput(c Call, vars map[string]string, results map[string]json.RawMessage) (json.RawMessage, error) {
 	if c.InputJSON != "" {
 		s := render(c.InputJSON, vars, results)
-		// Deliberately pass through even if invalid: a scripted model may
-		// test how the runtime handles malformed tool input.
+		if !json.Valid([]byte(s)) {
+			// Malformed input, as a real model may send it: passed on as a
+			// JSON string, so the runtime rejects it as a tool input error.
+			return json.Marshal(s)
+		}
 		return json.RawMessage(s), nil
 	}
 	if c.Input == nil {

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// eve's turn and park, doing the same work as bench/rawsdk: model step →
+// weather tool → model step, through a session workflow and a turn child
+// workflow, with events recorded. Each call starts a new session with its
+// first message (Update-with-Start) and waits for the turn's outcome.
+func init() {
+	for _, v := range []struct {
+		name, baseline   string
+		localModel, tool bool
+	}{
+		{"eve-turn/regular", "raw-turn/regular", false, false},
+		{"eve-turn/local", "raw-turn/local", true, true},
+		{"eve-turn/local-model", "raw-turn/regular", true, false},
+	} {
+		v := v
+		scenarios = append(scenarios, scenario{
+			name: v.name, baseline: v.baseline, latency: true, throughput: true,
+			setup: eveSetup(v.localModel, v.tool, false),
+		})
+	}
+	for _, v := range []struct {
+		name, baseline   string
+		localModel, tool bool
+	}{
+		{"eve-park/regular", "raw-park/regular", false, false},
+		{"eve-park/local", "raw-park/local", true, true},
+	} {
+		v := v
+		scenarios = append(scenarios, scenario{
+			name: v.name, baseline: v.baseline, latency: true,
+			setup: eveSetup(v.localModel, v.tool, true),
+		})
+	}
+}
+
+const benchRules = `
+rules:
+  - match: weather
+    steps:
+      - calls: [{tool: get_weather, input: {city: "Lisbon"}}]
+      - reply: "It is {{result.get_weather.condition}} in {{result.get_weather.city}}."
+`
+
+func weatherTool(local bool, ask bool) *tools.Tool {
+	t := &tools.Tool{
+		Name: "get_weather", Description: "Weather for a city.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+		Local:       local,
+		Execute: func(ctx *tools.Context, in json.RawMessage) (any, error) {
+			var req struct{ City string }
+			json.Unmarshal(in, &req)
+			h := fnv.New32a()
+			h.Write([]byte(req.City))
+			return map[string]any{"city": req.City, "condition": []string{"sunny", "cloudy"}[h.Sum32()%2]}, nil
+		},
+	}
+	if ask {
+		t.Approval = approval.Always()
+	}
+	return t
+}
+
+func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		m, err := scripted.Parse([]byte(benchRules))
+		if err != nil {
+			return nil, nil, err
+		}
+		reg := tools.NewRegistry()
+		if err := reg.Register(weatherTool(localTool, park)); err != nil {
+			return nil, nil, err
+		}
+		tq := env.Queue(fmt.Sprintf("eve-%v-%v-%v", localModel, localTool, park))
+		w := worker.New(env.Client, tq, env.WorkerOptions)
+		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel}); err != nil {
+			return nil, nil, err
+		}
+		if err := w.Start(); err != nil {
+			return nil, nil, err
+		}
+		svc := &sessions.Service{Client: env.Client, TaskQueue: tq}
+		if !park {
+			return func(ctx context.Context, i int) (time.Duration, error) {
+				res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
+				if err != nil {
+					return 0, err
+				}
+				if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
+					return 0, fmt.Errorf("turn outcome %+v", res.Outcome)
+				}
+				return 0, nil
+			}, w.Stop, nil
+		}
+		return func(ctx context.Context, i int) (time.Duration, error) {
+			res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
+			if err != nil {
+				return 0, err
+			}
+			if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting {
+				return 0, fmt.Errorf("park outcome %+v", res.Outcome)
+			}
+			call := fmt.Sprintf("apr_call_%d_0", 1)
+			start := time.Now()
+			r, err := svc.Respond(ctx, res.SessionID, signals.RespondRequest{
+				Responses: []protocol.InputResponse{{RequestID: call, OptionID: "approve"}}, Wait: true,
+			})
+			if err != nil {
+				return 0, err
+			}
+			elapsed := time.Since(start)
+			if r.Outcome == nil || r.Outcome.Status != signals.TurnStatusCompleted {
+				return 0, fmt.Errorf("respond outcome %+v", r.Outcome)
+			}
+			return elapsed, nil
+		}, w.Stop, nil
+	}
+}

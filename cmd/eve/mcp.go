@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/toolsapi"
+)
+
+// MCPPath is where `eve mcp --http` serves streamable HTTP.
+const MCPPath = "/mcp"
+
+func newMCPCommand() *cobra.Command {
+	var (
+		tc        config.Temporal
+		httpAddr  string
+		user      string
+		key       string
+		wireNames bool
+		logLevel  string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the agent's tools over MCP: stdio by default, streamable HTTP with --http",
+		Long: `eve mcp serves the demo agent's tool catalog to MCP clients with the official
+Go SDK. Every tools/call runs as a durable execution workflow on the workers of
+--task-queue (run cmd/worker or eve dev beside it), exactly like the tools API.
+
+By default it speaks MCP on stdin/stdout (logs go to stderr), for hosts that
+launch it as a subprocess:
+
+  {"command": "eve", "args": ["mcp"]}
+
+With --http ADDR it serves streamable HTTP at http://ADDR/mcp; when
+EVE_API_KEY (--eve-api-key) is set, requests need Authorization: Bearer <key>.
+
+Async tools (delegated: their result arrives later) are listed only for
+clients that negotiate MCP Tasks, and run as tasks.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			// stdout carries the protocol on stdio: log to stderr only.
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			ctx := cmd.Context()
+			c, err := tc.Dial(ctx, logger, nil)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			a, err := demo.Agent()
+			if err != nil {
+				return err
+			}
+			svc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tc.TaskQueue, Agent: a, Logger: logger})
+			if err != nil {
+				return err
+			}
+			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, Logger: logger})
+			if err != nil {
+				return err
+			}
+			if httpAddr == "" {
+				t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}
+				err := srv.Serve(ctx, t)
+				if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+					return nil
+				}
+				return err
+			}
+			return serveMCPHTTP(ctx, cmd.ErrOrStderr(), logger, srv, httpAddr, key)
+		},
+	}
+	tc.Bind(cmd.Flags())
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this host:port instead of stdio (path "+MCPPath+")")
+	cmd.Flags().StringVar(&user, "user", config.Env("EVE_USER_ID", ""), "user the tool calls run for (env EVE_USER_ID; default \"anonymous\")")
+	cmd.Flags().StringVar(&key, "eve-api-key", config.Env("EVE_API_KEY", ""), "with --http: bearer key clients must send (env EVE_API_KEY)")
+	cmd.Flags().BoolVar(&wireNames, "wire-names", false, "name tools by their provider-safe wire names (demo_get_weather) instead of canonical names (demo.get_weather)")
+	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "warn"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *mcpserver.Server, addr, key string) error {
+	var h http.Handler = srv.HTTPHandler(nil)
+	if key != "" {
+		h = requireBearer(key, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, h)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("eve mcp: listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	fmt.Fprintf(out, "eve MCP      http://%s%s (streamable HTTP)\n", ln.Addr(), MCPPath)
+	if key == "" {
+		logger.Warn("eve mcp: the HTTP endpoint is open: set EVE_API_KEY to require a bearer key")
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		return nil
+	}
+}
+
+// requireBearer answers 401 unless the request carries the key.
+func requireBearer(key string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(key)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="eve"`)
+			http.Error(w, "missing or invalid API key: send Authorization: Bearer <key>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

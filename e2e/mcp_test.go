@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/tools"
+)
+
+func newMCPServer(t *testing.T, e *tapiEnv) *mcpserver.Server {
+	t.Helper()
+	s, err := mcpserver.New(mcpserver.Options{Tools: e.svc, UserID: "mcp_user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mcpTransports connects the Go SDK's client to s over stdio framing
+// (newline-delimited JSON on pipes) or streamable HTTP.
+func mcpConnect(t *testing.T, ctx context.Context, s *mcpserver.Server, transport string, caps *mcp.ClientCapabilities) *mcp.ClientSession {
+	t.Helper()
+	var ct mcp.Transport
+	switch transport {
+	case "stdio":
+		c2sR, c2sW := io.Pipe()
+		s2cR, s2cW := io.Pipe()
+		go func() { _ = s.Serve(ctx, &mcp.IOTransport{Reader: c2sR, Writer: s2cW}) }()
+		ct = &mcp.IOTransport{Reader: s2cR, Writer: c2sW}
+	case "http":
+		hs := httptest.NewServer(s.HTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "eve-e2e", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("%s: connect: %v", transport, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func mcpText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// The Go SDK's client lists and calls tools over both transports; calls
+// run as execution workflows on the real dev server.
+func TestMCPListAndCall(t *testing.T) {
+	e := newTapiEnv(t, nil)
+	s := newMCPServer(t, e)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			ctx := e.Ctx(60 * time.Second)
+			cs := mcpConnect(t, ctx, s, transport, nil)
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tl := range list.Tools {
+				got = append(got, tl.Name)
+			}
+			slices.Sort(got)
+			// Not ask_question (a client tool), not report (async: no Tasks).
+			if want := []string{"ops.counter", "ops.fail", "ops.slow"}; !slices.Equal(got, want) {
+				t.Fatalf("tools = %v, want %v", got, want)
+			}
+			before := e.count.Load()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ops.counter", Arguments: map[string]any{"label": transport}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %+v %v", res, err)
+			}
+			var out map[string]any
+			if err := json.Unmarshal([]byte(mcpText(res)), &out); err != nil || out["label"] != transport || out["user"] != "mcp_user" {
+				t.Fatalf("output = %s", mcpText(res))
+			}
+			if res.StructuredContent == nil {
+				t.Fatal("no structured content")
+			}
+			if e.count.Load() != before+1 {
+				t.Fatal("the call did not run exactly once")
+			}
+			// The execution is visible through the tools API too.
+			key, _ := out["key"].(string)
+			id, _, _ := strings.Cut(key, "/")
+			if ex, err := e.c.Executions.Get(ctx, id); err != nil || ex.Status != catalog.StatusSucceeded {
+				t.Fatalf("execution %s: %+v %v", id, ex, err)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ops.fail", Arguments: map[string]any{}})
+			if err != nil || !res.IsError || !strings.Contains(mcpText(res), "printer is on fire") {
+				t.Fatalf("fail: %+v %v", res, err)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ops.counter", Arguments: map[string]any{"label": 7}})
+			if err != nil || !res.IsError || !strings.Contains(mcpText(res), "invalid_input") {
+				t.Fatalf("invalid: %+v %v", res, err)
+			}
+			if e.count.Load() != before+1 {
+				t.Fatal("an invalid call ran")
+			}
+			// With Tasks announced, the async tool is listed.
+			tcs := mcpConnect(t, ctx, s, transport, &mcp.ClientCapabilities{Experimental: map[string]any{"tasks": map[string]any{}}})
+			list, err = tcs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == "ops.report" }) {
+				t.Fatalf("tasks client: report not listed")
+			}
+		})
+	}
+}
+
+// rpc is a raw JSON-RPC client of the streamable HTTP endpoint, for the
+// Tasks methods the Go SDK's client cannot send.
+type rpc struct {
+	t   *testing.T
+	url string
+	sid string
+	n   int
+}
+
+func (c *rpc) call(method string, params any) (map[string]any, map[string]any) {
+	c.t.Helper()
+	c.n++
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.n, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		c.sid = sid
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	var m struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		c.t.Fatalf("%s: %d %s", method, resp.StatusCode, raw)
+	}
+	return m.Result, m.Error
+}
+
+func (c *rpc) notify(method string) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method)
+	req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// An MCP host that negotiates Tasks runs the async (delegated) tool as a
+// task: the task is the execution, its job completes it through the
+// completion URL, and tasks/get, tasks/result, tasks/list and tasks/cancel
+// follow it.
+func TestMCPTasksOverHTTP(t *testing.T) {
+	e := newTapiEnv(t, nil)
+	s := newMCPServer(t, e)
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	c := &rpc{t: t, url: hs.URL}
+	init, rerr := c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"},
+		"capabilities": map[string]any{"tasks": map[string]any{"list": map[string]any{}, "cancel": map[string]any{}}}})
+	if rerr != nil || c.sid == "" {
+		t.Fatalf("initialize: %v sid %q", rerr, c.sid)
+	}
+	if caps := init["capabilities"].(map[string]any); caps["tasks"] == nil {
+		t.Fatalf("server capabilities = %v", caps)
+	}
+	c.notify("notifications/initialized")
+	list, _ := c.call("tools/list", map[string]any{})
+	found := false
+	for _, tl := range list["tools"].([]any) {
+		m := tl.(map[string]any)
+		if m["name"] == "ops.report" {
+			found = m["execution"].(map[string]any)["taskSupport"] == "required"
+		}
+	}
+	if !found {
+		t.Fatalf("tools = %v", list)
+	}
+	created, rerr := c.call("tools/call", map[string]any{"name": "ops.report", "arguments": map[string]any{"spec": "mcp"}, "task": map[string]any{"ttl": 60000}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	task := created["task"].(map[string]any)
+	id := task["taskId"].(string)
+	if task["status"] != mcpserver.TaskWorking || task["createdAt"] == "" || task["ttl"] == nil {
+		t.Fatalf("task = %v", task)
+	}
+	var a tools.Action
+	select {
+	case a = <-e.jobs:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no job")
+	}
+	got, _ := c.call("tasks/get", map[string]any{"taskId": id})
+	if got["status"] != mcpserver.TaskWorking {
+		t.Fatalf("tasks/get = %v", got)
+	}
+	ctx := e.Ctx(30 * time.Second)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = actions.Complete(ctx, a.Completion, map[string]string{"status": "succeeded", "detail": "via mcp"})
+	}()
+	result, rerr := c.call("tasks/result", map[string]any{"taskId": id}) // blocks until the job completes
+	if rerr != nil || result["isError"] == true || result["structuredContent"].(map[string]any)["detail"] != "via mcp" {
+		t.Fatalf("tasks/result = %v %v", result, rerr)
+	}
+	if rel := result["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any); rel["taskId"] != id {
+		t.Fatalf("related task = %v", rel)
+	}
+	if got, _ = c.call("tasks/get", map[string]any{"taskId": id}); got["status"] != mcpserver.TaskCompleted {
+		t.Fatalf("after result: %v", got)
+	}
+	// A second task, cancelled: its job's late completion is refused (410).
+	created, _ = c.call("tools/call", map[string]any{"name": "ops.report", "arguments": map[string]any{"spec": "cancel me"}, "task": map[string]any{}})
+	id2 := created["task"].(map[string]any)["taskId"].(string)
+	a2 := <-e.jobs
+	cancelled, rerr := c.call("tasks/cancel", map[string]any{"taskId": id2})
+	if rerr != nil || cancelled["status"] != mcpserver.TaskCancelled {
+		t.Fatalf("cancel = %v %v", cancelled, rerr)
+	}
+	if err := actions.Complete(ctx, a2.Completion, map[string]string{"status": "succeeded", "detail": "late"}); err == nil {
+		t.Fatal("late completion accepted")
+	}
+	if _, rerr = c.call("tasks/cancel", map[string]any{"taskId": id2}); rerr == nil {
+		t.Fatal("cancelling a cancelled task succeeded")
+	}
+	ls, _ := c.call("tasks/list", map[string]any{})
+	if n := len(ls["tasks"].([]any)); n != 2 {
+		t.Fatalf("tasks/list = %v", ls)
+	}
+	// Another session cannot see these tasks.
+	other := &rpc{t: t, url: hs.URL}
+	other.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw2", "version": "1"}, "capabilities": map[string]any{"tasks": map[string]any{}}})
+	other.notify("notifications/initialized")
+	if _, rerr = other.call("tasks/get", map[string]any{"taskId": id}); rerr == nil {
+		t.Fatal("another session read the task")
+	}
+	// A plain call of a sync tool still works beside tasks.
+	res, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "raw"}})
+	if rerr != nil || res["isError"] == true {
+		t.Fatalf("plain call = %v %v", res, rerr)
+	}
+}

@@ -1,0 +1,348 @@
+// Package mcpserver serves an agent's tool catalog over the Model Context
+// Protocol with the official Go SDK (github.com/modelcontextprotocol/go-sdk),
+// on stdio and on streamable HTTP. tools/call runs through the same
+// execution workflows as the tools API (internal/toolsapi), so an MCP call
+// is durable, retried and visible by execution id like any other.
+//
+// Async tools (delegated tools: their result arrives later) are offered
+// only to clients that negotiate MCP Tasks, with execution.taskSupport
+// "required", and hidden from the others. The Go SDK does not implement
+// Tasks (2025-11-25) yet, so this package adds them beside it: task-augmented
+// tools/call, tasks/get, tasks/result, tasks/list and tasks/cancel are
+// answered at the transport, each task being an execution (task id =
+// execution id), and the tasks capability is added to the server's
+// initialize (and server/discover) result. See docs/tools-api.md.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/workflows"
+)
+
+// TasksExtension is the extension key under which a client may also
+// announce Tasks support (clients whose SDK cannot send capabilities.tasks,
+// like the Go SDK's, can use capabilities.experimental.tasks or this).
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// Defaults of Options.
+const (
+	DefaultCallTimeout  = 10 * time.Minute
+	DefaultTaskTTL      = 24 * time.Hour
+	DefaultPollInterval = time.Second
+)
+
+// Options configures a Server.
+type Options struct {
+	// Tools is the catalog and executor (required).
+	Tools *toolsapi.Service
+	// Name and Version identify the server (default "eve", workflows.Version).
+	Name    string
+	Version string
+	// UserID is the user tool calls run for (default: the service's
+	// default user). UserFromHeader, when set, decides it per HTTP request
+	// instead (an error refuses the call).
+	UserID         string
+	UserFromHeader func(h http.Header) (string, error)
+	// WireNames names tools by their provider-safe wire names
+	// ("demo_get_weather") instead of canonical names ("demo.get_weather"),
+	// for hosts that hold MCP tool names to ^[a-zA-Z0-9_-]{1,64}$.
+	WireNames bool
+	// CallTimeout bounds how long a plain tools/call waits for its
+	// execution (default 10 min); after it the call answers an error naming
+	// the execution, which goes on.
+	CallTimeout time.Duration
+	// TaskTTL and PollInterval are what tasks advertise (defaults 24 h, 1 s).
+	TaskTTL      time.Duration
+	PollInterval time.Duration
+	Logger       *slog.Logger
+}
+
+// Server is an MCP server over a toolsapi.Service.
+type Server struct {
+	opts    Options
+	svc     *toolsapi.Service
+	log     *slog.Logger
+	srv     *mcp.Server
+	entries map[string]*entry // by MCP tool name
+	tasks   *taskStore
+}
+
+// entry is one tool as MCP clients see it.
+type entry struct {
+	canonical string
+	async     bool
+	desc      json.RawMessage // the catalog's MCP descriptor
+}
+
+// New builds the server: every tool the tools API can execute is listed
+// (client tools, which a person answers inside a session, and tools whose
+// approval policy always asks are left out).
+func New(opts Options) (*Server, error) {
+	if opts.Tools == nil {
+		return nil, errors.New("mcpserver: Options.Tools is required")
+	}
+	if opts.Name == "" {
+		opts.Name = "eve"
+	}
+	if opts.Version == "" {
+		opts.Version = workflows.Version
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.TaskTTL <= 0 {
+		opts.TaskTTL = DefaultTaskTTL
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}, tasks: newTaskStore()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "eve tools", Version: opts.Version}, &mcp.ServerOptions{
+		Logger:       s.log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Instructions: "Tools of an eve agent. Every call runs as a durable execution; async tools are offered to clients that support MCP Tasks.",
+	})
+	res, err := s.svc.Get(catalog.GetToolsOptions{Format: catalog.FormatMCP, IncludeAsync: true, MCPWireNames: opts.WireNames})
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	for i, t := range res.MCP() {
+		def := res.Raw[i]
+		if s.svc.Executable(def.Name) != nil {
+			continue
+		}
+		desc, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, desc: desc}
+		tool := &mcp.Tool{
+			Name:        t.Name,
+			Description: t.Description,
+			InputSchema: t.InputSchema,
+			Annotations: &mcp.ToolAnnotations{
+				ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+				DestructiveHint: &t.Annotations.DestructiveHint,
+				IdempotentHint:  t.Annotations.IdempotentHint,
+				OpenWorldHint:   &t.Annotations.OpenWorldHint,
+			},
+		}
+		if len(t.OutputSchema) > 0 {
+			tool.OutputSchema = t.OutputSchema
+		}
+		s.srv.AddTool(tool, s.callTool)
+	}
+	s.srv.AddReceivingMiddleware(s.listMiddleware)
+	return s, nil
+}
+
+// MCP returns the underlying SDK server (without the Tasks layer: serve it
+// through Serve or HTTPHandler to keep Tasks).
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Tools lists the MCP names of the tools served.
+func (s *Server) Tools() []string {
+	out := make([]string, 0, len(s.entries))
+	for n := range s.entries {
+		out = append(out, n)
+	}
+	return out
+}
+
+// listMiddleware shows async tools only to sessions that negotiated
+// Tasks, and gives every tool the catalog's descriptor (which states all
+// four hints and, for async tools, execution.taskSupport).
+func (s *Server) listMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/list" {
+			return res, err
+		}
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, nil
+		}
+		return &toolList{ListToolsResult: lr, s: s, tasks: tasksNegotiated(req)}, nil
+	}
+}
+
+// toolList is tools/list's answer, encoded with the catalog's descriptors.
+type toolList struct {
+	*mcp.ListToolsResult
+	s     *Server
+	tasks bool
+}
+
+func (l *toolList) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(l.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	tools := make([]json.RawMessage, 0, len(l.Tools))
+	for _, t := range l.Tools {
+		e := l.s.entries[t.Name]
+		if e == nil || (e.async && !l.tasks) {
+			continue
+		}
+		tools = append(tools, e.desc)
+	}
+	if m["tools"], err = json.Marshal(tools); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// tasksNegotiated reports whether the client announced Tasks support: in
+// the session's initialize (capabilities.tasks is carried over into
+// experimental by the transport layer) or in the request's own
+// capabilities (protocol 2026-07-28).
+func tasksNegotiated(req mcp.Request) bool {
+	if lr, ok := req.(*mcp.ListToolsRequest); ok {
+		if lr.Params != nil {
+			if caps, ok := lr.Params.Meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any); ok && capsHaveTasks(caps) {
+				return true
+			}
+		}
+		if c := lr.ClientCapabilities(); c != nil && (c.Experimental["tasks"] != nil || c.Extensions[TasksExtension] != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// capsHaveTasks checks a raw client capabilities object.
+func capsHaveTasks(caps map[string]any) bool {
+	if caps["tasks"] != nil {
+		return true
+	}
+	if ex, ok := caps["experimental"].(map[string]any); ok && ex["tasks"] != nil {
+		return true
+	}
+	if ext, ok := caps["extensions"].(map[string]any); ok && ext[TasksExtension] != nil {
+		return true
+	}
+	return false
+}
+
+func (s *Server) user(h http.Header) (string, error) {
+	if s.opts.UserFromHeader != nil && h != nil {
+		u, err := s.opts.UserFromHeader(h)
+		if err != nil {
+			return "", err
+		}
+		if u != "" {
+			return u, nil
+		}
+	}
+	return s.opts.UserID, nil
+}
+
+// callTool runs a plain (not task-augmented) tools/call: it waits for the
+// execution up to CallTimeout.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	e := s.entries[req.Params.Name]
+	if e == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	}
+	if e.async {
+		// taskSupport "required": a call without a task is refused (MCP
+		// 2025-11-25 asks for -32601); clients without Tasks never see it.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %s is asynchronous: call it as a task (MCP Tasks), which this client did not negotiate", req.Params.Name)}
+	}
+	var h http.Header
+	if req.Extra != nil {
+		h = req.Extra.Header
+	}
+	user, err := s.user(h)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	res, err := s.svc.RunResult(ctx, e.canonical, req.Params.Arguments, toolsapi.RunOptions{UserID: user, Timeout: s.opts.CallTimeout})
+	return callResult(res, err)
+}
+
+// callResult turns an execution (or why it did not run) into a tool
+// result: refusals the model can fix (bad input) and failed executions are
+// isError results; server trouble is a protocol error.
+func callResult(res catalog.ExecutionResult, err error) (*mcp.CallToolResult, error) {
+	var (
+		apiErr *toolsapi.Error
+		rt     *toolsapi.RunTimeoutError
+		failed *toolsapi.ExecutionFailedError
+	)
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status < 500:
+		msg := apiErr.Code + ": " + apiErr.Message
+		if len(apiErr.Violations) > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s: input for %s does not match its schema:", apiErr.Code, apiErr.Tool)
+			for _, v := range apiErr.Violations {
+				loc := v.InstanceLocation
+				if loc == "" {
+					loc = "/"
+				}
+				fmt.Fprintf(&b, "\n- %s: %s", loc, v.Message)
+			}
+			msg = b.String()
+		}
+		return errorResult(msg), nil
+	case errors.As(err, &rt):
+		return errorResult(rt.Error()), nil
+	case errors.As(err, &failed):
+		res = failed.Result
+	case err != nil:
+		return nil, err
+	}
+	if res.Status != catalog.StatusSucceeded {
+		msg := fmt.Sprintf("tool %s %s", res.Tool, res.Status)
+		if res.Error != nil {
+			msg = res.Error.Error()
+		}
+		return errorResult(msg), nil
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: outputText(res.Output)}}}
+	if t := strings.TrimSpace(string(res.Output)); strings.HasPrefix(t, "{") {
+		out.StructuredContent = json.RawMessage(t)
+	}
+	return out, nil
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// outputText is the text the model reads: a JSON string's text, else the
+// compact JSON.
+func outputText(out json.RawMessage) string {
+	t := strings.TrimSpace(string(out))
+	if t == "" {
+		return "null"
+	}
+	if t[0] == '"' {
+		var s string
+		if json.Unmarshal([]byte(t), &s) == nil {
+			return s
+		}
+	}
+	return t
+}

@@ -1,0 +1,109 @@
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func noop(*Context, json.RawMessage) (any, error) { return nil, nil }
+
+func TestRegistrationErrorsNameToolAndRule(t *testing.T) {
+	cases := []struct {
+		tool *Tool
+		want []string
+	}{
+		{&Tool{Name: "bad schema", Description: "d", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integr"}}}`), Execute: noop},
+			[]string{`register tool "bad schema"`, "name must match", "input schema: invalid JSON Schema", "/properties/n/type"}},
+		{&Tool{Name: "x", Description: "d", InputSchema: json.RawMessage(`{"type":"string"}`), Execute: noop},
+			[]string{`register tool "x"`, `root must be {"type":"object"}`}},
+		{&Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"`), Execute: noop},
+			[]string{"description is required", "not valid JSON"}},
+		{&Tool{Name: "x", Description: "d"},
+			[]string{"input schema is required", "Execute is required"}},
+		{&Tool{Name: strings.Repeat("a", 65), Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Execute: noop},
+			[]string{"at most 64"}},
+		{&Tool{Name: "x", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(`{"minimum":"ten"}`), Execute: noop},
+			[]string{"output schema"}},
+	}
+	for _, c := range cases {
+		err := NewRegistry().Register(c.tool)
+		if err == nil {
+			t.Fatalf("tool %q registered", c.tool.Name)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q lacks %q", err, w)
+			}
+		}
+		var re *RegistrationError
+		if !errors.As(err, &re) {
+			t.Errorf("error %T is not a RegistrationError", err)
+		}
+	}
+}
+
+func TestDuplicateAndAtomicRegistration(t *testing.T) {
+	r := NewRegistry()
+	ok := &Tool{Name: "a", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Execute: noop}
+	if err := r.Register(ok); err != nil {
+		t.Fatal(err)
+	}
+	dup := &Tool{Name: "a", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Execute: noop}
+	fresh := &Tool{Name: "b", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Execute: noop}
+	err := r.Register(fresh, dup)
+	if err == nil || !strings.Contains(err.Error(), "duplicate name") {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, added := r.Get("b"); added {
+		t.Fatal("a failed Register must add nothing")
+	}
+}
+
+func TestFuncDerivesSchemasAndValidates(t *testing.T) {
+	type In struct {
+		City string `json:"city"`
+		Days int    `json:"days,omitempty"`
+	}
+	type Out struct {
+		Temp int `json:"temp"`
+	}
+	tool := Func("forecast", "Forecast.", func(ctx *Context, in In) (Out, error) { return Out{Temp: len(in.City)}, nil })
+	if err := NewRegistry().Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.ValidateInput(json.RawMessage(`{"city":"Oslo"}`)); err != nil {
+		t.Fatalf("valid input: %v", err)
+	}
+	err := tool.ValidateInput(json.RawMessage(`{"days":"3"}`))
+	if err == nil || !strings.Contains(err.Error(), "city") || !strings.Contains(err.Error(), "/days") {
+		t.Fatalf("invalid input error = %v", err)
+	}
+	if err := tool.ValidateOutput(json.RawMessage(`{"temp":"hot"}`)); err == nil {
+		t.Fatal("output breaking the schema accepted")
+	}
+	if got := (&Tool{Name: "refund_charge"}).DisplayTitle(); got != "Refund Charge" {
+		t.Fatalf("title = %q", got)
+	}
+}
+
+func TestClientAndDelegatedDefinitions(t *testing.T) {
+	c := DefineClient("pick", "Pick.", json.RawMessage(`{"type":"object"}`), Client{Request: InputRequest{Prompt: "Pick", Options: nil, Display: "select"}})
+	if err := NewRegistry().Register(c); err == nil || !strings.Contains(err.Error(), "display select needs options") {
+		t.Fatalf("client tool without options: %v", err)
+	}
+	d := DefineDelegated("job", "Job.", json.RawMessage(`{"type":"object"}`), nil, Delegated{})
+	d.Local = true
+	if err := NewRegistry().Register(d); err == nil || !strings.Contains(err.Error(), "Delegate is required") || !strings.Contains(err.Error(), "cannot be Local") {
+		t.Fatalf("delegated tool: %v", err)
+	}
+	q := AskQuestion()
+	if err := NewRegistry().Register(q); err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.RequestFor(json.RawMessage(`{"question":"Colour?","options":["red","blue"]}`))
+	if err != nil || r.Display != "select" || !r.AllowFreeform || r.Options[1].ID != "blue" {
+		t.Fatalf("ask_question request = %+v, %v", r, err)
+	}
+}
