@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -372,6 +373,8 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
+	// Each turn roots its own trace, not a span of a session that lives for days.
+	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
 	var out TurnOutput
 	if err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out); err != nil {
 		// The turn workflow turns every expected failure into events; this

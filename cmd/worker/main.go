@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/metrics"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
@@ -74,7 +76,23 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 	if err != nil {
 		return err
 	}
-	c, err := tc.Dial(ctx, logger, func(o *client.Options) { o.MetricsHandler = m.Handler })
+	tp, err := tracing.FromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	var interceptors []interceptor.ClientInterceptor
+	if tp != nil {
+		defer tp.Shutdown(context.Background())
+		ic, err := tracing.Interceptor(tp.Tracer("eve"))
+		if err != nil {
+			return err
+		}
+		interceptors = append(interceptors, ic)
+	}
+	c, err := tc.Dial(ctx, logger, func(o *client.Options) {
+		o.MetricsHandler = m.Handler
+		o.Interceptors = interceptors
+	})
 	if err != nil {
 		return err
 	}

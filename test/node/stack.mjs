@@ -53,14 +53,22 @@ function portOpen(port) {
 }
 
 let built;
-/** Builds eve and the worker once per process; returns their paths. */
+/**
+ * Builds eve and the worker (cmd/eve, cmd/worker) once per test file into a
+ * temp dir; returns their paths. EVE_NODE_TEST_BIN_DIR names a directory that
+ * already holds both, to skip the build.
+ */
 export function buildBinaries() {
   if (built) return built;
+  const given = process.env.EVE_NODE_TEST_BIN_DIR;
+  if (given) {
+    const dir = path.resolve(given);
+    built = { dir, eve: path.join(dir, "eve"), worker: path.join(dir, "worker"), keep: true };
+    return built;
+  }
   const dir = mkdtempSync(path.join(tmpdir(), "eve-node-bin-"));
   const go = process.env.GO ?? "go";
-  for (const [name, pkg] of [["eve", "./cmd/eve"], ["worker", "./cmd/worker"]]) {
-    execFileSync(go, ["build", "-o", path.join(dir, name), pkg], { cwd: repoRoot, stdio: "inherit" });
-  }
+  execFileSync(go, ["build", "-o", dir + path.sep, "./cmd/eve", "./cmd/worker"], { cwd: repoRoot, stdio: "inherit" });
   built = { dir, eve: path.join(dir, "eve"), worker: path.join(dir, "worker") };
   return built;
 }
@@ -167,6 +175,6 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
 }
 
 export function cleanupBinaries() {
-  if (built) rmSync(built.dir, { recursive: true, force: true });
+  if (built && !built.keep) rmSync(built.dir, { recursive: true, force: true });
   built = undefined;
 }
