@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // These tests cover what the server decides before it talks to Temporal;
@@ -168,5 +170,26 @@ func TestParseKeys(t *testing.T) {
 	}
 	if _, err := ParseKeys([]byte(`{"keys":{"sk_1234567890":{}}}`)); err == nil || strings.Contains(err.Error(), "sk_1234567890") {
 		t.Fatalf("a key without a principal: %v (and the key must not appear in the error)", err)
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	s := newTestServer(t, nil)
+	now, long := time.Now(), time.Now().Add(-time.Minute)
+	for _, c := range []struct {
+		active   bool
+		last     string
+		activity time.Time
+		want     time.Duration
+	}{
+		{false, "", now, DefaultPollInterval},
+		{true, protocol.ActionsRequested, now, DefaultPollInterval},
+		{true, protocol.ActionsRequested, long, 5 * DefaultPollInterval},
+		{true, protocol.TurnWaiting, long, DefaultIdlePollInterval},
+		{false, protocol.SessionWaiting, long, DefaultIdlePollInterval},
+	} {
+		if got := s.interval(c.active, c.last, c.activity); got != c.want {
+			t.Errorf("interval(%v, %s, %v) = %v, want %v", c.active, c.last, c.activity, got, c.want)
+		}
 	}
 }

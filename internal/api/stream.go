@@ -117,6 +117,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cursor := page.From + len(page.Events)
+	lastType := ""
+	if n := len(page.Events); n > 0 {
+		lastType = page.Events[n-1].Type
+	}
 
 	now := time.Now()
 	lastActivity := now
@@ -130,7 +134,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTimer(s.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
-	poll := time.NewTimer(s.interval(active, lastActivity))
+	poll := time.NewTimer(s.interval(active, lastType, lastActivity))
 	defer poll.Stop()
 	for {
 		select {
@@ -171,6 +175,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 				cursor += len(page.Events)
+				lastType = page.Events[len(page.Events)-1].Type
 				lastActivity = time.Now()
 				lastWrite = lastActivity
 			}
@@ -181,15 +186,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 		}
-		poll.Reset(s.interval(active, lastActivity))
+		poll.Reset(s.interval(active, lastType, lastActivity))
 	}
 }
 
-// interval is the wait before the next poll: fast while a turn runs or
-// shortly after activity, slow when the session is idle.
-func (s *Server) interval(active bool, lastActivity time.Time) time.Duration {
-	if active || time.Since(lastActivity) < fastWindow {
+// interval is the wait before the next poll: PollInterval while events
+// flow (within fastWindow of the last event or write), five times that
+// while a turn runs quietly (a long tool or model call), and
+// IdlePollInterval when the session is idle or the turn is parked on input
+// (its answer comes through a write, which wakes the stream).
+func (s *Server) interval(active bool, lastType string, lastActivity time.Time) time.Duration {
+	switch {
+	case time.Since(lastActivity) < fastWindow:
 		return s.opts.PollInterval
+	case active && lastType != protocol.TurnWaiting:
+		return min(5*s.opts.PollInterval, s.opts.IdlePollInterval)
 	}
 	return s.opts.IdlePollInterval
 }

@@ -85,13 +85,14 @@ func Bench(ctx context.Context, opts BenchOptions) ([]benchkit.Row, error) {
 		return rows, err
 	}
 	var size int
+	req := httptest.NewRequest(http.MethodGet, "/v1/tools?format=anthropic", nil)
 	if err := add("tools: GET /v1/tools anthropic", "", max(opts.N/4, 10), func(ctx context.Context, i int) error {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/tools?format=anthropic", nil))
-		if rec.Code != http.StatusOK {
-			return fmt.Errorf("status %d", rec.Code)
+		w := &CountingWriter{}
+		h.ServeHTTP(w, req)
+		if w.Status != http.StatusOK {
+			return fmt.Errorf("status %d", w.Status)
 		}
-		size = rec.Body.Len()
+		size = int(w.N)
 		return nil
 	}); err != nil {
 		return rows, err
@@ -182,4 +183,33 @@ func BenchExecute(ctx context.Context, svc *Service, tool string, input json.Raw
 	})
 	rows = append(rows, benchkit.Row{Scenario: "tools: execute, same key", Latency: st, Note: "joins the ended execution: start + describe + result", Baseline: "tools: execute (sync)"})
 	return rows, err
+}
+
+// CountingWriter is an http.ResponseWriter that counts and drops the body,
+// as a fast client would read it.
+type CountingWriter struct {
+	Status int
+	N      int64
+	header http.Header
+}
+
+func (w *CountingWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+
+func (w *CountingWriter) WriteHeader(code int) {
+	if w.Status == 0 {
+		w.Status = code
+	}
+}
+
+func (w *CountingWriter) Write(p []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	w.N += int64(len(p))
+	return len(p), nil
 }

@@ -34,15 +34,16 @@ func service10k(tb testing.TB) *Service {
 // 10,000 tools, JSON encoding included.
 func BenchmarkGetAnthropic10kHTTP(b *testing.B) {
 	h := service10k(b).Handler()
+	req := httptest.NewRequest(http.MethodGet, "/v1/tools?format=anthropic", nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/tools?format=anthropic", nil))
-		if rec.Code != 200 {
-			b.Fatal(rec.Code)
+		w := &CountingWriter{}
+		h.ServeHTTP(w, req)
+		if w.Status != 200 {
+			b.Fatal(w.Status)
 		}
-		b.SetBytes(int64(rec.Body.Len()))
+		b.SetBytes(w.N)
 	}
 }
 

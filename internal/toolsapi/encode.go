@@ -15,13 +15,39 @@ import (
 // every json.RawMessage. Object keys follow the struct tags of the catalog
 // types; the name map's keys follow the tools' order.
 func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
+	return encodeGetResult(b, res, nil)
+}
+
+// flushAt is the buffer size at which encodeGetResult hands bytes to its
+// flush function.
+const flushAt = 32 << 10
+
+// encodeGetResult is appendGetResult that, when flush is set, hands the
+// buffer to flush whenever it passes flushAt bytes (and reuses it), so a
+// large bundle streams out in small writes instead of one large buffer.
+func encodeGetResult(b []byte, res catalog.GetToolsResult, flush func([]byte) error) ([]byte, error) {
+	var ferr error
+	spill := func() {
+		if flush != nil && len(b) >= flushAt && ferr == nil {
+			ferr = flush(b)
+			b = b[:0]
+		}
+	}
 	b = append(b, `{"format":`...)
 	b = appendString(b, string(res.Format))
 	b = append(b, `,"tools":`...)
 	var err error
 	switch ts := res.Tools.(type) {
 	case []catalog.Definition:
-		b = appendDefinitions(b, ts)
+		b = append(b, '[')
+		for i := range ts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendDefinition(b, &ts[i])
+			spill()
+		}
+		b = append(b, ']')
 	case []catalog.AnthropicTool:
 		b = append(b, '[')
 		for i, t := range ts {
@@ -37,6 +63,7 @@ func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
 			b = append(b, `,"input_schema":`...)
 			b = appendRaw(b, t.InputSchema)
 			b = append(b, '}')
+			spill()
 		}
 		b = append(b, ']')
 	case []catalog.OpenAITool:
@@ -60,6 +87,7 @@ func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
 				b = strconv.AppendBool(b, *t.Function.Strict)
 			}
 			b = append(b, `}}`...)
+			spill()
 		}
 		b = append(b, ']')
 	case catalog.AISDKToolSet:
@@ -84,6 +112,7 @@ func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
 				b = appendRaw(b, t.OutputSchema)
 			}
 			b = append(b, '}')
+			spill()
 		}
 		b = append(b, '}')
 	case []catalog.MCPTool:
@@ -117,6 +146,7 @@ func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
 				}
 			}
 			b = append(b, '}')
+			spill()
 		}
 		b = append(b, ']')
 	default:
@@ -138,40 +168,41 @@ func appendGetResult(b []byte, res catalog.GetToolsResult) ([]byte, error) {
 		b = appendString(b, d.Name)
 		b = append(b, ':')
 		b = appendString(b, w)
-	}
-	if n != len(res.NameMap.CanonicalToWire) {
-		// Not covered by Raw: fall back to the maps themselves.
-		return appendJSON(nil, res)
+		spill()
 	}
 	b = append(b, `},"wireToCanonical":{`...)
-	for i, d := range res.Raw {
+	n = 0
+	for _, d := range res.Raw {
+		w, ok := res.NameMap.CanonicalToWire[d.Name]
+		if !ok {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendString(b, w)
+		b = append(b, ':')
+		b = appendString(b, d.Name)
+		spill()
+	}
+	b = append(b, `}},"raw":[`...)
+	for i := range res.Raw {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, res.NameMap.CanonicalToWire[d.Name])
-		b = append(b, ':')
-		b = appendString(b, d.Name)
+		b = appendDefinition(b, &res.Raw[i])
+		spill()
 	}
-	b = append(b, `}},"raw":`...)
-	b = appendDefinitions(b, res.Raw)
+	b = append(b, ']')
 	if len(res.Warnings) > 0 {
 		b = append(b, `,"warnings":`...)
 		if b, err = appendJSON(b, res.Warnings); err != nil {
 			return nil, err
 		}
 	}
-	return append(b, '}'), nil
-}
-
-func appendDefinitions(b []byte, defs []catalog.Definition) []byte {
-	b = append(b, '[')
-	for i := range defs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendDefinition(b, &defs[i])
-	}
-	return append(b, ']')
+	b = append(b, '}')
+	return b, ferr
 }
 
 func appendDefinition(b []byte, d *catalog.Definition) []byte {

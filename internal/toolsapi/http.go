@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/eve-temporal/eve/catalog"
@@ -166,17 +167,24 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	b, err := appendGetResult(make([]byte, 0, 4096), res)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(b, '\n'))
+	// Stream: a 10,000-tool bundle is megabytes; write it in small pieces.
+	buf := getBuf()
+	defer putBuf(buf)
+	b, err := encodeGetResult((*buf)[:0], res, func(p []byte) error { _, err := w.Write(p); return err })
+	if err == nil {
+		_, _ = w.Write(append(b, '\n'))
+	}
+	*buf = b
 }
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+16<<10); return &b }}
+
+func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
+func putBuf(b *[]byte) { bufPool.Put(b) }
 
 func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")

@@ -1,0 +1,170 @@
+// Command parkbench measures what parked sessions cost a worker: it parks N
+// sessions on an approval (each one a session and a turn workflow), then
+// reports the worker process's heap, RSS and goroutines with the workflow
+// cache bounded, and checks that a parked session still resumes.
+//
+//	go run ./cmd/parkbench -n 1000,10000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+func main() {
+	counts := flag.String("n", "1000,10000", "numbers of parked sessions to measure, comma-separated (cumulative)")
+	cache := flag.Int("cache", 2000, "worker workflow cache size (eve's default)")
+	conc := flag.Int("c", 32, "sessions parked concurrently")
+	flag.Parse()
+	if err := run(*counts, *cache, *conc); err != nil {
+		fmt.Fprintln(os.Stderr, "parkbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(counts string, cacheSize, conc int) error {
+	var targets []int
+	for _, s := range strings.Split(counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-n %q: want positive integers", counts)
+		}
+		targets = append(targets, n)
+	}
+	ctx := context.Background()
+	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	c, err := srv.Dial(client.Options{Logger: devserver.WarnLogger()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	m, err := scripted.Parse([]byte("rules:\n  - match: refund\n    steps:\n      - calls: [{tool: refund}]\n      - reply: done\n"))
+	if err != nil {
+		return err
+	}
+	reg := tools.NewRegistry()
+	reg.MustRegister(&tools.Tool{Name: "refund", Description: "Refund.", InputSchema: json.RawMessage(`{"type":"object"}`), Approval: approval.Always(),
+		Execute: func(*tools.Context, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil }})
+	worker.SetStickyWorkflowCacheSize(cacheSize)
+	tq := fmt.Sprintf("parkbench-%d", time.Now().UnixNano())
+	w := worker.New(c, tq, worker.Options{})
+	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true}); err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	svc := &sessions.Service{Client: c, TaskQueue: tq}
+
+	base := measure()
+	fmt.Printf("worker workflow cache: %d workflows (a parked session is 2: session + turn)\n\n", cacheSize)
+	fmt.Printf("%-16s %-12s %-12s %-12s %-11s %s\n", "parked sessions", "heap in use", "RSS", "goroutines", "parked/s", "per session (heap)")
+	fmt.Printf("%-16d %-12s %-12s %-12d %-11s %s\n", 0, mib(base.heap), mib(base.rss), base.goroutines, "-", "-")
+	var ids []string
+	var mu sync.Mutex
+	parked := 0
+	for _, target := range targets {
+		start := time.Now()
+		todo := target - parked
+		var next atomic.Int64
+		var firstErr atomic.Value
+		var wg sync.WaitGroup
+		for g := 0; g < conc; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(todo) {
+					cctx, cancel := context.WithTimeout(ctx, time.Minute)
+					res, err := svc.CreateAndSend(cctx, "", nil, signals.SendRequest{Message: "refund", Wait: true})
+					cancel()
+					if err == nil && (res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting) {
+						err = fmt.Errorf("not parked: %+v", res.Outcome)
+					}
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, res.SessionID)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if e := firstErr.Load(); e != nil {
+			return e.(error)
+		}
+		rate := float64(todo) / time.Since(start).Seconds()
+		parked = target
+		s := measure()
+		per := "-"
+		if parked > 0 && s.heap > base.heap {
+			per = fmt.Sprintf("%.1f KiB", float64(s.heap-base.heap)/1024/float64(parked))
+		}
+		fmt.Printf("%-16d %-12s %-12s %-12d %-11.0f %s\n", parked, mib(s.heap), mib(s.rss), s.goroutines, rate, per)
+	}
+	// The oldest session was evicted long ago: it still resumes.
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	res, err := svc.Respond(cctx, ids[0], signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: "apr_call_1_0", OptionID: "approve"}}, Wait: true})
+	if err != nil || res.Outcome == nil || res.Outcome.Reply != "done" {
+		return fmt.Errorf("resume the first parked session: %+v %v", res.Outcome, err)
+	}
+	fmt.Printf("\nthe first session (evicted from the cache) resumed and finished its turn in %s\n", time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+type sample struct {
+	heap, rss  uint64
+	goroutines int
+}
+
+func measure() sample {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return sample{heap: ms.HeapInuse, rss: rss(), goroutines: runtime.NumGoroutine()}
+}
+
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
