@@ -36,6 +36,9 @@ type Agent struct {
 	Disable []string
 	// Resolvers add tools at session, turn or step start.
 	Resolvers []tools.Resolver
+	// ContinueAsNewAfterTurns, when positive, starts a session's next run
+	// after that many turns (besides when Temporal suggests it).
+	ContinueAsNewAfterTurns int
 	// SearchAttributes records session status in eve's search attributes
 	// (set it only when the namespace has them; workerhost checks).
 	SearchAttributes bool
@@ -121,12 +124,13 @@ func Register(w worker.Registry, a *Agent) error {
 		}
 	}
 	rt := &workflows.Runtime{Config: workflows.Config{
-		ResolverScopes:   scopes,
-		SearchAttributes: a.SearchAttributes,
-		AgentName:        a.Name,
-		ModelID:          a.Model.ID(),
-		MaxSteps:         a.MaxSteps,
-		LocalModel:       a.LocalModel,
+		ResolverScopes:          scopes,
+		SearchAttributes:        a.SearchAttributes,
+		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
+		AgentName:               a.Name,
+		ModelID:                 a.Model.ID(),
+		MaxSteps:                a.MaxSteps,
+		LocalModel:              a.LocalModel,
 	}}
 	rt.Register(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -21,8 +22,8 @@ import (
 // in separate batches. Latency is arrival − meta.at (the workflow time of
 // the task that emitted the event; same machine, same clock).
 //
-//	raw:    sessions.Service.Read polled every 1 ms in-process (the floor:
-//	        the event is recorded and queryable)
+//	raw:    sessions.Service.ReadNext polled every 1 ms in-process (the
+//	        floor: the event is recorded and queryable)
 //	stream: GET /eve/v1/session/:id/stream through the Go client, with the
 //	        server's default poll interval (EVE_STREAM_POLL overrides it)
 //
@@ -56,9 +57,11 @@ rules:
 	b.Run("raw", func(b *testing.B) {
 		benchTurns(b, e, func(ctx context.Context, id string, seen func(protocol.Event) bool) {
 			cursor := 0
+			var prev sessions.Page
 			for ctx.Err() == nil {
-				p, err := env.Sessions.Read(ctx, id, cursor)
+				p, err := env.Sessions.ReadNext(ctx, id, cursor, prev)
 				if err == nil {
+					prev = p
 					for _, ev := range p.Events {
 						if !seen(ev) {
 							return

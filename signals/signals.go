@@ -84,10 +84,21 @@ type EventsQuery struct {
 	From int `json:"from"`
 }
 
+// RunRef locates events [From, To) in an earlier run of the session.
+type RunRef struct {
+	RunID string `json:"runId"`
+	From  int    `json:"from"`
+	To    int    `json:"to"`
+}
+
 // EventsPage is the session's answer. Events of a running turn live in the
 // turn workflow until it ends: ActiveTurn says where to read them.
 type EventsPage struct {
 	Events []protocol.Event `json:"events"`
+	// From is the global index of Events[0].
+	From int `json:"from"`
+	// Runs hold the requested events older than this run (continue-as-new).
+	Runs []RunRef `json:"runs,omitempty"`
 	// Total is the number of events the session itself holds.
 	Total      int         `json:"total"`
 	ActiveTurn *ActiveTurn `json:"activeTurn,omitempty"`

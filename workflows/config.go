@@ -29,6 +29,9 @@ type Config struct {
 	// SearchAttributes: the namespace has eve's search attributes, so
 	// workflows record their status in them.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// ContinueAsNewAfterTurns, when positive, continues the session as new
+	// after that many turns in one run, besides when the SDK suggests it.
+	ContinueAsNewAfterTurns int `json:"continueAsNewAfterTurns,omitempty"`
 	// ResolverScopes lists the scopes that have tool resolvers.
 	ResolverScopes []string `json:"resolverScopes,omitempty"`
 }

@@ -29,15 +29,22 @@ type SessionInput struct {
 
 // SessionState is everything a session carries across continue-as-new.
 type SessionState struct {
-	Config   Config              `json:"config"`
-	Events   []protocol.Event    `json:"events"`
-	Messages []model.Message     `json:"messages"`
-	NextSeq  int                 `json:"nextSeq"`
-	Queue    []QueuedMessage     `json:"queue,omitempty"`
-	Usage    protocol.TokenUsage `json:"usage"`
+	Config Config `json:"config"`
+	// Events are this run's events; EventBase is the global index of the
+	// first. Earlier runs (before continue-as-new) keep theirs: Runs says
+	// which run holds which range, and their queries still answer.
+	Events    []protocol.Event    `json:"events"`
+	EventBase int                 `json:"eventBase,omitempty"`
+	Runs      []signals.RunRef    `json:"runs,omitempty"`
+	Messages  []model.Message     `json:"messages"`
+	NextSeq   int                 `json:"nextSeq"`
+	Queue     []QueuedMessage     `json:"queue,omitempty"`
+	Usage     protocol.TokenUsage `json:"usage"`
 	// Deliveries maps delivery ids to turn sequences, so a re-sent message
 	// (a client retry) joins its first delivery instead of running twice.
 	Deliveries map[string]int `json:"deliveries,omitempty"`
+	// RunFirstTurn is the first turn sequence of this run.
+	RunFirstTurn int `json:"runFirstTurn,omitempty"`
 	// ApprovedTools are the tools approved once (approval.Once) in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved once, before the first turn.
@@ -72,9 +79,12 @@ type session struct {
 
 func (s *session) emit(ctx workflow.Context, typ string, data any) {
 	now := workflow.Now(ctx)
-	idx := len(s.st.Events)
+	idx := s.total()
 	s.st.Events = append(s.st.Events, protocol.NewEvent(typ, data, protocol.EventID(now, s.id, idx), now, nil))
 }
+
+// total is the number of events the session has recorded, in all runs.
+func (s *session) total() int { return s.st.EventBase + len(s.st.Events) }
 
 func turnID(seq int) string { return fmt.Sprintf("turn_%d", seq) }
 
@@ -105,7 +115,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
-			return len(s.st.Queue) > 0 || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+			return len(s.st.Queue) > 0 || s.shouldContinueAsNew(ctx)
 		}); err != nil {
 			return err
 		}
@@ -115,7 +125,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 				return err
 			}
 			if len(s.st.Queue) == 0 {
-				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.st})
+				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
 			}
 		}
 		msg := s.st.Queue[0]
@@ -130,10 +140,20 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		if from < 0 {
 			from = 0
 		}
-		page := signals.EventsPage{Total: len(s.st.Events), ActiveTurn: s.active}
-		if from < len(s.st.Events) {
-			page.Events = s.st.Events[from:]
+		page := signals.EventsPage{Total: s.total(), ActiveTurn: s.active}
+		if from < s.st.EventBase {
+			// Older events live in earlier runs.
+			for _, r := range s.st.Runs {
+				if r.To > from {
+					page.Runs = append(page.Runs, r)
+				}
+			}
+			from = s.st.EventBase
 		}
+		if i := from - s.st.EventBase; i < len(s.st.Events) {
+			page.Events = s.st.Events[i:]
+		}
+		page.From = from
 		return page, nil
 	}); err != nil {
 		return err
@@ -339,7 +359,7 @@ func (s *session) answersOpenQuestion(text string) (protocol.InputResponse, bool
 func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	tid := turnID(msg.Sequence)
 	wid := s.id + "/" + tid
-	base := len(s.st.Events)
+	base := s.total()
 	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
 	s.open = nil
 	s.dropMessages = false
@@ -357,7 +377,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			usage := s.st.Usage
 			s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 			if s.waiters[msg.DeliveryID] > 0 {
-				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: len(s.st.Events) - 1}
+				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.total() - 1}
 			}
 			return
 		}
@@ -401,7 +421,28 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 	if s.waiters[msg.DeliveryID] > 0 {
 		o := out.Outcome
-		o.LastEvent = len(s.st.Events) - 1
+		o.LastEvent = s.total() - 1
 		s.outcomes[msg.DeliveryID] = &o
 	}
+}
+
+func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {
+	if n := s.st.Config.ContinueAsNewAfterTurns; n > 0 && s.st.NextSeq-s.st.RunFirstTurn >= n {
+		return true
+	}
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// carry is the state the next run starts with: everything but this run's
+// events, which stay readable through this run's queries.
+func (s *session) carry(ctx workflow.Context) *SessionState {
+	next := *s.st
+	if len(s.st.Events) > 0 {
+		run := workflow.GetInfo(ctx).WorkflowExecution.RunID
+		next.Runs = append(append([]signals.RunRef(nil), s.st.Runs...), signals.RunRef{RunID: run, From: s.st.EventBase, To: s.total()})
+	}
+	next.EventBase = s.total()
+	next.Events = nil
+	next.RunFirstTurn = s.st.NextSeq
+	return &next
 }

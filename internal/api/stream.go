@@ -157,7 +157,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case <-poll.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
-		page, err := s.opts.Sessions.Read(rctx, id, cursor)
+		next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -168,6 +168,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			s.log.Debug("api: stream read failed; retrying", "session", id, "err", err)
 			active = false
 		default:
+			page = next
 			active = page.Active
 			if len(page.Events) > 0 {
 				ok, ended := writeEvents(page.Events)

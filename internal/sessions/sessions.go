@@ -127,16 +127,36 @@ func (s *Service) Events(ctx context.Context, id string, from int) ([]protocol.E
 	}
 }
 
-func (s *Service) events(ctx context.Context, id string, from int) ([]protocol.Event, bool, error) {
-	v, err := s.Client.QueryWorkflow(ctx, id, "", signals.QueryEvents, signals.EventsQuery{From: from})
-	if err != nil {
-		return nil, false, wrapNotFound(id, fmt.Errorf("read events of session %s: %w", id, err))
-	}
+func (s *Service) page(ctx context.Context, id, runID string, from int) (signals.EventsPage, error) {
 	var page signals.EventsPage
-	if err := v.Get(&page); err != nil {
-		return nil, false, fmt.Errorf("decode events of session %s: %w", id, err)
+	v, err := s.Client.QueryWorkflow(ctx, id, runID, signals.QueryEvents, signals.EventsQuery{From: from})
+	if err != nil {
+		return page, wrapNotFound(id, fmt.Errorf("read events of session %s: %w", id, err))
 	}
-	evs := page.Events
+	if err := v.Get(&page); err != nil {
+		return page, fmt.Errorf("decode events of session %s: %w", id, err)
+	}
+	return page, nil
+}
+
+func (s *Service) events(ctx context.Context, id string, from int) ([]protocol.Event, bool, error) {
+	page, err := s.page(ctx, id, "", from)
+	if err != nil {
+		return nil, false, err
+	}
+	var evs []protocol.Event
+	// Events recorded before a continue-as-new are read from their run.
+	for _, r := range page.Runs {
+		if from >= r.To {
+			continue
+		}
+		old, err := s.page(ctx, id, r.RunID, max(from, r.From))
+		if err != nil {
+			return nil, false, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
+		}
+		evs = append(evs, old.Events...)
+	}
+	evs = append(evs, page.Events...)
 	if page.ActiveTurn == nil {
 		return evs, false, nil
 	}

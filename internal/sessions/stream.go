@@ -24,6 +24,16 @@ type Page struct {
 	Total int
 	// Active is set while a turn is running (more events are on the way).
 	Active bool
+	// Turn locates the running turn's events (nil when none runs); pass
+	// the page to ReadNext to read both logs at once next time.
+	Turn *TurnCursor
+}
+
+// TurnCursor says where a running turn's events are: in workflow
+// WorkflowID, its first event at global index Base.
+type TurnCursor struct {
+	WorkflowID string
+	Base       int
 }
 
 // Tail returns the index of the last recorded event (-1 when none).
@@ -47,7 +57,7 @@ func (s *Service) Read(ctx context.Context, id string, from int) (Page, error) {
 		return all, nil
 	}
 	for attempt := 0; ; attempt++ {
-		p, retry, err := s.read(ctx, id, from)
+		p, retry, err := s.read(ctx, id, from, nil)
 		if err == nil || !retry || attempt >= 50 {
 			return p, err
 		}
@@ -61,7 +71,41 @@ func (s *Service) Read(ctx context.Context, id string, from int) (Page, error) {
 	}
 }
 
-func (s *Service) read(ctx context.Context, id string, from int) (Page, bool, error) {
+// ReadNext is Read(ctx, id, from) for a reader that polls: when the
+// previous page saw a running turn, it queries the session and that turn
+// at the same time (one round trip instead of two), and falls back to Read
+// when the session says the turn has changed.
+func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) (Page, error) {
+	if prev.Turn == nil || from < 0 {
+		return s.Read(ctx, id, from)
+	}
+	type turnResult struct {
+		evs []protocol.Event
+		err error
+	}
+	guess := prev.Turn
+	turnFrom := max(0, from-guess.Base)
+	ch := make(chan turnResult, 1)
+	go func() {
+		evs, err := s.turnEvents(ctx, guess.WorkflowID, turnFrom)
+		ch <- turnResult{evs, err}
+	}()
+	p, retry, err := s.read(ctx, id, from, func(cur TurnCursor) ([]protocol.Event, bool, error) {
+		tr := <-ch
+		if cur != *guess || tr.err != nil {
+			return nil, false, nil // not what we guessed: query it afresh
+		}
+		return tr.evs, true, nil
+	})
+	if err != nil && retry {
+		return s.Read(ctx, id, from)
+	}
+	return p, err
+}
+
+// read queries the session, then the running turn. prefetched, when set,
+// may supply the turn's events from turnFrom (ok) instead of a query.
+func (s *Service) read(ctx context.Context, id string, from int, prefetched func(TurnCursor) ([]protocol.Event, bool, error)) (Page, bool, error) {
 	v, err := s.Client.QueryWorkflow(ctx, id, "", signals.QueryEvents, signals.EventsQuery{From: from})
 	if err != nil {
 		return Page{}, false, wrapNotFound(id, fmt.Errorf("read events of session %s: %w", id, err))
@@ -80,7 +124,15 @@ func (s *Service) read(ctx context.Context, id string, from int) (Page, bool, er
 	// turn ran (a clear or compact): those end up before the turn's events
 	// once it finishes, so the stream shows them in that order now too.
 	base := max(sp.ActiveTurn.Base, sp.Total)
+	p.Turn = &TurnCursor{WorkflowID: sp.ActiveTurn.WorkflowID, Base: base}
 	turnFrom := max(0, from-base)
+	if prefetched != nil {
+		if evs, ok, _ := prefetched(*p.Turn); ok {
+			p.Events = append(p.Events, evs...)
+			p.Total = base + turnFrom + len(evs)
+			return p, false, nil
+		}
+	}
 	evs, err := s.turnEvents(ctx, sp.ActiveTurn.WorkflowID, turnFrom)
 	var qf *serviceerror.QueryFailed
 	if errors.As(err, &qf) {
