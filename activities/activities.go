@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/approval"
@@ -44,6 +45,8 @@ type Activities struct {
 	Logger *slog.Logger
 	// Actions signs delegated actions' completion URLs.
 	Actions *ActionsConfig
+	// Client lets model steps stream text deltas to their turn.
+	Client client.Client
 	// Resolvers add tools at session, turn or step start.
 	Resolvers []tools.Resolver
 	// Disabled names are dropped from non-system resolvers' tools.
@@ -59,6 +62,9 @@ type ModelStepInput struct {
 	Messages  []model.Message `json:"messages"`
 	// Dynamic are the resolved tools in force for this step.
 	Dynamic []DynamicTool `json:"dynamic,omitempty"`
+	// StreamTo, when set, is the turn workflow that receives streamed text
+	// as coalesced signals (message.appended events).
+	StreamTo string `json:"streamTo,omitempty"`
 }
 
 // Kinds of call.
@@ -103,7 +109,9 @@ type ModelStepOutput struct {
 // ModelStep runs one model step with the registry's tools.
 func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelStepOutput, error) {
 	req := model.Request{System: a.System, Messages: in.Messages, Tools: a.descriptors(in.Dynamic)}
-	resp, err := a.Model.Step(ctx, req, nil)
+	stream, flush := a.streamer(ctx, in)
+	resp, err := a.Model.Step(ctx, req, stream)
+	flush()
 	if err != nil {
 		if model.IsRetryable(err) {
 			msg := fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/activities"
@@ -36,6 +37,11 @@ type Agent struct {
 	Disable []string
 	// Resolvers add tools at session, turn or step start.
 	Resolvers []tools.Resolver
+	// StreamText records streamed model text as message.appended events
+	// (needs Client, and a regular model activity: LocalModel false).
+	StreamText bool
+	// Client is the worker's Temporal client (model steps signal text deltas).
+	Client client.Client
 	// ContinueAsNewAfterTurns, when positive, starts a session's next run
 	// after that many turns (besides when Temporal suggests it).
 	ContinueAsNewAfterTurns int
@@ -127,6 +133,7 @@ func Register(w worker.Registry, a *Agent) error {
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
+		StreamText:              a.StreamText && a.Client != nil && !a.LocalModel,
 		AgentName:               a.Name,
 		ModelID:                 a.Model.ID(),
 		MaxSteps:                a.MaxSteps,
@@ -134,7 +141,7 @@ func Register(w worker.Registry, a *Agent) error {
 	}}
 	rt.Register(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
-		Resolvers: a.Resolvers, Disabled: a.Disable}
+		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})

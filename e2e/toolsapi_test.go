@@ -204,7 +204,7 @@ func TestToolsAPIIdempotentExecute(t *testing.T) {
 	if err != nil || got.Status != catalog.StatusSucceeded || string(got.Output) != string(first.Output) || got.Tool != "ops.counter" {
 		t.Fatalf("get = %+v %v", got, err)
 	}
-	if _, err := e.c.Executions.Get(ctx, toolsapi.ExecutionID("x", "y", "z")); !errors.As(err, &ae) || ae.Status != 404 {
+	if _, err := e.c.Executions.Get(ctx, toolsapi.ExecutionID(e.TaskQueue, "x", "y", "z")); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("unknown execution: %v", err)
 	}
 }

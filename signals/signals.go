@@ -307,3 +307,13 @@ func canonicalJSON(raw json.RawMessage) []byte {
 	}
 	return b
 }
+
+// SignalTextDelta (model step activity → turn) carries streamed text,
+// recorded as message.appended.
+const SignalTextDelta = "eve.turn.delta"
+
+// TextDelta is coalesced streamed text of one step.
+type TextDelta struct {
+	StepIndex int    `json:"stepIndex"`
+	Delta     string `json:"delta"`
+}

@@ -32,6 +32,9 @@ type Config struct {
 	// ContinueAsNewAfterTurns, when positive, continues the session as new
 	// after that many turns in one run, besides when the SDK suggests it.
 	ContinueAsNewAfterTurns int `json:"continueAsNewAfterTurns,omitempty"`
+	// StreamText records streamed model text as message.appended events
+	// (regular model activities only).
+	StreamText bool `json:"streamText,omitempty"`
 	// ResolverScopes lists the scopes that have tool resolvers.
 	ResolverScopes []string `json:"resolverScopes,omitempty"`
 }

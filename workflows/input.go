@@ -345,6 +345,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 	}
 	respondCh := workflow.GetSignalChannel(ctx, signals.SignalRespond)
 	messageCh := workflow.GetSignalChannel(ctx, signals.SignalTurnMessage)
+	deltaCh := workflow.GetSignalChannel(ctx, signals.SignalTextDelta)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -352,6 +353,13 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 				var req signals.RespondRequest
 				c.Receive(ctx, &req)
 				t.applySignal(ctx, req)
+			})
+			sel.AddReceive(deltaCh, func(c workflow.ReceiveChannel, _ bool) {
+				var d signals.TextDelta
+				c.Receive(ctx, &d)
+				if d.StepIndex == t.stepIdx && d.StepIndex > t.stepDone && d.Delta != "" {
+					t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
+				}
 			})
 			sel.AddReceive(messageCh, func(c workflow.ReceiveChannel, _ bool) {
 				var m signals.TurnMessage

@@ -59,7 +59,10 @@ type turn struct {
 	usage  protocol.TokenUsage
 
 	stepIdx int
-	now     time.Time // workflow time when the step's requests were made
+	// stepDone is the last step whose model call returned (-1 before any):
+	// late text deltas of a finished step are dropped.
+	stepDone int
+	now      time.Time // workflow time when the step's requests were made
 	// dynamic are the resolved tools in force (session, turn, step).
 	dynamic  []activities.DynamicTool
 	turnDyn  []activities.DynamicTool
@@ -134,7 +137,7 @@ func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
 func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
 	t := &turn{in: in, cfg: cfg, msgs: append([]model.Message(nil), in.History...),
-		byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
+		stepDone: -1, byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
 		t.parent = p
 	}
@@ -190,7 +193,12 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		}
 		t.dynamic = dyn
 		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
-		res, err := runModelStep(ctx, cfg, activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic})
+		step := activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic}
+		if cfg.StreamText && !cfg.LocalModel {
+			step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
+		}
+		res, err := runModelStep(ctx, cfg, step)
+		t.stepDone = stepIdx
 		if err != nil {
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)

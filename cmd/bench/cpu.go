@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -52,18 +51,15 @@ func startCPU(serverPID int) *cpuMeter {
 	return m
 }
 
-// per returns "cpu/turn server X + bench Y" for n calls since startCPU.
-func (m *cpuMeter) per(n int) string {
-	if n == 0 || !m.okServer || !m.okSelf {
-		return ""
+// delta returns the CPU time the dev server and this process used since startCPU.
+func (m *cpuMeter) delta() (server, self time.Duration, ok bool) {
+	if !m.okServer || !m.okSelf {
+		return 0, 0, false
 	}
 	srv, ok1 := cpuTime(m.pid)
-	self, ok2 := cpuTime(0)
+	me, ok2 := cpuTime(0)
 	if !ok1 || !ok2 {
-		return ""
+		return 0, 0, false
 	}
-	ms := func(d time.Duration) string {
-		return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(n))
-	}
-	return "cpu ms/turn: server " + ms(srv-m.server) + " + worker&client " + ms(self-m.self)
+	return srv - m.server, me - m.self, true
 }

@@ -15,10 +15,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -27,10 +25,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/eve-temporal/eve/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
 )
 
@@ -123,6 +119,7 @@ type flags struct {
 	list                          bool
 	serverLog                     bool
 	cpu                           bool
+	bursts                        int
 	dc                            multiFlag
 }
 
@@ -144,6 +141,7 @@ func main() {
 	flag.BoolVar(&f.sweep, "sweep", false, "run the dynamic-config and worker-option sweep of docs/performance.md instead")
 	flag.BoolVar(&f.list, "list", false, "list scenarios and configs and exit")
 	flag.BoolVar(&f.serverLog, "server-log", false, "pass the dev servers' stderr through")
+	flag.IntVar(&f.bursts, "bursts", 3, "split each throughput measurement into this many bursts, alternating between configs")
 	flag.BoolVar(&f.cpu, "cpu", false, "note CPU time per call (dev server, and this process) during the throughput run (Linux)")
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
 	flag.Parse()
@@ -184,16 +182,7 @@ func main() {
 	fmt.Fprintf(os.Stderr, "bench: %d cores, %s, Temporal CLI %s (dev server v1.29.1), -n %d -warmup %d -c %d -total %d\n",
 		runtime.NumCPU(), runtime.Version(), devserver.PinnedCLIVersion, f.n, f.warmup, f.concurrency, f.total)
 	began := time.Now()
-	table := &benchkit.Table{}
-	for _, cfg := range configs {
-		if err := runConfig(ctx, f, cfg, selected, table); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: config %s: %v\n", cfg.name, err)
-			table.Add(benchkit.Row{Scenario: "(server)", Config: cfg.name, Note: err.Error()})
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	table := run(ctx, f, configs, selected)
 
 	fmt.Println()
 	_ = table.Fprint(os.Stdout)
@@ -202,125 +191,10 @@ func main() {
 	for _, cfg := range configs {
 		fmt.Printf("  %-22s %s\n", cfg.name, cfg.desc)
 	}
-	fmt.Printf("p50/p99: sequential calls (park rows: Update sent → turn result); %s/s: %d calls at concurrency %d; vs baseline: p50 ratio.\n",
-		"turns", f.total, f.concurrency)
+	fmt.Printf("p50/p99: sequential calls, interleaved across configs (park rows: Update sent → turn result);\n"+
+		"turns/s: %d calls at concurrency %d, in %d alternating bursts per config; vs baseline: p50 ratio.\n",
+		f.total, f.concurrency, f.bursts)
 	fmt.Printf("took %s\n", time.Since(began).Round(time.Second))
-}
-
-func runConfig(ctx context.Context, f flags, cfg serverConfig, selected []scenario, table *benchkit.Table) error {
-	var todo []scenario
-	for _, s := range selected {
-		if s.configs == nil || slices.Contains(s.configs, cfg.name) {
-			todo = append(todo, s)
-		}
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	opts := devserver.Options{Tuning: cfg.tuning, ExtraArgs: slices.Clone(cfg.extraArgs)}
-	for _, kv := range f.dc {
-		opts.ExtraArgs = append(opts.ExtraArgs, "--dynamic-config-value", kv)
-	}
-	if f.serverLog {
-		opts.Stderr = os.Stderr
-	}
-	if cfg.sqlite {
-		dir, err := os.MkdirTemp("", "eve-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		opts.DBFile = filepath.Join(dir, "temporal.db")
-	}
-	t0 := time.Now()
-	srv, err := devserver.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
-	fmt.Fprintf(os.Stderr, "bench: config %s: server %s up in %s\n", cfg.name, srv.Addr, time.Since(t0).Round(time.Millisecond))
-
-	// Errors only: stopping a scenario's worker logs poll warnings by design.
-	c, err := srv.Dial(client.Options{Logger: tlog.NewStructuredLogger(
-		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	env := &benchEnv{
-		Config:        cfg.name,
-		Server:        srv,
-		Addr:          srv.Addr,
-		Namespace:     srv.Namespace,
-		Client:        c,
-		TaskQueue:     fmt.Sprintf("bench-%s-%d", cfg.name, time.Now().UnixNano()),
-		WorkerOptions: cfg.workerOptions,
-		Sweep:         f.sweep,
-	}
-	for _, s := range todo {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		row := runScenario(ctx, f, env, s)
-		fmt.Fprintf(os.Stderr, "bench: %-24s %-22s latency %v | throughput %.1f/s %s\n", s.name, cfg.name, row.Latency, row.Throughput.PerSec, row.Note)
-		table.Add(row)
-	}
-	return nil
-}
-
-func runScenario(ctx context.Context, f flags, env *benchEnv, s scenario) (row benchkit.Row) {
-	row = benchkit.Row{Scenario: s.name, Config: env.Config, Baseline: s.baseline}
-	run, cleanup, err := s.setup(ctx, env)
-	if err != nil {
-		row.Note = "setup: " + err.Error()
-		return row
-	}
-	defer func() {
-		if cleanup != nil {
-			cleanup()
-		}
-	}()
-	callCtx := func(ctx context.Context) (context.Context, context.CancelFunc) {
-		return context.WithTimeout(ctx, 60*time.Second)
-	}
-	if s.latency {
-		deadline := time.Time{}
-		st, err := benchkit.Timed(ctx, f.n, f.warmup, func(ctx context.Context, i int) (time.Duration, error) {
-			if i == f.warmup {
-				deadline = time.Now().Add(f.budget)
-			}
-			if i >= f.warmup+30 && !deadline.IsZero() && time.Now().After(deadline) {
-				return 0, benchkit.ErrStop
-			}
-			cctx, cancel := callCtx(ctx)
-			defer cancel()
-			return run(cctx, i)
-		})
-		row.Latency = st
-		if err != nil {
-			row.Note = "latency: " + err.Error()
-			return row
-		}
-		if st.N < f.n {
-			row.Note = fmt.Sprintf("n=%d (budget)", st.N)
-		}
-	}
-	if s.throughput {
-		cpu := startCPU(env.Server.PID())
-		st, err := benchkit.Throughput(ctx, f.concurrency, f.total, func(ctx context.Context, i int) error {
-			cctx, cancel := callCtx(ctx)
-			defer cancel()
-			_, err := run(cctx, f.warmup+f.n+i)
-			return err
-		})
-		row.Throughput = st
-		if err != nil {
-			row.Note = strings.TrimSpace(row.Note + " throughput: " + err.Error())
-		} else if f.cpu {
-			row.Note = strings.TrimSpace(row.Note + " " + cpu.per(st.N))
-		}
-	}
-	return row
 }
 
 func allConfigs() []serverConfig { return append(slices.Clone(defaultConfigs), sweepConfigs()...) }

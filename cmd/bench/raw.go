@@ -46,11 +46,10 @@ func init() {
 		scenarios = append(scenarios, park)
 	}
 	scenarios = append(scenarios, scenario{
-		name:       "raw-turn/regular+eager-start",
-		baseline:   "raw-turn/regular",
-		latency:    true,
-		throughput: true,
-		extra:      true,
+		name:     "raw-turn/regular+eager-start",
+		baseline: "raw-turn/regular",
+		latency:  true,
+		extra:    true,
 		setup:      rawSetup(rawsdk.Regular, false, rawsdk.WithEagerStart()),
 	})
 }

@@ -36,22 +36,23 @@ func sweepConfigs() []serverConfig {
 	}
 	return []serverConfig{
 		{name: "sw-default", desc: "dev server defaults"},
-		{name: "sw-eager", extraArgs: dc(eager), desc: "defaults + " + eager},
-		{name: "sw-pollrps", extraArgs: dc(pollRPS), desc: "defaults + " + pollRPS},
+		{name: "sw-eager", extraArgs: dc(eager), desc: "defaults + eager activities"},
+		{name: "sw-pollrps", extraArgs: dc(pollRPS), desc: "defaults + transfer pollRPS=200"},
 		{name: "sw-partitions", extraArgs: dc(readParts, writeParts), desc: "defaults + 1 task queue partition"},
-		{name: "sw-pollrps-parts", extraArgs: dc(pollRPS, readParts, writeParts), desc: "pollRPS=200 + 1 partition"},
-		{name: "sw-tuned", extraArgs: with(tuned), desc: "design.md's tuned set (pollRPS, timerRPS, 1 partition)"},
-		{name: "sw-tuned-eager", extraArgs: with(tuned, eager), desc: "tuned + eager activities (= devserver.TuningFast)"},
-		{name: "sw-tuned-rps1000", extraArgs: with(tuned, "history.transferProcessorMaxPollRPS=1000", eager), desc: "tuned + eager, transfer pollRPS=1000"},
-		{name: "sw-tuned-ackint", extraArgs: with(tuned, eager, "history.transferProcessorUpdateAckInterval=\"1s\"", "history.timerProcessorUpdateAckInterval=\"1s\""), desc: "fast + update-ack intervals 1 s"},
-		{name: "sw-tuned-longpoll", extraArgs: with(tuned, eager, "matching.longPollExpirationInterval=\"10s\""), desc: "fast + matching.longPollExpirationInterval=10s"},
+		{name: "sw-tuned", extraArgs: with(tuned), desc: "design.md's tuned set: pollRPS=200, timerRPS=200, 1 partition"},
+		{name: "sw-fast", tuning: devserver.TuningFast, desc: "tuned + eager activities (= devserver.TuningFast)"},
+		{name: "sw-fast-rps1000", tuning: devserver.TuningFast, extraArgs: dc("history.transferProcessorMaxPollRPS=1000", "history.timerProcessorMaxPollRPS=1000"), desc: "fast, transfer/timer pollRPS=1000"},
+		{name: "sw-fast-misc", tuning: devserver.TuningFast, extraArgs: dc(
+			`history.transferProcessorUpdateAckInterval="1s"`, `history.timerProcessorUpdateAckInterval="1s"`,
+			`matching.longPollExpirationInterval="10s"`), desc: "fast + ack intervals 1 s + longPollExpiration 10 s"},
+		{name: "sw-fast-nosacache", tuning: devserver.TuningFast, extraArgs: dc("system.forceSearchAttributesCacheRefreshOnRead=false"), desc: "fast + search-attribute cache on (the CLI turns it off)"},
 		{name: "sw-fast-pollers8", tuning: devserver.TuningFast, workerOptions: pollers(8), desc: "fast + 8 workflow/activity task pollers"},
 		{name: "sw-fast-autoscale", tuning: devserver.TuningFast, workerOptions: worker.Options{
 			WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 			ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 		}, desc: "fast + autoscaling pollers"},
 		{name: "sw-default-sqlite", sqlite: true, desc: "defaults, SQLite file (rollback journal, synchronous=full)"},
-		{name: "sw-tuned-eager-sqlite", sqlite: true, extraArgs: with(tuned, eager), desc: "tuned + eager, SQLite file, no pragmas"},
+		{name: "sw-tuned-eager-sqlite", sqlite: true, extraArgs: with(tuned, eager), desc: "fast's dynamic config, SQLite file without pragmas"},
 		{name: "sw-fast-sqlite", sqlite: true, tuning: devserver.TuningFast, desc: "devserver.TuningFast, SQLite file (WAL, synchronous=normal)"},
 	}
 }

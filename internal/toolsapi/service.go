@@ -329,9 +329,11 @@ func (s *Service) Executable(name string) error {
 }
 
 // ExecutionID derives an execution's id (its workflow ID) from the user,
-// the tool and the idempotency key.
-func ExecutionID(userID, tool, key string) string {
-	sum := sha256.Sum256([]byte("eve.execution/v1\x00" + userID + "\x00" + tool + "\x00" + key))
+// the tool and the idempotency key, within a scope: the task queue of the
+// agent's workers, so two deployments sharing a namespace never join each
+// other's executions.
+func ExecutionID(scope, userID, tool, key string) string {
+	sum := sha256.Sum256([]byte("eve.execution/v1\x00" + scope + "\x00" + userID + "\x00" + tool + "\x00" + key))
 	return ExecutionIDPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20]))
 }
 
@@ -402,7 +404,7 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 	if key == "" {
 		key, generated = freshKey(), true
 	}
-	id := ExecutionID(user, name, key)
+	id := ExecutionID(s.opts.TaskQueue, user, name, key)
 	hash := inputHash(input)
 	caller := &auth.Principal{ID: user, Type: "user"}
 	if opts.ConnectionID != "" {

@@ -104,11 +104,12 @@ func TestToolkitSlug(t *testing.T) {
 }
 
 func TestExecutionIDStable(t *testing.T) {
-	a := ExecutionID("u1", "demo.get_weather", "k1")
-	if a != ExecutionID("u1", "demo.get_weather", "k1") || !strings.HasPrefix(a, ExecutionIDPrefix) {
+	a := ExecutionID("eve", "u1", "demo.get_weather", "k1")
+	if a != ExecutionID("eve", "u1", "demo.get_weather", "k1") || !strings.HasPrefix(a, ExecutionIDPrefix) {
 		t.Fatal(a)
 	}
-	for _, b := range []string{ExecutionID("u2", "demo.get_weather", "k1"), ExecutionID("u1", "demo.other", "k1"), ExecutionID("u1", "demo.get_weather", "k2"), ExecutionID("u1\x00demo.get_weather", "", "k1")} {
+	for _, b := range []string{ExecutionID("eve", "u2", "demo.get_weather", "k1"), ExecutionID("eve", "u1", "demo.other", "k1"), ExecutionID("eve", "u1", "demo.get_weather", "k2"),
+		ExecutionID("eve", "u1\x00demo.get_weather", "", "k1"), ExecutionID("staging", "u1", "demo.get_weather", "k1")} {
 		if a == b {
 			t.Fatalf("collision %s", a)
 		}

@@ -21,5 +21,6 @@ func UseModelFromEnv(a *agent.Agent) error {
 	}
 	a.Model = m
 	a.LocalModel = strings.HasPrefix(m.ID(), "scripted:")
+	a.StreamText = !a.LocalModel
 	return nil
 }

@@ -68,6 +68,9 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 	default:
 		a.SearchAttributes = true
 	}
+	if a.Client == nil {
+		a.Client = c
+	}
 	worker.SetStickyWorkflowCacheSize(l.CachedWorkflows)
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      l.Activities,

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/devserver"
+)
+
+// The bench runs every server config at once and interleaves the
+// measurements: sequential latency calls go round-robin over the configs, and
+// throughput runs in alternating bursts. On a shared or noisy machine, load
+// changes then hit all configs alike, so the rows stay comparable.
+
+// target is one server config, running.
+type target struct {
+	cfg  serverConfig
+	env  *benchEnv
+	err  error // the server did not start
+	stop func()
+}
+
+// active is one scenario set up on one target.
+type active struct {
+	t       *target
+	run     runFunc
+	cleanup func()
+	row     benchkit.Row
+	lat     []time.Duration
+	failed  bool
+	// throughput accumulators
+	n                  int
+	wall               time.Duration
+	cpuServer, cpuSelf time.Duration
+	cpuOK              bool
+}
+
+func run(ctx context.Context, f flags, configs []serverConfig, selected []scenario) *benchkit.Table {
+	targets := make([]*target, 0, len(configs))
+	for _, cfg := range configs {
+		t := startTarget(ctx, f, cfg)
+		if t.stop != nil {
+			defer t.stop()
+		}
+		targets = append(targets, t)
+	}
+
+	rows := map[string]map[string]benchkit.Row{} // config → scenario → row
+	for _, t := range targets {
+		rows[t.cfg.name] = map[string]benchkit.Row{}
+		if t.err != nil {
+			rows[t.cfg.name]["(server)"] = benchkit.Row{Scenario: "(server)", Config: t.cfg.name, Note: t.err.Error()}
+		}
+	}
+	for _, s := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		for _, a := range runScenario(ctx, f, s, targets) {
+			rows[a.t.cfg.name][s.name] = a.row
+		}
+	}
+
+	table := &benchkit.Table{}
+	for _, t := range targets {
+		if r, ok := rows[t.cfg.name]["(server)"]; ok {
+			table.Add(r)
+		}
+		for _, s := range selected {
+			if r, ok := rows[t.cfg.name][s.name]; ok {
+				table.Add(r)
+			}
+		}
+	}
+	return table
+}
+
+func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
+	t := &target{cfg: cfg}
+	opts := devserver.Options{Tuning: cfg.tuning, ExtraArgs: slices.Clone(cfg.extraArgs)}
+	for _, kv := range f.dc {
+		opts.ExtraArgs = append(opts.ExtraArgs, "--dynamic-config-value", kv)
+	}
+	if f.serverLog {
+		opts.Stderr = os.Stderr
+	}
+	var dir string
+	if cfg.sqlite {
+		var err error
+		if dir, err = os.MkdirTemp("", "eve-bench-"); err != nil {
+			t.err = err
+			return t
+		}
+		opts.DBFile = filepath.Join(dir, "temporal.db")
+	}
+	t0 := time.Now()
+	srv, err := devserver.Start(ctx, opts)
+	if err != nil {
+		t.err = err
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		fmt.Fprintf(os.Stderr, "bench: config %s: %v\n", cfg.name, err)
+		return t
+	}
+	// Errors only: stopping a scenario's worker logs poll warnings by design.
+	c, err := srv.Dial(client.Options{Logger: tlog.NewStructuredLogger(
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))})
+	if err != nil {
+		_ = srv.Stop()
+		t.err = err
+		return t
+	}
+	t.stop = func() {
+		c.Close()
+		_ = srv.Stop()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	t.env = &benchEnv{
+		Config:        cfg.name,
+		Server:        srv,
+		Addr:          srv.Addr,
+		Namespace:     srv.Namespace,
+		Client:        c,
+		TaskQueue:     fmt.Sprintf("bench-%s-%d", cfg.name, time.Now().UnixNano()),
+		WorkerOptions: cfg.workerOptions,
+		Sweep:         f.sweep,
+	}
+	fmt.Fprintf(os.Stderr, "bench: config %-20s server %s up in %s\n", cfg.name, srv.Addr, time.Since(t0).Round(time.Millisecond))
+	return t
+}
+
+func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []*active {
+	var as []*active
+	for _, t := range targets {
+		if t.err != nil || (s.configs != nil && !slices.Contains(s.configs, t.cfg.name)) {
+			continue
+		}
+		a := &active{t: t, row: benchkit.Row{Scenario: s.name, Config: t.cfg.name, Baseline: s.baseline}}
+		run, cleanup, err := s.setup(ctx, t.env)
+		if err != nil {
+			a.row.Note = "setup: " + err.Error()
+			a.failed = true
+		}
+		a.run, a.cleanup = run, cleanup
+		as = append(as, a)
+	}
+	defer func() {
+		for _, a := range as {
+			if a.cleanup != nil {
+				a.cleanup()
+			}
+		}
+	}()
+	call := func(a *active, i int) (time.Duration, error) {
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		d, err := a.run(cctx, i)
+		if d <= 0 {
+			d = time.Since(t0)
+		}
+		return d, err
+	}
+	fail := func(a *active, what string, err error) {
+		a.failed = true
+		a.row.Note = strings.TrimSpace(a.row.Note + " " + what + ": " + err.Error())
+	}
+
+	if s.latency {
+		for _, a := range as {
+			for i := 0; i < f.warmup && !a.failed; i++ {
+				if _, err := call(a, i); err != nil {
+					fail(a, "warm-up", err)
+				}
+			}
+		}
+		live := 0
+		for _, a := range as {
+			if !a.failed {
+				live++
+			}
+		}
+		budget := f.budget * time.Duration(max(live, 1))
+		start := time.Now()
+		for i := 0; i < f.n && ctx.Err() == nil; i++ {
+			if i >= 30 && time.Since(start) > budget {
+				break
+			}
+			for _, a := range as {
+				if a.failed {
+					continue
+				}
+				d, err := call(a, f.warmup+i)
+				if err != nil {
+					fail(a, "latency", err)
+					continue
+				}
+				a.lat = append(a.lat, d)
+			}
+		}
+		for _, a := range as {
+			a.row.Latency = benchkit.Summarize(a.lat, 0)
+			if !a.failed && len(a.lat) < f.n {
+				a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" n=%d (budget)", len(a.lat)))
+			}
+		}
+	}
+
+	if s.throughput {
+		bursts := max(f.bursts, 1)
+		next := f.warmup + f.n
+		for b := 0; b < bursts && ctx.Err() == nil; b++ {
+			per := f.total / bursts
+			if b == bursts-1 {
+				per = f.total - per*(bursts-1)
+			}
+			for _, a := range as {
+				if a.failed {
+					continue
+				}
+				cpu := startCPU(a.t.env.Server.PID())
+				base := next
+				t0 := time.Now()
+				st, err := benchkit.Throughput(ctx, f.concurrency, per, func(ctx context.Context, i int) error {
+					_, err := call(a, base+i)
+					return err
+				})
+				wall := time.Since(t0)
+				next += per
+				if err != nil {
+					fail(a, "throughput", err)
+					continue
+				}
+				a.n += st.N
+				a.wall += wall
+				srv, self, ok := cpu.delta()
+				a.cpuServer += srv
+				a.cpuSelf += self
+				a.cpuOK = ok && (b == 0 || a.cpuOK)
+			}
+		}
+		for _, a := range as {
+			if a.n > 0 && a.wall > 0 {
+				a.row.Throughput = benchkit.Stats{N: a.n, PerSec: float64(a.n) / a.wall.Seconds()}
+				if f.cpu && a.cpuOK && !a.failed {
+					ms := func(d time.Duration) string {
+						return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(a.n))
+					}
+					a.row.Note = strings.TrimSpace(a.row.Note + " cpu ms/turn: server " + ms(a.cpuServer) + " + worker&client " + ms(a.cpuSelf))
+				}
+			}
+		}
+	}
+	for _, a := range as {
+		fmt.Fprintf(os.Stderr, "bench: %-30s %-20s latency %v | %.1f/s %s\n", s.name, a.t.cfg.name, a.row.Latency, a.row.Throughput.PerSec, a.row.Note)
+	}
+	return as
+}
