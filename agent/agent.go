@@ -140,6 +140,7 @@ func Register(w worker.Registry, a *Agent) error {
 		LocalModel:              a.LocalModel,
 	}}
 	rt.Register(w)
+	workflows.RegisterExecutions(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
 		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -102,5 +103,72 @@ func TestAPIStreamReplayAfterRestarts(t *testing.T) {
 	final := e2.snapshot(t, id)
 	if !slices.Equal(ids(final[:len(want)]), ids(want)) || final[len(final)-1].Type != protocol.SessionWaiting {
 		t.Fatalf("the log changed its prefix: %s", evetest.Join(final))
+	}
+}
+
+// Sessions continue as new between turns; the stream still replays the
+// whole history from any index, and a stream that follows across the
+// continue-as-new misses nothing.
+func TestAPIStreamAcrossContinueAsNew(t *testing.T) {
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ContinueAsNewAfterTurns = 2
+	env.StartWorker(a)
+	e := newAPIEnv(t, env, func(o *api.Options) { o.LeaseDuration = time.Second })
+	ctx := e.Ctx(2 * time.Minute)
+	id, err := e.C.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	st := e.C.Stream(sctx, id, 0, nil)
+	followed := make(chan []protocol.Event, 1)
+	go func() {
+		var got []protocol.Event
+		waits := 0
+		for st.Next() {
+			got = append(got, st.Event())
+			if st.Event().Type == protocol.SessionWaiting {
+				if waits++; waits == 5 {
+					break
+				}
+			}
+		}
+		followed <- got
+	}()
+	for _, city := range []string{"Oslo", "Rome", "Lima", "Pune", "Kyiv"} {
+		if turn, err := e.C.SendAndWait(ctx, id, "what's the weather in "+city, nil); err != nil || turn.Status != client.TurnCompleted {
+			t.Fatalf("turn in %s: %+v, %v", city, turn, err)
+		}
+	}
+	desc, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.WorkflowExecutionInfo.GetFirstRunId() == desc.WorkflowExecutionInfo.Execution.RunId {
+		t.Fatal("the session never continued as new")
+	}
+	all := e.snapshot(t, id)
+	direct := env.Events(ctx, id)
+	if !slices.Equal(ids(all), ids(direct)) || len(evetest.Of(all, protocol.TurnCompleted)) != 5 || all[0].Type != protocol.SessionStarted {
+		t.Fatalf("replay over HTTP: %s", evetest.Join(all))
+	}
+	for _, from := range []int{1, 5, len(all) / 2, len(all) - 1} {
+		evs, tail, err := e.C.Events(ctx, id, from)
+		if err != nil || tail != len(all)-1 || !slices.Equal(ids(evs), ids(all[from:])) {
+			t.Fatalf("from %d: %d events, tail %d, %v", from, len(evs), tail, err)
+		}
+	}
+	select {
+	case got := <-followed:
+		if !slices.Equal(ids(got), ids(all)) {
+			t.Fatalf("followed %d events, the session has %d", len(got), len(all))
+		}
+	case <-ctx.Done():
+		t.Fatal("the follower never saw the fifth turn end")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
@@ -342,4 +343,14 @@ func TestExecutionStatusOf(t *testing.T) {
 			t.Errorf("%s: %s, want %s", code, got, want)
 		}
 	}
+}
+
+func TestRegisterExecutionsTwice(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	RegisterExecutions(env)
+	RegisterExecutions(env) // agent.Register and a test harness may both register it
+	r := worker.NewWorkflowReplayer()
+	RegisterExecutions(r)
+	RegisterExecutions(r)
 }

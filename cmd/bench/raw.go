@@ -50,7 +50,7 @@ func init() {
 		baseline: "raw-turn/regular",
 		latency:  true,
 		extra:    true,
-		setup:      rawSetup(rawsdk.Regular, false, rawsdk.WithEagerStart()),
+		setup:    rawSetup(rawsdk.Regular, false, rawsdk.WithEagerStart()),
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/workflows"
 )
 
@@ -31,6 +32,16 @@ func toolsEnv(t *testing.T) (*evetest.Env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// run_report spools job files; give it a directory and completion URLs.
+	reg := tools.NewRegistry()
+	for _, tl := range demo.Tools() {
+		if tl.Name == "run_report" {
+			tl = demo.RunReport(t.TempDir())
+		}
+		reg.MustRegister(tl)
+	}
+	a.Tools = reg
+	a.Actions, _, _ = env.Actions()
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
 		t.Fatal(err)
