@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -18,9 +19,16 @@ import (
 )
 
 // The bench runs every server config at once and interleaves the
-// measurements: sequential latency calls go round-robin over the configs, and
-// throughput runs in alternating bursts. On a shared or noisy machine, load
-// changes then hit all configs alike, so the rows stay comparable.
+// measurements: sequential latency calls go in blocks (-block) round-robin
+// over the configs, and throughput runs in alternating bursts (-bursts). On a
+// shared or noisy machine, load changes then hit all configs alike, so the
+// rows stay comparable.
+//
+// Sequential calls measure the back-to-back steady state: the history
+// service's queue readers are rate limited by token buckets (burst = rate), so
+// a server that sat idle answers its first few calls faster. Each block
+// therefore starts with -settle untimed calls. -block 1 -settle 0 measures
+// the opposite, "after idle" case (every call finds the buckets full).
 
 // target is one server config, running.
 type target struct {
@@ -47,12 +55,17 @@ type active struct {
 
 func run(ctx context.Context, f flags, configs []serverConfig, selected []scenario) *benchkit.Table {
 	targets := make([]*target, 0, len(configs))
-	for _, cfg := range configs {
-		t := startTarget(ctx, f, cfg)
-		if t.stop != nil {
-			defer t.stop()
+	defer func() { // stop all servers at once
+		var wg sync.WaitGroup
+		for _, t := range targets {
+			if t.stop != nil {
+				wg.Go(t.stop)
+			}
 		}
-		targets = append(targets, t)
+		wg.Wait()
+	}()
+	for _, cfg := range configs {
+		targets = append(targets, startTarget(ctx, f, cfg))
 	}
 
 	rows := map[string]map[string]benchkit.Row{} // config → scenario → row
@@ -193,22 +206,34 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 				live++
 			}
 		}
+		// Rounds of blocks: per config, -settle untimed calls (so a block
+		// starts in the back-to-back steady state, not with rate-limit
+		// tokens saved up while the other configs ran), then -block timed
+		// calls; then the next config.
 		budget := f.budget * time.Duration(max(live, 1))
+		block := max(f.block, 1)
 		start := time.Now()
-		for i := 0; i < f.n && ctx.Err() == nil; i++ {
-			if i >= 30 && time.Since(start) > budget {
+		i := f.warmup
+		for done := 0; done < f.n && ctx.Err() == nil; done += block {
+			if done >= 30 && time.Since(start) > budget {
 				break
 			}
 			for _, a := range as {
-				if a.failed {
-					continue
+				for k := 0; k < f.settle && !a.failed; k++ {
+					if _, err := call(a, i); err != nil {
+						fail(a, "latency", err)
+					}
+					i++
 				}
-				d, err := call(a, f.warmup+i)
-				if err != nil {
-					fail(a, "latency", err)
-					continue
+				for k := 0; k < min(block, f.n-done) && !a.failed; k++ {
+					d, err := call(a, i)
+					i++
+					if err != nil {
+						fail(a, "latency", err)
+						break
+					}
+					a.lat = append(a.lat, d)
 				}
-				a.lat = append(a.lat, d)
 			}
 		}
 		for _, a := range as {
@@ -221,7 +246,7 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 
 	if s.throughput {
 		bursts := max(f.bursts, 1)
-		next := f.warmup + f.n
+		next := 1 << 20
 		for b := 0; b < bursts && ctx.Err() == nil; b++ {
 			per := f.total / bursts
 			if b == bursts-1 {

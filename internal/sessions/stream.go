@@ -106,15 +106,34 @@ func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) 
 // read queries the session, then the running turn. prefetched, when set,
 // may supply the turn's events from turnFrom (ok) instead of a query.
 func (s *Service) read(ctx context.Context, id string, from int, prefetched func(TurnCursor) ([]protocol.Event, bool, error)) (Page, bool, error) {
-	v, err := s.Client.QueryWorkflow(ctx, id, "", signals.QueryEvents, signals.EventsQuery{From: from})
+	sp, err := s.page(ctx, id, "", from)
 	if err != nil {
-		return Page{}, false, wrapNotFound(id, fmt.Errorf("read events of session %s: %w", id, err))
-	}
-	var sp signals.EventsPage
-	if err := v.Get(&sp); err != nil {
-		return Page{}, false, fmt.Errorf("decode events of session %s: %w", id, err)
+		return Page{}, false, err
 	}
 	p := Page{Events: sp.Events, From: from, Total: sp.Total}
+	if len(sp.Runs) > 0 && from < sp.From {
+		// Events recorded before a continue-as-new are read from their run.
+		var old []protocol.Event
+		for _, r := range sp.Runs {
+			if from >= r.To {
+				continue
+			}
+			start := max(from, r.From)
+			rp, err := s.page(ctx, id, r.RunID, start)
+			if err != nil {
+				return Page{}, false, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
+			}
+			evs := rp.Events
+			if n := r.To - start; len(evs) > n {
+				evs = evs[:n]
+			}
+			old = append(old, evs...)
+		}
+		if len(old) != sp.From-from {
+			return Page{}, true, fmt.Errorf("events of session %s: earlier runs returned %d events for [%d, %d)", id, len(old), from, sp.From)
+		}
+		p.Events = append(old, sp.Events...)
+	}
 	if sp.ActiveTurn == nil {
 		return p, false, nil
 	}
