@@ -41,21 +41,20 @@ test-go: $(TEMPORAL_BIN)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 
-# Node test suite (the official eve client driving this server), when present.
-# Add its steps here; it runs after the Go tests.
-test-node:
-	@if [ -f e2e/node/package.json ]; then \
-		echo "node suite: e2e/node"; \
-		cd e2e/node && npm ci --no-audit --no-fund && npm test; \
-	else \
-		echo "node suite: none yet (e2e/node/package.json)"; \
-	fi
+# The official eve client (npm eve@0.80.1, pinned by test/node/package-lock.json)
+# driving eve serve + a worker + a dev server that the suite starts itself.
+test-node: $(TEMPORAL_BIN)
+	cd test/node && npm ci --no-audit --no-fund && npm test
 
 dev: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/eve dev
 
+# Raw Temporal SDK vs eve on the same dev servers; parked-session memory;
+# the tools API's catalog benchmarks.
 bench: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/bench
+	$(GO) run ./cmd/parkbench -n 1000,10000
+	EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./internal/toolsapi/
 
 fmt:
 	$(GO) fmt ./...

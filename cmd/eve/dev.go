@@ -126,6 +126,14 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	if err := workerhost.UseModelFromEnv(a); err != nil {
 		return err
 	}
+	// The local stack keeps its own action secret, so completion URLs
+	// survive a restart of eve dev.
+	if err := af.actions.LoadOrCreateSecret(stateDir); err != nil {
+		return fmt.Errorf("action secret: %w", err)
+	}
+	if a.Actions, err = af.actions.Worker(); err != nil {
+		return err
+	}
 	// The dev stack registers eve's search attributes itself, so parked
 	// sessions show up in the Temporal UI by status.
 	if err := visibility.Register(ctx, c, tc.Namespace); err != nil {

@@ -16,9 +16,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
 // apiFlags configure the API server of `eve serve` and `eve dev`.
@@ -32,6 +34,7 @@ type apiFlags struct {
 	maxBodyBytes int64
 	corsOrigins  string
 	agentName    string
+	actions      config.Actions
 }
 
 func (f *apiFlags) Bind(fs *pflag.FlagSet) {
@@ -43,6 +46,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.poll, "stream-poll", envDuration("EVE_STREAM_POLL", api.DefaultPollInterval), "how often a stream reads a running turn's new events (env EVE_STREAM_POLL)")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("EVE_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env EVE_MAX_BODY_BYTES)")
 	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
+	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the demo agent's)")
 }
 
@@ -120,7 +124,23 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 			origins = append(origins, o)
 		}
 	}
+	var actionsHandler http.Handler
+	if signer, err := af.actions.Signer(); err != nil {
+		logger.Warn("delegated tools' completion URLs are not served", "err", err)
+	} else {
+		actionsHandler = &actionsvc.Service{Client: c, Signer: signer, Logger: logger}
+	}
+	agentForTools, err := demo.Agent()
+	if err != nil {
+		return "", nil, err
+	}
+	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: agentForTools, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	if err != nil {
+		return "", nil, fmt.Errorf("tools API: %w", err)
+	}
 	srv, err := api.New(api.Options{
+		Actions:           actionsHandler,
+		Tools:             toolsSvc.Handler(),
 		Sessions:          &sessions.Service{Client: c, TaskQueue: taskQueue},
 		Keys:              keys,
 		LeaseDuration:     af.lease,

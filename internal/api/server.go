@@ -76,6 +76,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Info describes the agent at GET /eve/v1/info.
 	Info Info
+	// Actions serves delegated actions' completion URLs (under
+	// /eve/v1/actions/). They carry their own signed capability, so no
+	// bearer key is required. Nil: those URLs answer 404.
+	Actions http.Handler
+	// Tools serves the tools API under /v1/ (bearer keys apply). Nil: 404.
+	Tools http.Handler
 }
 
 // Anonymous is the caller when no keys are configured.
@@ -140,6 +146,12 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.compact))
 	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.reset))
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.stream))
+	if s.opts.Actions != nil {
+		m.Handle("/eve/v1/actions/", s.opts.Actions)
+	}
+	if s.opts.Tools != nil {
+		m.HandleFunc("/v1/", s.authed(s.opts.Tools.ServeHTTP))
+	}
 	m.HandleFunc("/", s.notFound)
 }
 
