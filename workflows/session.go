@@ -72,9 +72,27 @@ type session struct {
 	// dropMessages: the conversation was cleared while a turn ran, so its
 	// messages are not kept.
 	dropMessages bool
+	// deferred are session events raised while a turn runs: they are
+	// recorded after the turn's events, so the indexes a stream has
+	// already read never shift.
+	deferred []deferredEvent
 	// outcomes of turns someone waits on, by delivery id.
 	outcomes map[string]*signals.TurnOutcome
 	waiters  map[string]int
+}
+
+type deferredEvent struct {
+	typ  string
+	data any
+}
+
+// emitSession records a session-level event now, or after the running turn.
+func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
+	if s.active != nil {
+		s.deferred = append(s.deferred, deferredEvent{typ, data})
+		return
+	}
+	s.emit(ctx, typ, data)
 }
 
 func (s *session) emit(ctx workflow.Context, typ string, data any) {
@@ -269,14 +287,14 @@ func (s *session) clear(ctx workflow.Context) {
 	s.st.Messages = nil
 	s.dropMessages = s.active != nil
 	seq, tid := s.lastTurn()
-	s.emit(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
+	s.emitSession(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
 }
 
 // compact keeps what the user and the assistant said and drops tool
 // traffic, which is most of a conversation's size.
 func (s *session) compact(ctx workflow.Context) {
 	seq, tid := s.lastTurn()
-	s.emit(ctx, protocol.CompactionRequested, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
+	s.emitSession(ctx, protocol.CompactionRequested, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
 	var kept []model.Message
 	for _, m := range s.st.Messages {
 		if m.Role == model.RoleTool || (m.Role == model.RoleAssistant && m.Text == "") {
@@ -285,7 +303,7 @@ func (s *session) compact(ctx workflow.Context) {
 		kept = append(kept, model.Message{Role: m.Role, Text: m.Text})
 	}
 	s.st.Messages = kept
-	s.emit(ctx, protocol.CompactionCompleted, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
+	s.emitSession(ctx, protocol.CompactionCompleted, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
 }
 
 func validateSend(ctx workflow.Context, req signals.SendRequest) error {
@@ -341,6 +359,18 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	return res, nil
 }
 
+// endTurn forgets the running turn and records what waited for it.
+func (s *session) endTurn(ctx workflow.Context) {
+	s.active = nil
+	s.cancelTurn = nil
+	s.open = nil
+	for _, d := range s.deferred {
+		s.emit(ctx, d.typ, d.data)
+	}
+	s.deferred = nil
+	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+}
+
 // answersOpenQuestion matches a message against the running turn's open
 // questions by the protocol's text rules. Approvals are never answered by a
 // message: nobody approves or denies by accident.
@@ -373,7 +403,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			// Retried before the next turn; this one fails with the reason.
 			s.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
 			s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
-			s.active = nil
+			s.endTurn(ctx)
 			usage := s.st.Usage
 			s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 			if s.waiters[msg.DeliveryID] > 0 {
@@ -413,10 +443,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
 	}
-	s.active = nil
-	s.cancelTurn = nil
-	s.open = nil
-	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+	s.endTurn(ctx)
 	usage := s.st.Usage
 	s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 	if s.waiters[msg.DeliveryID] > 0 {

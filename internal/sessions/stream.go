@@ -138,10 +138,9 @@ func (s *Service) read(ctx context.Context, id string, from int, prefetched func
 		return p, false, nil
 	}
 	p.Active = true
-	// The turn's events follow everything the session itself holds. That
-	// is ActiveTurn.Base, unless the session recorded events while the
-	// turn ran (a clear or compact): those end up before the turn's events
-	// once it finishes, so the stream shows them in that order now too.
+	// The turn's events follow everything the session itself holds
+	// (ActiveTurn.Base). A clear or compact during the turn is recorded
+	// after the turn's events, so indexes already streamed never shift.
 	base := max(sp.ActiveTurn.Base, sp.Total)
 	p.Turn = &TurnCursor{WorkflowID: sp.ActiveTurn.WorkflowID, Base: base}
 	turnFrom := max(0, from-base)
