@@ -9,14 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver"
-	"github.com/eve-temporal/eve/internal/metrics"
-	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
@@ -86,37 +82,13 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 		fmt.Printf("Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
 		fmt.Printf("Temporal UI  %s\n", srv.UIAddr)
 	}
-	m, err := metrics.New()
+	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
 	if err != nil {
 		return err
 	}
-	tp, err := tracing.FromEnv(ctx)
-	if err != nil {
-		return err
-	}
-	var interceptors []interceptor.ClientInterceptor
-	if tp != nil {
-		defer tp.Shutdown(context.Background())
-		ic, err := tracing.Interceptor(tp.Tracer("eve"))
-		if err != nil {
-			return err
-		}
-		interceptors = append(interceptors, ic)
-	}
-	c, err := tc.Dial(ctx, logger, func(o *client.Options) {
-		o.MetricsHandler = m.Handler
-		o.Interceptors = interceptors
-	})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if metricsAddr != "" {
-		addr, err := m.Serve(ctx, metricsAddr)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("Metrics      http://%s/metrics\n", addr)
+	defer closeClient()
+	if metricsURL != "" {
+		fmt.Printf("Metrics      %s\n", metricsURL)
 	}
 	a, err := demo.Agent()
 	if err != nil {

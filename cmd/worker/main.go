@@ -11,13 +11,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
-	"github.com/eve-temporal/eve/internal/metrics"
-	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
@@ -72,37 +68,13 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 	if err := limits.Validate(); err != nil {
 		return err
 	}
-	m, err := metrics.New()
+	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
 	if err != nil {
 		return err
 	}
-	tp, err := tracing.FromEnv(ctx)
-	if err != nil {
-		return err
-	}
-	var interceptors []interceptor.ClientInterceptor
-	if tp != nil {
-		defer tp.Shutdown(context.Background())
-		ic, err := tracing.Interceptor(tp.Tracer("eve"))
-		if err != nil {
-			return err
-		}
-		interceptors = append(interceptors, ic)
-	}
-	c, err := tc.Dial(ctx, logger, func(o *client.Options) {
-		o.MetricsHandler = m.Handler
-		o.Interceptors = interceptors
-	})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if metricsAddr != "" {
-		addr, err := m.Serve(ctx, metricsAddr)
-		if err != nil {
-			return err
-		}
-		logger.Info("metrics", "url", fmt.Sprintf("http://%s/metrics", addr))
+	defer closeClient()
+	if metricsURL != "" {
+		logger.Info("metrics", "url", metricsURL)
 	}
 	a, err := demo.Agent()
 	if err != nil {
