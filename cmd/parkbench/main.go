@@ -100,9 +100,20 @@ func run(counts string, cacheSize, conc int) error {
 			go func() {
 				defer wg.Done()
 				for next.Add(1) <= int64(todo) {
-					cctx, cancel := context.WithTimeout(ctx, time.Minute)
-					res, err := svc.CreateAndSend(cctx, "", nil, signals.SendRequest{Message: "refund", Wait: true})
-					cancel()
+					var (
+						res signals.SendResult
+						err error
+					)
+					// A loaded machine may time a park out; one retry (a
+					// new session) keeps the count exact.
+					for try := 0; try < 2; try++ {
+						cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+						res, err = svc.CreateAndSend(cctx, "", nil, signals.SendRequest{Message: "refund", Wait: true})
+						cancel()
+						if err == nil {
+							break
+						}
+					}
 					if err == nil && (res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting) {
 						err = fmt.Errorf("not parked: %+v", res.Outcome)
 					}
