@@ -37,6 +37,11 @@ func init() {
 			setup: eveSetup(v.localModel, v.tool, false),
 		})
 	}
+	// The common case: another message to a running session.
+	scenarios = append(scenarios, scenario{
+		name: "eve-turn/same-session", baseline: "raw-turn/regular", latency: true,
+		setup: eveSameSessionSetup,
+	})
 	for _, v := range []struct {
 		name, baseline   string
 		localModel, tool bool
@@ -133,4 +138,41 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 			return elapsed, nil
 		}, w.Stop, nil
 	}
+}
+
+// eveSameSessionSetup sends every turn to one session (eve's defaults:
+// model step local, tool regular).
+func eveSameSessionSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	m, err := scripted.Parse([]byte(benchRules))
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := tools.NewRegistry()
+	if err := reg.Register(weatherTool(false, false)); err != nil {
+		return nil, nil, err
+	}
+	tq := env.Queue("eve-same-session")
+	w := worker.New(env.Client, tq, env.WorkerOptions)
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true}); err != nil {
+		return nil, nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, nil, err
+	}
+	svc := &sessions.Service{Client: env.Client, TaskQueue: tq}
+	id, err := svc.Create(ctx, "", nil)
+	if err != nil {
+		w.Stop()
+		return nil, nil, err
+	}
+	return func(ctx context.Context, i int) (time.Duration, error) {
+		res, err := svc.Send(ctx, id, signals.SendRequest{Message: "weather", Wait: true})
+		if err != nil {
+			return 0, err
+		}
+		if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
+			return 0, fmt.Errorf("turn outcome %+v", res.Outcome)
+		}
+		return 0, nil
+	}, w.Stop, nil
 }
