@@ -15,11 +15,12 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// actionState is one delegated call in flight.
+// actionState is one delegated action in flight, in a turn or in a tools
+// API execution: both settle it the same way.
 type actionState struct {
 	signals.ActionState
-	plan   activities.CallPlan
-	schema *schema.Schema
+	outputSchema json.RawMessage
+	schema       *schema.Schema
 }
 
 func (t *turn) registerActionHandlers(ctx workflow.Context) error {
@@ -56,6 +57,13 @@ func (t *turn) checkSettle(req signals.SettleAction) error {
 	if a == nil {
 		return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
 	}
+	return a.check(req)
+}
+
+// check answers a completion without changing anything: 410 when the
+// action ended first, 409 for a different outcome after settlement, 422
+// for output that breaks the tool's output schema; nil to accept.
+func (a *actionState) check(req signals.SettleAction) error {
 	if (req.Error == nil) == (req.Output == nil) {
 		return temporal.NewApplicationError(`send exactly one of "output" or "error"`, signals.ErrActionInvalid)
 	}
@@ -69,16 +77,16 @@ func (t *turn) checkSettle(req signals.SettleAction) error {
 		}
 		return nil
 	}
-	if req.Output != nil && len(a.plan.OutputSchema) > 0 {
+	if req.Output != nil && len(a.outputSchema) > 0 {
 		if a.schema == nil {
-			s, err := schema.Compile(a.plan.Call.Name+"/output", a.plan.OutputSchema)
+			s, err := schema.Compile(a.Tool+"/output", a.outputSchema)
 			if err != nil {
 				return temporal.NewApplicationError("the tool's output schema does not compile: "+err.Error(), signals.ErrActionInvalid)
 			}
 			a.schema = s
 		}
 		if err := a.schema.Validate(req.Output); err != nil {
-			return temporal.NewApplicationError(fmt.Sprintf("output breaks the %s output schema: %v", a.plan.Call.Name, err), signals.ErrActionInvalid)
+			return temporal.NewApplicationError(fmt.Sprintf("output breaks the %s output schema: %v", a.Tool, err), signals.ErrActionInvalid)
 		}
 	}
 	if req.Error != nil && req.Error.Message == "" {
@@ -93,7 +101,7 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	id := activities.ActionID(wid, p.Call.ID)
 	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &actionState{plan: p, ActionState: signals.ActionState{ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline}}
+	a := &actionState{outputSchema: p.OutputSchema, ActionState: signals.ActionState{ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline}}
 	t.actions[id] = a // registered before the job can know the action exists
 	t.delegatedOpen++
 	defer func() { t.delegatedOpen-- }()
@@ -124,14 +132,14 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 			var raw json.RawMessage
 			if err := f.Get(ctx, &raw); err != nil {
 				if ctx.Err() != nil {
-					outcome = t.endAction(a, signals.ActionCancelled)
+					outcome = a.end(signals.ActionCancelled)
 					return
 				}
 				outcome = activityFailure(p.Call.Name, err)
 				a.State = signals.ActionFailed
 				return
 			}
-			outcome = t.actionOutcome(a, raw)
+			outcome = a.outcome(raw)
 		})
 		if !timerFired {
 			sel.AddFuture(timer, func(f workflow.Future) {
@@ -143,12 +151,12 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 					return // a completion was accepted: wait for it
 				}
 				settled = true
-				outcome = t.endAction(a, signals.ActionExpired)
+				outcome = a.end(signals.ActionExpired)
 			})
 		}
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
 			settled = true
-			outcome = t.endAction(a, signals.ActionCancelled)
+			outcome = a.end(signals.ActionCancelled)
 		})
 		sel.Select(ctx)
 	}
@@ -160,8 +168,8 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 	return outcome
 }
 
-// endAction settles an action that ended without its job: deadline or cancellation.
-func (t *turn) endAction(a *actionState, state string) activities.ToolOutcome {
+// end settles an action that ended without its job: deadline or cancellation.
+func (a *actionState) end(state string) activities.ToolOutcome {
 	a.State = state
 	if state == signals.ActionCancelled {
 		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before its job completed", a.Tool))
@@ -170,8 +178,8 @@ func (t *turn) endAction(a *actionState, state string) activities.ToolOutcome {
 		fmt.Sprintf("deadline exceeded: the job of tool %s did not complete by %s", a.Tool, a.Deadline.UTC().Format(time.RFC3339)))
 }
 
-// actionOutcome turns what the activity completed with into the call's outcome.
-func (t *turn) actionOutcome(a *actionState, raw json.RawMessage) activities.ToolOutcome {
+// outcome turns what the activity completed with into the call's outcome.
+func (a *actionState) outcome(raw json.RawMessage) activities.ToolOutcome {
 	r := activities.DecodeActionResult(raw)
 	if r.Status == protocol.StatusFailed {
 		a.State = signals.ActionFailed
@@ -189,7 +197,7 @@ func (t *turn) actionOutcome(a *actionState, raw json.RawMessage) activities.Too
 		return activities.ToolOutcome{Status: protocol.StatusFailed, Output: out, Error: e}
 	}
 	// A raw task-token completion skipped the API's 422 check: check here.
-	if err := t.checkSettle(signals.SettleAction{ActionID: a.ActionID, Output: r.Output}); err != nil && a.State == signals.ActionPending {
+	if err := a.check(signals.SettleAction{ActionID: a.ActionID, Output: r.Output}); err != nil && a.State == signals.ActionPending {
 		a.State = signals.ActionFailed
 		return activities.FailedOutcome(protocol.CodeToolOutputInvalid, errorMessage(err))
 	}

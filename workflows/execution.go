@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
-	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -94,14 +92,7 @@ func RegisterExecutions(reg WorkflowRegistry) {
 type execution struct {
 	in     ExecutionInput
 	out    ExecutionOutput
-	action *execAction // delegated tools only
-}
-
-// execAction is a delegated execution's action.
-type execAction struct {
-	signals.ActionState
-	outputSchema json.RawMessage
-	schema       *schema.Schema
+	action *actionState // delegated tools only
 }
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
@@ -168,35 +159,7 @@ func (e *execution) checkSettle(req signals.SettleAction) error {
 	if a == nil || a.ActionID != req.ActionID {
 		return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
 	}
-	if (req.Error == nil) == (req.Output == nil) {
-		return temporal.NewApplicationError(`send exactly one of "output" or "error"`, signals.ErrActionInvalid)
-	}
-	switch a.State {
-	case signals.ActionExpired, signals.ActionCancelled:
-		return temporal.NewApplicationError(fmt.Sprintf("action %s ended first (%s); a late completion cannot revive it", a.ActionID, a.State), signals.ErrActionGone)
-	case signals.ActionPending:
-	default:
-		if a.Hash != signals.HashSettle(req) {
-			return temporal.NewApplicationError(fmt.Sprintf("action %s already settled with a different outcome", a.ActionID), signals.ErrActionConflict)
-		}
-		return nil
-	}
-	if req.Output != nil && len(a.outputSchema) > 0 {
-		if a.schema == nil {
-			s, err := schema.Compile(a.Tool+"/output", a.outputSchema)
-			if err != nil {
-				return temporal.NewApplicationError("the tool's output schema does not compile: "+err.Error(), signals.ErrActionInvalid)
-			}
-			a.schema = s
-		}
-		if err := a.schema.Validate(req.Output); err != nil {
-			return temporal.NewApplicationError(fmt.Sprintf("output breaks the %s output schema: %v", a.Tool, err), signals.ErrActionInvalid)
-		}
-	}
-	if req.Error != nil && req.Error.Message == "" {
-		return temporal.NewApplicationError("error.message is required", signals.ErrActionInvalid)
-	}
-	return nil
+	return a.check(req)
 }
 
 func (e *execution) session() auth.Session {
@@ -237,7 +200,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		if ctx.Err() != nil {
 			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool))
 		}
-		return execFailure(e.in.Tool, err)
+		return activityFailure(e.in.Tool, err)
 	}
 	return out
 }
@@ -297,7 +260,7 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 		p.Deadline = tools.DefaultDeadline
 	}
 	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &execAction{outputSchema: p.OutputSchema, ActionState: signals.ActionState{
+	a := &actionState{outputSchema: p.OutputSchema, ActionState: signals.ActionState{
 		ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline,
 	}}
 	e.action = a // set before the job can know the action exists
@@ -329,14 +292,14 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 			var raw json.RawMessage
 			if err := f.Get(ctx, &raw); err != nil {
 				if ctx.Err() != nil {
-					outcome = e.endAction(signals.ActionCancelled)
+					outcome = e.action.end(signals.ActionCancelled)
 					return
 				}
 				a.State = signals.ActionFailed
-				outcome = execFailure(e.in.Tool, err)
+				outcome = activityFailure(e.in.Tool, err)
 				return
 			}
-			outcome = e.actionOutcome(raw)
+			outcome = e.action.outcome(raw)
 		})
 		if !timerFired {
 			sel.AddFuture(timer, func(f workflow.Future) {
@@ -348,12 +311,12 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 					return // a completion was accepted: wait for it
 				}
 				settled = true
-				outcome = e.endAction(signals.ActionExpired)
+				outcome = e.action.end(signals.ActionExpired)
 			})
 		}
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
 			settled = true
-			outcome = e.endAction(signals.ActionCancelled)
+			outcome = e.action.end(signals.ActionCancelled)
 		})
 		sel.Select(ctx)
 	}
@@ -362,48 +325,6 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 		cancelActivity()
 	}
 	return outcome
-}
-
-// endAction settles an action that ended without its job.
-func (e *execution) endAction(state string) activities.ToolOutcome {
-	a := e.action
-	a.State = state
-	if state == signals.ActionCancelled {
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before its job completed", e.in.Tool))
-	}
-	return activities.FailedOutcome(protocol.CodeDeadlineExceeded,
-		fmt.Sprintf("deadline exceeded: the job of tool %s did not complete by %s", e.in.Tool, a.Deadline.UTC().Format(time.RFC3339)))
-}
-
-// actionOutcome turns what the activity completed with into the outcome.
-func (e *execution) actionOutcome(raw json.RawMessage) activities.ToolOutcome {
-	a := e.action
-	r := activities.DecodeActionResult(raw)
-	if r.Status == protocol.StatusFailed {
-		a.State = signals.ActionFailed
-		ae := r.Error
-		if ae == nil {
-			ae = &protocol.ActionError{Code: protocol.CodeToolExecution, Message: "the job failed"}
-		}
-		if ae.Code == "" {
-			ae.Code = protocol.CodeToolExecution
-		}
-		if a.Hash == "" {
-			a.Hash = signals.HashSettle(signals.SettleAction{Error: ae})
-		}
-		out, _ := json.Marshal(map[string]string{"error": ae.Message, "code": ae.Code})
-		return activities.ToolOutcome{Status: protocol.StatusFailed, Output: out, Error: ae}
-	}
-	// A raw task-token completion skipped the API's 422 check: check here.
-	if err := e.checkSettle(signals.SettleAction{ActionID: a.ActionID, Output: r.Output}); err != nil && a.State == signals.ActionPending {
-		a.State = signals.ActionFailed
-		return activities.FailedOutcome(protocol.CodeToolOutputInvalid, execErrorMessage(err))
-	}
-	a.State = signals.ActionCompleted
-	if a.Hash == "" {
-		a.Hash = signals.HashSettle(signals.SettleAction{Output: r.Output})
-	}
-	return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.Output}
 }
 
 // settle records the outcome as the execution's result.
@@ -478,26 +399,4 @@ func execActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 		RetryPolicy:         retry,
 	})
 	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
-}
-
-// execFailure turns a failed activity (retries exhausted, timeout,
-// cancellation) into an outcome.
-func execFailure(tool string, err error) activities.ToolOutcome {
-	var timeoutErr *temporal.TimeoutError
-	var canceledErr *temporal.CanceledError
-	switch {
-	case errors.As(err, &timeoutErr):
-		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
-	case errors.As(err, &canceledErr):
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
-	}
-	return activities.FailedOutcome(protocol.CodeToolExecution, execErrorMessage(err))
-}
-
-func execErrorMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
 }
