@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # eve's worker and API server in one image:
 #   docker build -t eve .
 #   docker run eve worker         # Temporal worker (workflows + activities)

@@ -133,10 +133,10 @@ func main() {
 	var f flags
 	var scen string
 	flag.IntVar(&f.n, "n", 200, "sequential calls per latency measurement")
-	flag.IntVar(&f.warmup, "warmup", 20, "untimed calls before each latency measurement")
+	flag.IntVar(&f.warmup, "warmup", 10, "untimed calls before each latency measurement")
 	flag.IntVar(&f.concurrency, "c", 50, "concurrency of the throughput measurement")
 	flag.IntVar(&f.total, "total", 300, "calls per throughput measurement")
-	flag.DurationVar(&f.budget, "budget", 12*time.Second, "stop a latency measurement after this long (keeping at least 30 samples)")
+	flag.DurationVar(&f.budget, "budget", 7*time.Second, "time budget per config for a latency measurement (at least 30 samples are taken)")
 	flag.StringVar(&f.configs, "configs", strings.Join(defaultConfigNames, ","), "server configs to run, comma-separated (known: "+configNames(defaultConfigs)+")")
 	flag.StringVar(&scen, "scenarios", "", "regexp selecting scenarios by name (default: all but extras)")
 	flag.BoolVar(&f.sweep, "sweep", false, "run the dynamic-config and worker-option sweep of docs/performance.md instead")

@@ -290,7 +290,9 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		}
 	}
 	for _, a := range as {
-		fmt.Fprintf(os.Stderr, "bench: %-30s %-20s latency %v | %.1f/s %s\n", s.name, a.t.cfg.name, a.row.Latency, a.row.Throughput.PerSec, a.row.Note)
+		l := a.row.Latency
+		fmt.Fprintf(os.Stderr, "bench: %-30s %-20s n=%d p50=%s p99=%s | %.1f/s %s\n", s.name, a.t.cfg.name,
+			l.N, benchkit.FormatDuration(l.P50), benchkit.FormatDuration(l.P99), a.row.Throughput.PerSec, a.row.Note)
 	}
 	return as
 }
