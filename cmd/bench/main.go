@@ -112,7 +112,7 @@ var defaultConfigNames = []string{"default", "fast", "fast-sqlite"}
 
 type flags struct {
 	n, warmup, concurrency, total int
-	budget                        time.Duration
+	budget, tbudget               time.Duration
 	configs                       string
 	scenarios                     *regexp.Regexp
 	sweep                         bool
@@ -137,6 +137,7 @@ func main() {
 	flag.IntVar(&f.concurrency, "c", 50, "concurrency of the throughput measurement")
 	flag.IntVar(&f.total, "total", 300, "calls per throughput measurement")
 	flag.DurationVar(&f.budget, "budget", 7*time.Second, "time budget per config for a latency measurement (at least 30 samples are taken)")
+	flag.DurationVar(&f.tbudget, "tbudget", 9*time.Second, "time budget per config for a throughput measurement (0: none)")
 	flag.StringVar(&f.configs, "configs", strings.Join(defaultConfigNames, ","), "server configs to run, comma-separated (known: "+configNames(defaultConfigs)+")")
 	flag.StringVar(&scen, "scenarios", "", "regexp selecting scenarios by name (default: all but extras)")
 	flag.BoolVar(&f.sweep, "sweep", false, "run the dynamic-config and worker-option sweep of docs/performance.md instead")
@@ -160,7 +161,7 @@ func main() {
 		for _, c := range allConfigs() {
 			fmt.Printf("config   %-22s %s\n", c.name, c.desc)
 		}
-		for _, s := range scenarios {
+		for _, s := range orderScenarios(scenarios) {
 			extra := ""
 			if s.extra {
 				extra = " (extra)"
@@ -195,9 +196,9 @@ func main() {
 		fmt.Printf("  %-22s %s\n", cfg.name, cfg.desc)
 	}
 	fmt.Printf("p50/p99: back-to-back sequential calls, in blocks of %d (after %d untimed) alternating between configs;\n"+
-		"  park rows time the Update sent → turn result. turns/s: %d calls at concurrency %d, in %d alternating\n"+
-		"  bursts per config. vs baseline: p50 ratio to the named row.\n",
-		f.block, f.settle, f.total, f.concurrency, f.bursts)
+		"  park rows time the Update sent → turn result. turns/s: %d calls (or %s) at concurrency %d, in %d\n"+
+		"  alternating bursts per config. vs baseline: p50 ratio to the named row.\n",
+		f.block, f.settle, f.total, f.tbudget, f.concurrency, f.bursts)
 	fmt.Printf("took %s\n", time.Since(began).Round(time.Second))
 }
 
@@ -245,12 +246,31 @@ func pickScenarios(f flags) []scenario {
 		}
 		out = append(out, s)
 	}
+	out = orderScenarios(out)
 	if f.sweep {
 		// The sweep's configs are not listed in the scenarios' configs.
 		for i := range out {
 			out[i].configs = nil
 		}
 	}
+	return out
+}
+
+// orderScenarios puts the raw-SDK baseline rows ("raw-..." scenarios) first,
+// whatever order the init functions of this package ran in, and otherwise
+// keeps the order of the scenarios slice.
+func orderScenarios(in []scenario) []scenario {
+	out := slices.Clone(in)
+	raw := func(s scenario) bool { return strings.HasPrefix(s.name, "raw-") }
+	slices.SortStableFunc(out, func(a, b scenario) int {
+		switch {
+		case raw(a) && !raw(b):
+			return -1
+		case !raw(a) && raw(b):
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 

@@ -47,7 +47,8 @@ type active struct {
 	lat     []time.Duration
 	failed  bool
 	// throughput accumulators
-	n                  int
+	n                  int     // calls completed
+	rated              float64 // calls completed within the measured windows
 	wall               time.Duration
 	cpuServer, cpuSelf time.Duration
 	cpuOK              bool
@@ -258,19 +259,18 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 				}
 				cpu := startCPU(a.t.env.Server.PID())
 				base := next
-				t0 := time.Now()
-				st, err := benchkit.Throughput(ctx, f.concurrency, per, func(ctx context.Context, i int) error {
+				st, err := benchkit.ThroughputFor(ctx, f.concurrency, per, f.tbudget/time.Duration(bursts), func(ctx context.Context, i int) error {
 					_, err := call(a, base+i)
 					return err
 				})
-				wall := time.Since(t0)
 				next += per
 				if err != nil {
 					fail(a, "throughput", err)
 					continue
 				}
 				a.n += st.N
-				a.wall += wall
+				a.wall += st.Wall
+				a.rated += st.PerSec * st.Wall.Seconds()
 				srv, self, ok := cpu.delta()
 				a.cpuServer += srv
 				a.cpuSelf += self
@@ -279,7 +279,10 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		}
 		for _, a := range as {
 			if a.n > 0 && a.wall > 0 {
-				a.row.Throughput = benchkit.Stats{N: a.n, PerSec: float64(a.n) / a.wall.Seconds()}
+				a.row.Throughput = benchkit.Stats{N: a.n, PerSec: a.rated / a.wall.Seconds(), Wall: a.wall}
+				if a.n < f.total && !a.failed {
+					a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" %d/s over %d calls (budget)", int(a.row.Throughput.PerSec+0.5), a.n))
+				}
 				if f.cpu && a.cpuOK && !a.failed {
 					ms := func(d time.Duration) string {
 						return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(a.n))

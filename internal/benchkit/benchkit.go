@@ -21,8 +21,10 @@ type Stats struct {
 	N int
 	// P50, P99 and Mean are per-call latencies.
 	P50, P99, Mean time.Duration
-	// PerSec is completed calls per second of wall time.
+	// PerSec is completed calls per second of wall time; Wall is that time
+	// (see ThroughputFor for the budgeted case).
 	PerSec float64
+	Wall   time.Duration
 	// Errors counts failed calls (measured runs stop at the first error, so
 	// this is 0 or 1 unless a Throughput run tolerated more).
 	Errors int
@@ -49,6 +51,7 @@ func Summarize(lat []time.Duration, wall time.Duration) Stats {
 	st.Mean = sum / time.Duration(len(sorted))
 	if wall > 0 {
 		st.PerSec = float64(len(sorted)) / wall.Seconds()
+		st.Wall = wall
 	}
 	return st
 }
@@ -119,6 +122,15 @@ func Timed(ctx context.Context, n, warmup int, fn func(ctx context.Context, i in
 // calls per second of wall time (and per-call latency under that load). i
 // counts from 0 to total-1. The first error cancels the rest and is returned.
 func Throughput(ctx context.Context, concurrency, total int, fn func(ctx context.Context, i int) error) (Stats, error) {
+	return ThroughputFor(ctx, concurrency, total, 0, fn)
+}
+
+// ThroughputFor is Throughput with a time budget: after maxWall (if > 0) no
+// new calls start and the calls in flight finish. If the budget cut the run
+// short, PerSec counts only the calls that completed within maxWall (so the
+// drain, at falling concurrency, does not dilute it); the latencies cover all
+// completed calls.
+func ThroughputFor(ctx context.Context, concurrency, total int, maxWall time.Duration, fn func(ctx context.Context, i int) error) (Stats, error) {
 	if concurrency < 1 {
 		concurrency = 1
 	}
@@ -129,14 +141,24 @@ func Throughput(ctx context.Context, concurrency, total int, fn func(ctx context
 		mu       sync.Mutex
 		lat      = make([]time.Duration, 0, total)
 		errCount int
+		inWindow int
 		wg       sync.WaitGroup
 	)
 	start := time.Now()
+	var stopAt time.Time
+	if maxWall > 0 {
+		stopAt = start.Add(maxWall)
+	}
+	var capped atomic.Bool
 	for g := 0; g < concurrency; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
+				if !stopAt.IsZero() && time.Now().After(stopAt) {
+					capped.Store(true)
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= total || ctx.Err() != nil {
 					return
@@ -152,6 +174,9 @@ func Throughput(ctx context.Context, concurrency, total int, fn func(ctx context
 					return
 				}
 				lat = append(lat, d)
+				if stopAt.IsZero() || !t0.Add(d).After(stopAt) {
+					inWindow++
+				}
 				mu.Unlock()
 			}
 		}()
@@ -159,10 +184,14 @@ func Throughput(ctx context.Context, concurrency, total int, fn func(ctx context
 	wg.Wait()
 	st := Summarize(lat, time.Since(start))
 	st.Errors = errCount
+	if capped.Load() {
+		st.PerSec = float64(inWindow) / maxWall.Seconds()
+		st.Wall = maxWall
+	}
 	if errCount > 0 || ctx.Err() != nil {
 		return st, context.Cause(ctx)
 	}
-	if st.N < total {
+	if st.N < total && !capped.Load() {
 		return st, errors.New("benchkit: fewer calls completed than asked for")
 	}
 	return st, nil

@@ -133,3 +133,13 @@ func TestTimedAndStop(t *testing.T) {
 		t.Fatalf("Timed = %+v, %v", st, err)
 	}
 }
+
+func TestThroughputFor(t *testing.T) {
+	st, err := ThroughputFor(context.Background(), 4, 1000, 50*time.Millisecond, func(ctx context.Context, i int) error {
+		time.Sleep(10 * time.Millisecond)
+		return nil
+	})
+	if err != nil || st.N == 0 || st.N > 40 || st.PerSec < 100 || st.PerSec > 500 {
+		t.Fatalf("ThroughputFor = %+v, %v", st, err)
+	}
+}
