@@ -24,8 +24,15 @@ type actionState struct {
 }
 
 func (t *turn) registerActionHandlers(ctx workflow.Context) error {
+	return registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] })
+}
+
+// registerActionHandlers installs the action-state query and the settle
+// Update (whose validator answers 404/409/410/422 without recording
+// anything) for the actions find knows.
+func registerActionHandlers(ctx workflow.Context, find func(id string) *actionState) error {
 	if err := workflow.SetQueryHandler(ctx, signals.QueryAction, func(id string) (signals.ActionState, error) {
-		a := t.actions[id]
+		a := find(id)
 		if a == nil {
 			return signals.ActionState{}, fmt.Errorf("unknown action %q", id)
 		}
@@ -35,7 +42,7 @@ func (t *turn) registerActionHandlers(ctx workflow.Context) error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSettleAction,
 		func(ctx workflow.Context, req signals.SettleAction) (signals.SettleDecision, error) {
-			a := t.actions[req.ActionID]
+			a := find(req.ActionID)
 			if a.State == signals.ActionPending {
 				a.State = signals.ActionSettling
 				a.Hash = signals.HashSettle(req)
@@ -48,16 +55,12 @@ func (t *turn) registerActionHandlers(ctx workflow.Context) error {
 			return signals.SettleDecision{Decision: signals.DecisionDuplicate}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.SettleAction) error {
-			return t.checkSettle(req)
+			a := find(req.ActionID)
+			if a == nil {
+				return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
+			}
+			return a.check(req)
 		}})
-}
-
-func (t *turn) checkSettle(req signals.SettleAction) error {
-	a := t.actions[req.ActionID]
-	if a == nil {
-		return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
-	}
-	return a.check(req)
 }
 
 // check answers a completion without changing anything: 410 when the

@@ -125,41 +125,12 @@ func (e *execution) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryAction, func(id string) (signals.ActionState, error) {
-		if e.action == nil || e.action.ActionID != id {
-			return signals.ActionState{}, fmt.Errorf("unknown action %q", id)
+	return registerActionHandlers(ctx, func(id string) *actionState {
+		if e.action != nil && e.action.ActionID == id {
+			return e.action
 		}
-		return e.action.ActionState, nil
-	}); err != nil {
-		return err
-	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSettleAction,
-		func(ctx workflow.Context, req signals.SettleAction) (signals.SettleDecision, error) {
-			a := e.action
-			if a.State == signals.ActionPending {
-				a.State = signals.ActionSettling
-				a.Hash = signals.HashSettle(req)
-			}
-			if a.State == signals.ActionSettling {
-				// Not yet observed: (re)complete, so a crash between this
-				// update and the completion call is healed by a retry.
-				return signals.SettleDecision{Decision: signals.DecisionComplete}, nil
-			}
-			return signals.SettleDecision{Decision: signals.DecisionDuplicate}, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.SettleAction) error {
-			return e.checkSettle(req)
-		}})
-}
-
-// checkSettle mirrors the turn's: 404 unknown, 410 ended, 409 conflict,
-// 422 invalid output, nil for a new or identical outcome.
-func (e *execution) checkSettle(req signals.SettleAction) error {
-	a := e.action
-	if a == nil || a.ActionID != req.ActionID {
-		return temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
-	}
-	return a.check(req)
+		return nil
+	})
 }
 
 func (e *execution) session() auth.Session {
