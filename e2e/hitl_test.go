@@ -82,7 +82,8 @@ func TestApprovalApproved(t *testing.T) {
 	if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted || res.Outcome.Reply != "Refund of ch_42: 25" {
 		t.Fatalf("outcome = %+v", res.Outcome)
 	}
-	evs := env.Events(env.Ctx(10*time.Second), id)
+	// The turn has ended; the session records session.waiting right after.
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
 	tail := evetest.Types(evs[len(evs)-9:])
 	want := "input.resolved action.result step.completed step.started message.completed step.completed turn.completed session.waiting"
 	if got := strings.Join(tail[1:], " "); got != want {
