@@ -281,7 +281,7 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 			if a.n > 0 && a.wall > 0 {
 				a.row.Throughput = benchkit.Stats{N: a.n, PerSec: a.rated / a.wall.Seconds(), Wall: a.wall}
 				if a.n < f.total && !a.failed {
-					a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" %d/s over %d calls (budget)", int(a.row.Throughput.PerSec+0.5), a.n))
+					a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" turns/s from %d calls (budget)", a.n))
 				}
 				if f.cpu && a.cpuOK && !a.failed {
 					ms := func(d time.Duration) string {
