@@ -109,6 +109,16 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 	t.delegatedOpen++
 	defer func() { t.delegatedOpen-- }()
 
+	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline, Dynamic: t.dynamicFor(p.Call.Name)}
+	outcome := awaitAction(ctx, a, p, in)
+	countDelegatedAction(ctx, a.Tool, a.State)
+	return outcome
+}
+
+// awaitAction starts a delegated call's activity and waits for the job's
+// completion, the deadline, or cancellation, whichever comes first. Turns
+// and tools API executions both use it.
+func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in activities.ExecuteToolInput) activities.ToolOutcome {
 	actx, cancelActivity := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
 		ActivityID:          "tool/" + p.Call.ID,
@@ -118,7 +128,6 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 		// id), not by re-running the activity after it went pending.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline, Dynamic: t.dynamicFor(p.Call.Name)}
 	fut := workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
@@ -164,7 +173,6 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 		sel.Select(ctx)
 	}
 	cancelTimer()
-	countDelegatedAction(ctx, a.Tool, a.State)
 	if a.State == signals.ActionExpired || a.State == signals.ActionCancelled {
 		cancelActivity()
 	}

@@ -237,65 +237,8 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 	e.action = a // set before the job can know the action exists
 	e.out.ActionID = id
 
-	actx, cancelActivity := workflow.WithCancel(ctx)
-	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
-		ActivityID:          "tool/" + p.Call.ID,
-		StartToCloseTimeout: p.Deadline + time.Minute,
-		HeartbeatTimeout:    p.HeartbeatTimeout,
-		// The job is started once; its own idempotency (the action id)
-		// covers retries of the enqueue, not re-running a pending activity.
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-	})
 	in := activities.ExecuteToolInput{Session: e.session(), TurnID: wid, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline}
-	fut := workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
-
-	tctx, cancelTimer := workflow.WithCancel(ctx)
-	timer := workflow.NewTimer(tctx, p.Deadline)
-	var (
-		outcome    activities.ToolOutcome
-		settled    bool
-		timerFired bool
-	)
-	for !settled {
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(fut, func(f workflow.Future) {
-			settled = true
-			var raw json.RawMessage
-			if err := f.Get(ctx, &raw); err != nil {
-				if ctx.Err() != nil {
-					outcome = e.action.end(signals.ActionCancelled)
-					return
-				}
-				a.State = signals.ActionFailed
-				outcome = activityFailure(e.in.Tool, err)
-				return
-			}
-			outcome = e.action.outcome(raw)
-		})
-		if !timerFired {
-			sel.AddFuture(timer, func(f workflow.Future) {
-				timerFired = true
-				if f.Get(ctx, nil) != nil {
-					return // cancelled with the workflow; the Done case handles it
-				}
-				if a.State == signals.ActionSettling {
-					return // a completion was accepted: wait for it
-				}
-				settled = true
-				outcome = e.action.end(signals.ActionExpired)
-			})
-		}
-		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
-			settled = true
-			outcome = e.action.end(signals.ActionCancelled)
-		})
-		sel.Select(ctx)
-	}
-	cancelTimer()
-	if a.State == signals.ActionExpired || a.State == signals.ActionCancelled {
-		cancelActivity()
-	}
-	return outcome
+	return awaitAction(ctx, a, p, in)
 }
 
 // settle records the outcome as the execution's result.
