@@ -17,6 +17,7 @@ import (
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
@@ -51,7 +52,10 @@ type Activities struct {
 	Resolvers []tools.Resolver
 	// Disabled names are dropped from non-system resolvers' tools.
 	Disabled []string
-	cache    resolverCache
+	// Conversations holds sessions' conversations (model steps read and
+	// extend them by reference).
+	Conversations *conversation.Store
+	cache         resolverCache
 }
 
 // ModelStepInput is one model call.
@@ -59,7 +63,14 @@ type ModelStepInput struct {
 	SessionID string          `json:"sessionId"`
 	TurnID    string          `json:"turnId"`
 	StepIndex int             `json:"stepIndex"`
-	Messages  []model.Message `json:"messages"`
+	// Messages is the whole conversation, in turns recorded before
+	// conversations were stored by reference.
+	Messages []model.Message `json:"messages"`
+	// Conversation, when set, is the stored conversation; Append are the
+	// messages that follow it (the user's message, tool results), stored
+	// by the step before the model is called.
+	Conversation *conversation.Ref `json:"conversation,omitempty"`
+	Append       []model.Message   `json:"append,omitempty"`
 	// Dynamic are the resolved tools in force for this step.
 	Dynamic []DynamicTool `json:"dynamic,omitempty"`
 	// StreamTo, when set, is the turn workflow that receives streamed text
@@ -92,6 +103,11 @@ type CallPlan struct {
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
 	// Deadline is set for delegated tools.
 	Deadline time.Duration `json:"deadline,omitempty"`
+	// MaxOutputBytes is the tool's output limit in force
+	// (tools.Tool.EffectiveMaxOutputBytes). Workflow code checks delegated
+	// completions and client answers against it; 0 (a plan recorded before
+	// the field existed) means not known, and nothing is checked.
+	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
@@ -104,11 +120,18 @@ type ModelStepOutput struct {
 	ModelID  string         `json:"modelId"`
 	Response model.Response `json:"response"`
 	Plans    []CallPlan     `json:"plans,omitempty"`
+	// Conversation is the stored conversation after the step: the input's,
+	// Append, and the model's answer (set when the input's was).
+	Conversation *conversation.Ref `json:"conversation,omitempty"`
 }
 
 // ModelStep runs one model step with the registry's tools.
 func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelStepOutput, error) {
-	req := model.Request{System: a.System, Messages: in.Messages, Tools: a.descriptors(in.Dynamic)}
+	msgs, conv, err := a.stepMessages(ctx, in)
+	if err != nil {
+		return ModelStepOutput{}, err
+	}
+	req := model.Request{System: a.System, Messages: msgs, Tools: a.descriptors(in.Dynamic)}
 	stream, flush := a.streamer(ctx, in)
 	resp, err := a.Model.Step(ctx, req, stream)
 	flush()
@@ -125,6 +148,13 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 			fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err), ErrTypeModel, err)
 	}
 	out := ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
+	if conv != nil {
+		next, err := a.Conversations.Append(ctx, in.SessionID, *conv, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if err != nil {
+			return ModelStepOutput{}, temporal.NewApplicationErrorWithCause("store the model's answer: "+err.Error(), ErrTypeStore, err)
+		}
+		out.Conversation = &next
+	}
 	for _, c := range resp.ToolCalls {
 		t, err := a.lookup(ctx, c.Name, in.Dynamic)
 		if err != nil {
@@ -149,6 +179,7 @@ func (a *Activities) plan(c model.ToolCall, t *tools.Tool) CallPlan {
 		Timeout:          t.EffectiveTimeout(),
 		HeartbeatTimeout: t.HeartbeatTimeout,
 		Retry:            t.EffectiveRetry(),
+		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
 	}
 	if err := t.ValidateInput(c.Input); err != nil {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
@@ -282,6 +313,9 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	out, err := json.Marshal(result)
 	if err != nil {
 		return FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned a value that is not JSON: %v", t.Name, err)), nil
+	}
+	if o, tooLarge := a.checkOutputSize(t, in, out); tooLarge {
+		return o, nil
 	}
 	if err := t.ValidateOutput(out); err != nil {
 		var ve *schema.ValidationError

@@ -15,7 +15,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/workflows"
 )
@@ -51,6 +53,18 @@ type Agent struct {
 	// Actions signs completion URLs of delegated tools.
 	Actions *activities.ActionsConfig
 	Logger  *slog.Logger
+	// Store holds the conversation and large payloads; use the store the
+	// worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE).
+	// Required.
+	Store payloadstore.Store
+	// ContextWindow is the model's context window in tokens (default
+	// 200,000). The conversation is compacted automatically when it
+	// reaches CompactAt of it.
+	ContextWindow int
+	// CompactAt is the share of the context window at which a turn
+	// compacts the conversation before its next model step (default 0.9;
+	// negative turns automatic compaction off).
+	CompactAt float64
 }
 
 // Builtins are the tools eve adds to every agent unless disabled.
@@ -111,6 +125,12 @@ func Register(w worker.Registry, a *Agent) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")
 	}
+	if a.Store == nil {
+		return fmt.Errorf("register agent %s: a payload store is required: set Agent.Store to the store the worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE, e.g. file:.eve/payloads or s3://bucket/prefix)", a.Name)
+	}
+	if a.CompactAt > 1 {
+		return fmt.Errorf("register agent %s: CompactAt is %v; want a share of the context window in (0, 1], or negative to turn automatic compaction off", a.Name, a.CompactAt)
+	}
 	reg, err := a.registry()
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", a.Name, err)
@@ -138,14 +158,18 @@ func Register(w worker.Registry, a *Agent) error {
 		ModelID:                 a.Model.ID(),
 		MaxSteps:                a.MaxSteps,
 		LocalModel:              a.LocalModel,
+		ContextWindow:           a.ContextWindow,
+		CompactAt:               a.CompactAt,
 	}}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
-		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client}
+		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
+	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
+	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	return nil
 }

@@ -199,12 +199,14 @@ type ActionError struct {
 const (
 	CodeToolInputInvalid  = "TOOL_INPUT_INVALID"
 	CodeToolOutputInvalid = "TOOL_OUTPUT_INVALID"
-	CodeToolExecution     = "TOOL_EXECUTION_FAILED"
-	CodeToolNotFound      = "TOOL_NOT_FOUND"
-	CodeToolDenied        = "TOOL_EXECUTION_DENIED"
-	CodeToolTimeout       = "TOOL_TIMEOUT"
-	CodeToolCancelled     = "TOOL_CANCELLED"
-	CodeDeadlineExceeded  = "DEADLINE_EXCEEDED"
+	// CodeToolOutputTooLarge: the output exceeds the tool's MaxOutputBytes.
+	CodeToolOutputTooLarge = "TOOL_OUTPUT_TOO_LARGE"
+	CodeToolExecution      = "TOOL_EXECUTION_FAILED"
+	CodeToolNotFound       = "TOOL_NOT_FOUND"
+	CodeToolDenied         = "TOOL_EXECUTION_DENIED"
+	CodeToolTimeout        = "TOOL_TIMEOUT"
+	CodeToolCancelled      = "TOOL_CANCELLED"
+	CodeDeadlineExceeded   = "DEADLINE_EXCEEDED"
 )
 
 type ActionResultData struct {

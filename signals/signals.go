@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 )
@@ -115,13 +116,15 @@ type ActiveTurn struct {
 
 // SessionSummary is the session's state at a glance.
 type SessionSummary struct {
-	SessionID  string              `json:"sessionId"`
-	Initiator  *auth.Principal     `json:"initiator,omitempty"`
-	Turns      int                 `json:"turns"`
-	Queued     int                 `json:"queued"`
-	ActiveTurn *ActiveTurn         `json:"activeTurn,omitempty"`
-	Messages   []model.Message     `json:"messages,omitempty"`
-	Usage      protocol.TokenUsage `json:"usage"`
+	SessionID  string          `json:"sessionId"`
+	Initiator  *auth.Principal `json:"initiator,omitempty"`
+	Turns      int             `json:"turns"`
+	Queued     int             `json:"queued"`
+	ActiveTurn *ActiveTurn     `json:"activeTurn,omitempty"`
+	Messages   []model.Message `json:"messages,omitempty"`
+	// Conversation is the stored conversation (conversation.Load reads it).
+	Conversation *conversation.Ref   `json:"conversation,omitempty"`
+	Usage        protocol.TokenUsage `json:"usage"`
 }
 
 // Answers to input requests. The turn workflow that asked holds its open
@@ -316,4 +319,23 @@ const SignalTextDelta = "eve.turn.delta"
 type TextDelta struct {
 	StepIndex int    `json:"stepIndex"`
 	Delta     string `json:"delta"`
+}
+
+// MaxEventsPageBytes bounds the event data one events query answers with
+// (QueryEvents, QueryTurnEvents): a page holds at least one event, then
+// stops before this many bytes of event data. Readers ask again from the
+// next index; Total (or the turn's length) says how many events exist.
+const MaxEventsPageBytes = 1 << 20
+
+// PageEvents returns the longest prefix of evs within MaxEventsPageBytes,
+// never empty when evs is not.
+func PageEvents(evs []protocol.Event) []protocol.Event {
+	size := 0
+	for i, e := range evs {
+		size += len(e.Data) + 128
+		if i > 0 && size > MaxEventsPageBytes {
+			return evs[:i]
+		}
+	}
+	return evs
 }

@@ -80,6 +80,9 @@ type RetryPolicy struct {
 const (
 	DefaultTimeout     = 60 * time.Second
 	DefaultMaxAttempts = 3
+	// DefaultMaxOutputBytes bounds a tool's JSON output when the tool sets
+	// no MaxOutputBytes (1 MiB).
+	DefaultMaxOutputBytes = 1 << 20
 )
 
 // DefaultRetry is used when a tool sets no retry policy.
@@ -102,6 +105,16 @@ type Tool struct {
 	HeartbeatTimeout time.Duration
 	// Retry overrides DefaultRetry.
 	Retry *RetryPolicy
+	// MaxOutputBytes bounds the size of one call's output as JSON: Execute's
+	// marshalled result, a delegated job's completion output, or a client
+	// tool's answer (0 means DefaultMaxOutputBytes, 1 MiB; negative is a
+	// registration error). A larger output never fails the turn: the call
+	// fails with code TOOL_OUTPUT_TOO_LARGE, and the model sees that error
+	// as its result (a delegated completion is refused with 422 instead,
+	// leaving the action pending). Return less (page or summarize) rather
+	// than raise it: everything a tool returns is recorded in Temporal
+	// history and sent to the model.
+	MaxOutputBytes int
 	// Approval gates the call (default approval.Never()).
 	Approval approval.Policy
 	// Title names the tool for people, e.g. in "Approve Refund Charge?"
@@ -204,6 +217,9 @@ func (t *Tool) compile() error {
 	if t.Timeout < 0 || t.HeartbeatTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
 	}
+	if t.MaxOutputBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxOutputBytes %d must not be negative (0 means the default, %d bytes)", t.MaxOutputBytes, DefaultMaxOutputBytes))
+	}
 	if t.Retry != nil && t.Retry.MaximumAttempts < 0 {
 		errs = append(errs, errors.New("retry: MaximumAttempts must not be negative"))
 	}
@@ -235,6 +251,15 @@ func (t *Tool) EffectiveTimeout() time.Duration {
 		return t.Timeout
 	}
 	return DefaultTimeout
+}
+
+// EffectiveMaxOutputBytes is the output limit in force: MaxOutputBytes, or
+// DefaultMaxOutputBytes when it is not set.
+func (t *Tool) EffectiveMaxOutputBytes() int {
+	if t.MaxOutputBytes > 0 {
+		return t.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
 }
 
 // EffectiveRetry is the retry policy in force.

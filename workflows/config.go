@@ -37,6 +37,11 @@ type Config struct {
 	StreamText bool `json:"streamText,omitempty"`
 	// ResolverScopes lists the scopes that have tool resolvers.
 	ResolverScopes []string `json:"resolverScopes,omitempty"`
+	// ContextWindow is the model's context window in tokens; CompactAt the
+	// share of it at which the conversation is compacted before a model
+	// step (negative: never automatically).
+	ContextWindow int     `json:"contextWindow,omitempty"`
+	CompactAt     float64 `json:"compactAt,omitempty"`
 }
 
 func (c Config) hasScope(s string) bool {
@@ -53,6 +58,8 @@ const (
 	DefaultMaxSteps         = 12
 	DefaultModelTimeout     = 2 * time.Minute
 	DefaultModelMaxAttempts = 4
+	DefaultContextWindow    = 200_000
+	DefaultCompactAt        = 0.9
 )
 
 // WithDefaults fills unset fields.
@@ -65,6 +72,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ModelMaxAttempts <= 0 {
 		c.ModelMaxAttempts = DefaultModelMaxAttempts
+	}
+	if c.ContextWindow <= 0 {
+		c.ContextWindow = DefaultContextWindow
+	}
+	if c.CompactAt == 0 {
+		c.CompactAt = DefaultCompactAt
 	}
 	if c.AgentName == "" {
 		c.AgentName = "agent"

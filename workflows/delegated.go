@@ -21,6 +21,8 @@ type actionState struct {
 	signals.ActionState
 	outputSchema json.RawMessage
 	schema       *schema.Schema
+	// maxOutputBytes is the plan's output limit (0: not known, unchecked).
+	maxOutputBytes int
 }
 
 func (t *turn) registerActionHandlers(ctx workflow.Context) error {
@@ -65,7 +67,8 @@ func registerActionHandlers(ctx workflow.Context, find func(id string) *actionSt
 
 // check answers a completion without changing anything: 410 when the
 // action ended first, 409 for a different outcome after settlement, 422
-// for output that breaks the tool's output schema; nil to accept.
+// for output larger than the tool's MaxOutputBytes or that breaks its
+// output schema; nil to accept.
 func (a *actionState) check(req signals.SettleAction) error {
 	if (req.Error == nil) == (req.Output == nil) {
 		return temporal.NewApplicationError(`send exactly one of "output" or "error"`, signals.ErrActionInvalid)
@@ -79,6 +82,11 @@ func (a *actionState) check(req signals.SettleAction) error {
 			return temporal.NewApplicationError(fmt.Sprintf("action %s already settled with a different outcome", a.ActionID), signals.ErrActionConflict)
 		}
 		return nil
+	}
+	if req.Output != nil {
+		if err := activities.CheckOutputSize(a.Tool, req.Output, a.maxOutputBytes); err != nil {
+			return temporal.NewApplicationError(err.Error(), signals.ErrActionInvalid)
+		}
 	}
 	if req.Output != nil && len(a.outputSchema) > 0 {
 		if a.schema == nil {
@@ -104,7 +112,7 @@ func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activi
 	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	id := activities.ActionID(wid, p.Call.ID)
 	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &actionState{outputSchema: p.OutputSchema, ActionState: signals.ActionState{ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline}}
+	a := &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline}}
 	t.actions[id] = a // registered before the job can know the action exists
 	t.delegatedOpen++
 	defer func() { t.delegatedOpen-- }()

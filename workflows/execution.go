@@ -231,7 +231,7 @@ func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) ac
 		p.Deadline = tools.DefaultDeadline
 	}
 	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &actionState{outputSchema: p.OutputSchema, ActionState: signals.ActionState{
+	a := &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{
 		ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline,
 	}}
 	e.action = a // set before the job can know the action exists

@@ -253,8 +253,16 @@ func (t *turn) checkOne(resp protocol.InputResponse, seen map[string]bool) error
 		}
 		return fmt.Errorf("already settled (%s)", r.res.Outcome)
 	}
-	_, _, _, err := t.decide(r, resp)
-	return err
+	_, out, _, err := t.decide(r, resp)
+	if err != nil {
+		return err
+	}
+	// The plan's limit (0 in plans recorded before limits: unchecked).
+	if limit := r.plan.MaxOutputBytes; limit > 0 && len(out) > limit {
+		return fmt.Errorf("the answer makes an output of %d bytes; tool %s accepts at most %d (tools.Tool.MaxOutputBytes): send a shorter answer",
+			len(out), r.plan.Call.Name, limit)
+	}
+	return nil
 }
 
 func (t *turn) openIDs() string {

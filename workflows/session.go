@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
@@ -33,13 +34,16 @@ type SessionState struct {
 	// Events are this run's events; EventBase is the global index of the
 	// first. Earlier runs (before continue-as-new) keep theirs: Runs says
 	// which run holds which range, and their queries still answer.
-	Events    []protocol.Event    `json:"events"`
-	EventBase int                 `json:"eventBase,omitempty"`
-	Runs      []signals.RunRef    `json:"runs,omitempty"`
-	Messages  []model.Message     `json:"messages"`
-	NextSeq   int                 `json:"nextSeq"`
-	Queue     []QueuedMessage     `json:"queue,omitempty"`
-	Usage     protocol.TokenUsage `json:"usage"`
+	Events    []protocol.Event `json:"events"`
+	EventBase int              `json:"eventBase,omitempty"`
+	Runs      []signals.RunRef `json:"runs,omitempty"`
+	// Messages is the conversation of sessions that kept it inline (before
+	// conversations were stored by reference); Conversation replaces it.
+	Messages     []model.Message     `json:"messages"`
+	Conversation *conversation.Ref   `json:"conversation,omitempty"`
+	NextSeq      int                 `json:"nextSeq"`
+	Queue        []QueuedMessage     `json:"queue,omitempty"`
+	Usage        protocol.TokenUsage `json:"usage"`
 	// Deliveries maps delivery ids to turn sequences, so a re-sent message
 	// (a client retry) joins its first delivery instead of running twice.
 	Deliveries map[string]int `json:"deliveries,omitempty"`
@@ -79,6 +83,15 @@ type session struct {
 	// outcomes of turns someone waits on, by delivery id.
 	outcomes map[string]*signals.TurnOutcome
 	waiters  map[string]int
+	// byRef: this run stores the conversation by reference and keeps its
+	// history within eve's own limits (see overLimits).
+	byRef bool
+	// eventBytes is the size of this run's events.
+	eventBytes int
+	// compacting: a /compact runs; turns wait for it. compactAfterTurn: a
+	// /compact arrived while a turn ran.
+	compacting       bool
+	compactAfterTurn bool
 }
 
 type deferredEvent struct {
@@ -98,7 +111,14 @@ func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
 func (s *session) emit(ctx workflow.Context, typ string, data any) {
 	now := workflow.Now(ctx)
 	idx := s.total()
-	s.st.Events = append(s.st.Events, protocol.NewEvent(typ, data, protocol.EventID(now, s.id, idx), now, nil))
+	s.record(protocol.NewEvent(typ, data, protocol.EventID(now, s.id, idx), now, nil))
+}
+
+func (s *session) record(evs ...protocol.Event) {
+	for _, e := range evs {
+		s.eventBytes += len(e.Data)
+	}
+	s.st.Events = append(s.st.Events, evs...)
 }
 
 // total is the number of events the session has recorded, in all runs.
@@ -128,16 +148,25 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
 	}
+	s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+	for _, e := range s.st.Events {
+		s.eventBytes += len(e.Data)
+	}
 	if err := s.registerHandlers(ctx); err != nil {
 		return err
 	}
 	for {
 		if err := workflow.Await(ctx, func() bool {
-			return len(s.st.Queue) > 0 || s.shouldContinueAsNew(ctx)
+			return (len(s.st.Queue) > 0 && !s.compacting) || s.shouldContinueAsNew(ctx)
 		}); err != nil {
 			return err
 		}
-		if len(s.st.Queue) == 0 {
+		if s.byRef && s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
+			// Start afresh before the history nears the server's limits,
+			// even with messages waiting: they travel in the state.
+			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
+		}
+		if len(s.st.Queue) == 0 || s.compacting {
 			// Idle and the history is large: start afresh with the state.
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
@@ -149,6 +178,10 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		msg := s.st.Queue[0]
 		s.st.Queue = s.st.Queue[1:]
 		s.runTurn(ctx, msg)
+		if s.compactAfterTurn {
+			s.compactAfterTurn = false
+			s.compactStored(ctx)
+		}
 	}
 }
 
@@ -169,7 +202,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 			from = s.st.EventBase
 		}
 		if i := from - s.st.EventBase; i < len(s.st.Events) {
-			page.Events = s.st.Events[i:]
+			page.Events = signals.PageEvents(s.st.Events[i:])
 		}
 		page.From = from
 		return page, nil
@@ -179,13 +212,13 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, signals.QueryState, func() (signals.SessionSummary, error) {
 		return signals.SessionSummary{
 			SessionID: s.id, Initiator: s.initiator, Turns: s.st.NextSeq, Queued: len(s.st.Queue),
-			ActiveTurn: s.active, Messages: s.st.Messages, Usage: s.st.Usage,
+			ActiveTurn: s.active, Messages: s.st.Messages, Conversation: s.st.Conversation, Usage: s.st.Usage,
 		}, nil
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSend, s.send, workflow.UpdateHandlerOptions{
-		Validator: validateSend,
+		Validator: s.validateSend,
 	}); err != nil {
 		return err
 	}
@@ -285,6 +318,7 @@ func (s *session) lastTurn() (int, string) {
 // clear forgets the conversation; the event log stays.
 func (s *session) clear(ctx workflow.Context) {
 	s.st.Messages = nil
+	s.st.Conversation = nil
 	s.dropMessages = s.active != nil
 	seq, tid := s.lastTurn()
 	s.emitSession(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
@@ -293,6 +327,14 @@ func (s *session) clear(ctx workflow.Context) {
 // compact keeps what the user and the assistant said and drops tool
 // traffic, which is most of a conversation's size.
 func (s *session) compact(ctx workflow.Context) {
+	if s.byRef {
+		if s.active != nil || s.compacting {
+			s.compactAfterTurn = true
+			return
+		}
+		s.compactStored(ctx)
+		return
+	}
 	seq, tid := s.lastTurn()
 	s.emitSession(ctx, protocol.CompactionRequested, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
 	var kept []model.Message
@@ -306,12 +348,19 @@ func (s *session) compact(ctx workflow.Context) {
 	s.emitSession(ctx, protocol.CompactionCompleted, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
 }
 
-func validateSend(ctx workflow.Context, req signals.SendRequest) error {
+// MaxQueuedMessages bounds the messages waiting for their turn: beyond it a
+// send is refused (and answered with an error), never accepted and dropped.
+const MaxQueuedMessages = 100
+
+func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) error {
 	if strings.TrimSpace(req.Message) == "" {
 		return errors.New("message is empty: send the text of the user's message")
 	}
 	if len(req.Message) > MaxMessageBytes {
-		return fmt.Errorf("message is %d bytes; the limit is %d", len(req.Message), MaxMessageBytes)
+		return fmt.Errorf("message is %d bytes; the limit is %d (workflows.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), MaxMessageBytes)
+	}
+	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.byRef && len(s.st.Queue) >= MaxQueuedMessages {
+		return fmt.Errorf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue))
 	}
 	return nil
 }
@@ -419,6 +468,10 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		Message: msg.Message, History: s.st.Messages, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 	}
+	if s.byRef {
+		// History is set only once, to hand an inline conversation over.
+		in.Conversation = s.st.Conversation
+	}
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
@@ -433,8 +486,12 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
-		s.st.Events = append(s.st.Events, out.Events...)
-		if !s.dropMessages {
+		s.record(out.Events...)
+		switch {
+		case s.dropMessages:
+		case out.Conversation != nil:
+			s.st.Conversation, s.st.Messages = out.Conversation, nil
+		default:
 			s.st.Messages = append(s.st.Messages, out.Messages...)
 		}
 		s.st.ApprovedTools = out.ApprovedTools
@@ -457,7 +514,53 @@ func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {
 	if n := s.st.Config.ContinueAsNewAfterTurns; n > 0 && s.st.NextSeq-s.st.RunFirstTurn >= n {
 		return true
 	}
+	if s.byRef && s.overLimits(ctx) {
+		return true
+	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// eve's own bounds of one session run, well below the server's warnings
+// (10 MB or 10,240 events of history) whatever it suggests: a run never
+// nears Temporal's limits, and its events (held by the run, answered by
+// queries) stay small in a worker's memory.
+const (
+	MaxRunHistoryBytes  = 4 << 20
+	MaxRunHistoryEvents = 4000
+	MaxRunEventBytes    = 8 << 20
+)
+
+// overLimits reports a run past eve's own bounds.
+func (s *session) overLimits(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetCurrentHistorySize() >= MaxRunHistoryBytes ||
+		info.GetCurrentHistoryLength() >= MaxRunHistoryEvents ||
+		s.eventBytes >= MaxRunEventBytes
+}
+
+// compactStored replaces the stored conversation with a summary (/compact).
+// Turns wait while it runs.
+func (s *session) compactStored(ctx workflow.Context) {
+	seq, tid := s.lastTurn()
+	data := protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid}
+	if s.st.Conversation != nil {
+		before := s.st.Conversation.Tokens()
+		data.UsageInputTokens = &before
+	}
+	s.emit(ctx, protocol.CompactionRequested, data)
+	if s.st.Conversation != nil && !s.st.Conversation.Empty() {
+		s.compacting = true
+		out, err := runCompaction(ctx, s.st.Config.WithDefaults(), activities.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
+		s.compacting = false
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("compaction failed; the conversation stays as it was", "session", s.id, "error", err)
+			return
+		}
+		s.st.Conversation = &out.Conversation
+		after := out.Conversation.Tokens()
+		data.UsageInputTokens = &after
+	}
+	s.emit(ctx, protocol.CompactionCompleted, data)
 }
 
 // carry is the state the next run starts with: everything but this run's
@@ -471,5 +574,23 @@ func (s *session) carry(ctx workflow.Context) *SessionState {
 	next.EventBase = s.total()
 	next.Events = nil
 	next.RunFirstTurn = s.st.NextSeq
+	if s.byRef {
+		next.Deliveries = recentDeliveries(s.st.Deliveries, s.st.NextSeq-MaxRememberedDeliveries)
+	}
 	return &next
+}
+
+// MaxRememberedDeliveries is how many turns back a re-sent delivery id is
+// still recognized (a client retry joins its first delivery).
+const MaxRememberedDeliveries = 1000
+
+// recentDeliveries keeps the deliveries of turns from seq on.
+func recentDeliveries(all map[string]int, from int) map[string]int {
+	out := make(map[string]int, len(all))
+	for id, seq := range all {
+		if seq >= from {
+			out[id] = seq
+		}
+	}
+	return out
 }

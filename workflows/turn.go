@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -17,13 +18,18 @@ import (
 
 // TurnInput starts one turn.
 type TurnInput struct {
-	SessionID   string          `json:"sessionId"`
-	TurnID      string          `json:"turnId"`
-	Sequence    int             `json:"sequence"`
-	Auth        auth.Auth       `json:"auth"`
-	Message     string          `json:"message"`
-	History     []model.Message `json:"history"`
-	DeliveryIDs []string        `json:"deliveryIds,omitempty"`
+	SessionID string    `json:"sessionId"`
+	TurnID    string    `json:"turnId"`
+	Sequence  int       `json:"sequence"`
+	Auth      auth.Auth `json:"auth"`
+	Message   string    `json:"message"`
+	// History is the whole conversation, in turns started before
+	// conversations were stored by reference (and once, when such a
+	// session starts its first turn by reference).
+	History []model.Message `json:"history"`
+	// Conversation is the stored conversation before this turn.
+	Conversation *conversation.Ref `json:"conversation,omitempty"`
+	DeliveryIDs  []string          `json:"deliveryIds,omitempty"`
 	// EventBase is the global index of the turn's first event.
 	EventBase int    `json:"eventBase"`
 	Config    Config `json:"config"`
@@ -35,10 +41,14 @@ type TurnInput struct {
 
 // TurnOutput is what the session keeps of a finished turn.
 type TurnOutput struct {
-	Events   []protocol.Event    `json:"events"`
-	Messages []model.Message     `json:"messages"`
-	Outcome  signals.TurnOutcome `json:"outcome"`
-	Usage    protocol.TokenUsage `json:"usage"`
+	Events []protocol.Event `json:"events"`
+	// Messages are what the turn added to the conversation (turns recorded
+	// before conversations were stored by reference).
+	Messages []model.Message `json:"messages"`
+	// Conversation is the stored conversation after the turn.
+	Conversation *conversation.Ref   `json:"conversation,omitempty"`
+	Outcome      signals.TurnOutcome `json:"outcome"`
+	Usage        protocol.TokenUsage `json:"usage"`
 	// ApprovedTools is the session's once-approved set after the turn.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 }
@@ -54,9 +64,17 @@ type turn struct {
 	cfg    Config
 	parent *workflow.Execution
 	events []protocol.Event
-	msgs   []model.Message // the whole conversation, history first
-	newMsg []model.Message // what this turn adds
-	usage  protocol.TokenUsage
+	// byRef: the conversation is stored (conv) and pending holds the
+	// messages no model step has stored yet. Turns recorded before that
+	// carry it inline: msgs (history first) and newMsg (this turn's).
+	byRef   bool
+	conv    conversation.Ref
+	pending []model.Message
+	// noCompact: a compaction failed in this turn; don't retry every step.
+	noCompact bool
+	msgs      []model.Message
+	newMsg    []model.Message
+	usage     protocol.TokenUsage
 
 	stepIdx int
 	// stepDone is the last step whose model call returned (-1 before any):
@@ -86,6 +104,10 @@ func (t *turn) emit(ctx workflow.Context, typ string, data any) {
 }
 
 func (t *turn) add(m model.Message) {
+	if t.byRef {
+		t.pending = append(t.pending, m)
+		return
+	}
 	t.msgs = append(t.msgs, m)
 	t.newMsg = append(t.newMsg, m)
 }
@@ -116,13 +138,38 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
-	return TurnOutput{
+	out := TurnOutput{
 		Events:        t.events,
 		Messages:      t.newMsg,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
 		ApprovedTools: t.approved,
-	}, nil
+	}
+	if t.byRef {
+		t.storePending(dctx)
+		conv := t.conv
+		out.Conversation = &conv
+	}
+	return out, nil
+}
+
+// storePending stores the messages no model step stored (the tool results
+// of a turn that ended before its next step), so the next turn sees them.
+func (t *turn) storePending(ctx workflow.Context) {
+	if len(t.pending) == 0 {
+		return
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 20},
+	})
+	var ref conversation.Ref
+	in := activities.AppendInput{SessionID: t.in.SessionID, Conversation: t.conv, Messages: t.pending}
+	if err := workflow.ExecuteLocalActivity(lctx, activities.AppendConversationName, in).Get(ctx, &ref); err != nil {
+		workflow.GetLogger(ctx).Error("the turn's last messages could not be stored; the conversation goes on without them", "turn", t.in.TurnID, "error", err)
+		return
+	}
+	t.conv, t.pending = ref, nil
 }
 
 // cancelled records the end of a cancelled turn.
@@ -136,7 +183,7 @@ func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
 // the model or of tools become events, never a failed workflow.
 func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
-	t := &turn{in: in, cfg: cfg, msgs: append([]model.Message(nil), in.History...),
+	t := &turn{in: in, cfg: cfg,
 		stepDone: -1, byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
 		t.parent = p
@@ -151,11 +198,21 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if from < 0 || from > len(t.events) {
 			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.events))
 		}
-		return t.events[from:], nil
+		return signals.PageEvents(t.events[from:]), nil
 	}); err != nil {
 		return TurnOutput{}, err
 	}
 
+	t.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+	if t.byRef {
+		if in.Conversation != nil {
+			t.conv = *in.Conversation
+		}
+		// A session that kept its conversation inline hands it over once.
+		t.pending = append([]model.Message(nil), in.History...)
+	} else {
+		t.msgs = append([]model.Message(nil), in.History...)
+	}
 	setStatus(ctx, cfg, in.SessionID, StatusRunning, nil)
 	t.emit(ctx, protocol.TurnStarted, t.ref())
 	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: in.Message, Sequence: in.Sequence, TurnID: in.TurnID})
@@ -192,8 +249,18 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			return t.resolutionFailed(ctx, err)
 		}
 		t.dynamic = dyn
+		if t.byRef && t.shouldCompact() {
+			t.compact(ctx, stepIdx)
+			if ctx.Err() != nil {
+				return t.cancelled(ctx)
+			}
+		}
 		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
 		step := activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic}
+		if t.byRef {
+			conv := t.conv
+			step.Messages, step.Conversation, step.Append = nil, &conv, t.pending
+		}
 		if cfg.StreamText && !cfg.LocalModel {
 			step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
 		}
@@ -214,7 +281,15 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if resp.Text != "" {
 			t.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
 		}
-		t.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if t.byRef {
+			// The step stored what it read and its answer.
+			if res.Conversation != nil {
+				t.conv = *res.Conversation
+			}
+			t.pending = nil
+		} else {
+			t.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		}
 		if len(resp.ToolCalls) == 0 {
 			t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 			t.emit(ctx, protocol.TurnCompleted, t.ref())

@@ -106,7 +106,7 @@ func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), erro
 		return nil, nil, err
 	}
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true,
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store,
 		Actions: &activities.ActionsConfig{Signer: signer, BaseURL: "http://bench.invalid"}}); err != nil {
 		return nil, nil, err
 	}

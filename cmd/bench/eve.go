@@ -96,7 +96,7 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 		}
 		tq := env.Queue(fmt.Sprintf("eve-%v-%v-%v", localModel, localTool, park))
 		w := worker.New(env.Client, tq, env.WorkerOptions)
-		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel}); err != nil {
+		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel, Store: env.Store}); err != nil {
 			return nil, nil, err
 		}
 		if err := w.Start(); err != nil {
@@ -153,7 +153,7 @@ func eveSameSessionSetup(ctx context.Context, env *benchEnv) (runFunc, func(), e
 	}
 	tq := env.Queue("eve-same-session")
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store}); err != nil {
 		return nil, nil, err
 	}
 	if err := w.Start(); err != nil {

@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // runFunc runs one measured call. A positive duration it returns is recorded
@@ -71,6 +72,9 @@ type benchEnv struct {
 	Namespace string
 	// Client is connected to Server; scenarios may share it or Dial their own.
 	Client client.Client
+	// Store is the payload store Client (and Server.Dial's clients) offload
+	// to; give it to agents. It counts the bytes written.
+	Store *payloadstore.Counting
 	// TaskQueue is a base name unique to this config and run; use Queue(name)
 	// to derive one per scenario.
 	TaskQueue string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // The bench runs every server config at once and interleaves the
@@ -108,22 +109,28 @@ func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
 	if f.serverLog {
 		opts.Stderr = os.Stderr
 	}
-	var dir string
+	dir, err := os.MkdirTemp("", "eve-bench-")
+	if err != nil {
+		t.err = err
+		return t
+	}
 	if cfg.sqlite {
-		var err error
-		if dir, err = os.MkdirTemp("", "eve-bench-"); err != nil {
-			t.err = err
-			return t
-		}
 		opts.DBFile = filepath.Join(dir, "temporal.db")
 	}
+	// Every client and agent of this target offloads to one counting store.
+	base, err := payloadstore.Open(ctx, "file:"+filepath.Join(dir, "payloads"))
+	if err != nil {
+		os.RemoveAll(dir)
+		t.err = err
+		return t
+	}
+	store := payloadstore.NewCounting(base)
+	opts.PayloadStore = store
 	t0 := time.Now()
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		t.err = err
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "bench: config %s: %v\n", cfg.name, err)
 		return t
 	}
@@ -138,9 +145,7 @@ func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
 	t.stop = func() {
 		c.Close()
 		_ = srv.Stop()
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+		os.RemoveAll(dir)
 	}
 	t.env = &benchEnv{
 		Config:        cfg.name,
@@ -148,6 +153,7 @@ func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
 		Addr:          srv.Addr,
 		Namespace:     srv.Namespace,
 		Client:        c,
+		Store:         store,
 		TaskQueue:     fmt.Sprintf("bench-%s-%d", cfg.name, time.Now().UnixNano()),
 		WorkerOptions: cfg.workerOptions,
 		Sweep:         f.sweep,

@@ -81,6 +81,10 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 		return err
 	}
 	a.Logger = logger
+	// The store the client offloads payloads to (tc's copies share it).
+	if a.Store, err = tc.Store(ctx); err != nil {
+		return err
+	}
 	if err := workerhost.UseModelFromEnv(a); err != nil {
 		return err
 	}
@@ -91,7 +95,7 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 	if err != nil {
 		return err
 	}
-	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name)
+	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location())
 	stopCh := make(chan any)
 	go func() { <-ctx.Done(); close(stopCh) }()
 	if err := w.Run(stopCh); err != nil {

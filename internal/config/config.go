@@ -11,11 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // Defaults of the public configuration contract (shared/design.md).
@@ -52,6 +55,21 @@ type Temporal struct {
 	TLSCA         string
 	TLSServerName string
 	TaskQueue     string
+	// PayloadStore is where payloads too large for Temporal's history and
+	// sessions' conversations go (payloadstore.Open's spec); every process
+	// of a deployment must name the same store. "" means $EVE_PAYLOAD_STORE,
+	// else payloadstore.DefaultSpec.
+	PayloadStore string
+
+	// store caches the opened store. Bind allocates it, so copies of a
+	// bound Temporal share one store.
+	store *storeCache
+}
+
+type storeCache struct {
+	mu   sync.Mutex
+	spec string
+	s    payloadstore.Store
 }
 
 // Bind registers the connection flags, defaulting from the environment.
@@ -64,6 +82,36 @@ func (t *Temporal) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
 	fs.StringVar(&t.TLSServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
 	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", DefaultTaskQueue), "task queue of eve's workers (env EVE_TASK_QUEUE)")
+	fs.StringVar(&t.PayloadStore, "payload-store", Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
+		"where large payloads and conversations go, shared by every worker, API server and CLI: file:<dir> or s3://bucket/prefix with the AWS_* variables (env "+payloadstore.EnvVar+")")
+	if t.store == nil {
+		t.store = &storeCache{}
+	}
+}
+
+// Store opens the payload store once and returns it on every later call
+// (also from copies of a bound Temporal). Dial's clients and the agents of
+// workers must use this store.
+func (t *Temporal) Store(ctx context.Context) (payloadstore.Store, error) {
+	if t.store == nil {
+		t.store = &storeCache{}
+	}
+	spec := t.PayloadStore
+	if spec == "" {
+		spec = Env(payloadstore.EnvVar, payloadstore.DefaultSpec)
+	}
+	c := t.store
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s != nil && c.spec == spec {
+		return c.s, nil
+	}
+	s, err := payloadstore.Open(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c.spec, c.s = spec, s
+	return s, nil
 }
 
 // Validate reports bad combinations with how to fix them.
@@ -122,12 +170,18 @@ func (t Temporal) ClientOptions(logger *slog.Logger) (client.Options, error) {
 
 // Dial connects and checks the server answers within timeout. When it
 // cannot, the error is one line naming the address and how to start a
-// dev server.
-func (t Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*client.Options)) (client.Client, error) {
+// dev server. Payloads of DefaultThreshold bytes and more go to the store
+// (see Store) instead of Temporal's history.
+func (t *Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*client.Options)) (client.Client, error) {
 	opts, err := t.ClientOptions(logger)
 	if err != nil {
 		return nil, err
 	}
+	store, err := t.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.ExternalStorage = payloadstore.ExternalStorage(store)
 	if extra != nil {
 		extra(&opts)
 	}

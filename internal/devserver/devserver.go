@@ -31,6 +31,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // BinaryEnv names the environment variable that overrides where the Temporal CLI is.
@@ -163,6 +165,12 @@ type Options struct {
 	ExtraArgs []string
 	// StartTimeout bounds how long Start waits for the frontend; default 60 s.
 	StartTimeout time.Duration
+	// PayloadStore receives the payloads that clients from Dial offload (and
+	// is what Server.PayloadStore returns for agents and subprocesses). nil
+	// means a fresh file store: <dir of DBFile>/payloads with a DBFile (so
+	// it lives as long as the server's state), else a temporary directory
+	// removed by Stop.
+	PayloadStore payloadstore.Store
 }
 
 // Server is a running dev server started by Start.
@@ -175,6 +183,9 @@ type Server struct {
 	Namespace string
 
 	opts Options // resolved: BinPath, Host, Port, UIPort set
+
+	store    payloadstore.Store
+	storeTmp string // removed by Stop
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -215,7 +226,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("devserver: creating the directory for %s: %w", abs, err)
 		}
 	}
-	s := &Server{Namespace: opts.Namespace, logs: newRingBuffer(64 << 10)}
+	s := &Server{Namespace: opts.Namespace, logs: newRingBuffer(64 << 10), store: opts.PayloadStore}
+	if s.store == nil {
+		var spec string
+		if opts.DBFile != "" {
+			spec = "file:" + filepath.Join(filepath.Dir(opts.DBFile), "payloads")
+		} else {
+			dir, err := os.MkdirTemp("", "eve-payloads-")
+			if err != nil {
+				return nil, fmt.Errorf("devserver: a directory for payloads: %w", err)
+			}
+			s.storeTmp, spec = dir, "file:"+dir
+		}
+		store, err := payloadstore.Open(ctx, spec)
+		if err != nil {
+			s.removeStoreTmp()
+			return nil, fmt.Errorf("devserver: %w", err)
+		}
+		s.store = store
+	}
 
 	// A port we picked can be taken between the check and the server's bind
 	// (another package's tests pick too); pick again a few times.
@@ -243,6 +272,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			break
 		}
 	}
+	s.removeStoreTmp()
 	return nil, lastErr
 }
 
@@ -331,7 +361,7 @@ func (s *Server) start(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 	if err := s.waitReady(wctx, done); err != nil {
-		_ = s.Stop()
+		_ = s.stop()
 		return fmt.Errorf("devserver: %s %s: %w%s", o.BinPath, strings.Join(Args(o), " "), err, s.logTail())
 	}
 	return nil
@@ -392,9 +422,13 @@ func Reachable(ctx context.Context, addr string) bool {
 }
 
 // Dial returns a client for this server, with HostPort and (unless set)
-// Namespace and Logger (WarnLogger) filled in.
+// Namespace, Logger (WarnLogger) and ExternalStorage (to PayloadStore)
+// filled in.
 func (s *Server) Dial(opts client.Options) (client.Client, error) {
 	opts.HostPort = s.Addr
+	if len(opts.ExternalStorage.Drivers) == 0 {
+		opts.ExternalStorage = payloadstore.ExternalStorage(s.store)
+	}
 	if opts.Namespace == "" {
 		opts.Namespace = s.Namespace
 	}
@@ -402,6 +436,24 @@ func (s *Server) Dial(opts client.Options) (client.Client, error) {
 		opts.Logger = WarnLogger()
 	}
 	return client.Dial(opts)
+}
+
+// PayloadStore is the store Dial's clients offload large payloads to. Give
+// it to agents (agent.Agent.Store) and, as EVE_PAYLOAD_STORE=Location(), to
+// the eve processes started against this server.
+func (s *Server) PayloadStore() payloadstore.Store { return s.store }
+
+// PayloadStoreEnv is payloadstore.EnvVar=PayloadStore().Location(), for the
+// environment of subprocesses.
+func (s *Server) PayloadStoreEnv() string {
+	return payloadstore.EnvVar + "=" + s.store.Location()
+}
+
+func (s *Server) removeStoreTmp() {
+	if s.storeTmp != "" {
+		os.RemoveAll(s.storeTmp)
+		s.storeTmp = ""
+	}
 }
 
 // Options returns the options the server runs with (ports and binary resolved).
@@ -430,8 +482,17 @@ func (s *Server) Logs() string { return s.logs.String() }
 
 // Stop ends the server: SIGTERM, then SIGKILL if it has not exited after 10 s.
 // Graceful stop leaves a DBFile consistent, so Start with the same DBFile
-// continues where it left off. Stop on a stopped server is a no-op.
+// continues where it left off. Stop on a stopped server is a no-op. It
+// removes the temporary payload directory (see Options.PayloadStore).
 func (s *Server) Stop() error {
+	err := s.stop()
+	s.mu.Lock()
+	s.removeStoreTmp()
+	s.mu.Unlock()
+	return err
+}
+
+func (s *Server) stop() error {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.mu.Unlock()
@@ -462,7 +523,7 @@ func (s *Server) Stop() error {
 // options. With a DBFile, workflows and their histories survive; in-memory
 // servers come back empty.
 func (s *Server) Restart(ctx context.Context) error {
-	if err := s.Stop(); err != nil {
+	if err := s.stop(); err != nil {
 		return err
 	}
 	var err error

@@ -171,8 +171,16 @@ func TestRestartKeepsWorkflows(t *testing.T) {
 	}
 	describe("after a crash and restart")
 
+	// Payloads live beside the SQLite file, as long as the server's state.
+	if got, want := srv.PayloadStore().Location(), "file:"+filepath.Join(filepath.Dir(db), "payloads"); got != want {
+		t.Errorf("PayloadStore().Location() = %q, want %q", got, want)
+	}
+
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(db), "payloads")); err != nil {
+		t.Errorf("the payload directory beside the SQLite file is gone after Stop: %v", err)
 	}
 	if devserver.Reachable(ctx, srv.Addr) {
 		t.Fatal("Reachable after Stop")
@@ -201,6 +209,22 @@ func TestInMemoryRestartForgets(t *testing.T) {
 	var nf *serviceerror.NotFound
 	if !errors.As(err, &nf) {
 		t.Fatalf("DescribeWorkflowExecution after an in-memory restart: %v; want NotFound", err)
+	}
+
+	// An in-memory server's payloads go to a temporary directory that
+	// survives Restart and goes with Stop.
+	dir, ok := strings.CutPrefix(srv.PayloadStore().Location(), "file:")
+	if !ok {
+		t.Fatalf("PayloadStore().Location() = %q, want file:<temp dir>", srv.PayloadStore().Location())
+	}
+	if err := srv.PayloadStore().Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary payload directory %s is still there after Stop (%v)", dir, err)
 	}
 }
 

@@ -64,9 +64,13 @@ func Agent(t testing.TB, rules string, ts ...*tools.Tool) *agent.Agent {
 }
 
 // StartWorker runs a worker for a on the env's task queue until the test ends
-// (or until the returned stop is called).
+// (or until the returned stop is called). An agent without a Store gets the
+// server's payload store.
 func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	e.T.Helper()
+	if a.Store == nil {
+		a.Store = e.Server.PayloadStore() // the store e.Client offloads to
+	}
 	w := worker.New(e.Client, e.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
 		e.T.Fatalf("register agent: %v", err)

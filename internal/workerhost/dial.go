@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -11,11 +12,26 @@ import (
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/metrics"
 	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/payloadstore"
 )
+
+// dialed maps the clients Dial made to the payload store they offload to,
+// so New gives a worker's agent the same store.
+var dialed sync.Map // client.Client → payloadstore.Store
+
+// StoreOf returns the payload store of a client Dial made (until it is
+// closed), or nil.
+func StoreOf(c client.Client) payloadstore.Store {
+	if s, ok := dialed.Load(c); ok {
+		return s.(payloadstore.Store)
+	}
+	return nil
+}
 
 // Dial connects a worker's client with eve's metrics (served on
 // metricsAddr unless empty) and, when EVE_OTEL_EXPORTER is set, tracing.
-// close releases all of it.
+// Large payloads go to tc's payload store (tc.Store), which New gives the
+// worker's agent. close releases all of it.
 func Dial(ctx context.Context, logger *slog.Logger, tc config.Temporal, metricsAddr string) (c client.Client, metricsURL string, close func(), err error) {
 	m, err := metrics.New()
 	if err != nil {
@@ -38,6 +54,11 @@ func Dial(ctx context.Context, logger *slog.Logger, tc config.Temporal, metricsA
 			tp.Shutdown(context.Background())
 		}
 	}
+	store, err := tc.Store(ctx)
+	if err != nil {
+		shutdown()
+		return nil, "", nil, err
+	}
 	c, err = tc.Dial(ctx, logger, func(o *client.Options) {
 		o.MetricsHandler = m.Handler
 		o.Interceptors = interceptors
@@ -55,5 +76,6 @@ func Dial(ctx context.Context, logger *slog.Logger, tc config.Temporal, metricsA
 		}
 		metricsURL = fmt.Sprintf("http://%s/metrics", addr)
 	}
-	return c, metricsURL, func() { c.Close(); shutdown() }, nil
+	dialed.Store(c, store)
+	return c, metricsURL, func() { dialed.Delete(c); c.Close(); shutdown() }, nil
 }

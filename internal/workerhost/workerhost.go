@@ -52,10 +52,16 @@ func (l Limits) Validate() error {
 }
 
 // New registers the agent on a new worker. When the namespace has eve's
-// search attributes, new sessions record their status in them.
+// search attributes, new sessions record their status in them. An agent
+// without a Store gets the payload store of c when Dial made c.
 func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits) (worker.Worker, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
+	}
+	if a.Store == nil {
+		if a.Store = StoreOf(c); a.Store == nil {
+			return nil, fmt.Errorf("agent %s has no payload store: set Agent.Store to the store its client offloads to (config.Temporal.Store), or dial with workerhost.Dial", a.Name)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	missing, err := visibility.Missing(ctx, c, namespace)

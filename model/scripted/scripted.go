@@ -309,3 +309,32 @@ func lookup(raw json.RawMessage, path string) string {
 		return string(b)
 	}
 }
+
+// Compact summarizes deterministically: how many messages there were and
+// the start of every user and assistant text, within a few kilobytes, so
+// a replayed or retried compaction gives the same summary.
+func (m *Model) Compact(_ context.Context, msgs []model.Message) (string, model.Usage, error) {
+	const perMessage, total = 160, 4 << 10
+	var b strings.Builder
+	tools := 0
+	for _, msg := range msgs {
+		if msg.Role == model.RoleTool {
+			tools += len(msg.ToolResults)
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimPrefix(msg.Text, model.SummaryPrefix))
+		if text == "" {
+			continue
+		}
+		if len(text) > perMessage {
+			text = text[:perMessage] + "…"
+		}
+		line := fmt.Sprintf("- %s: %s\n", msg.Role, strings.ReplaceAll(text, "\n", " "))
+		if b.Len()+len(line) > total {
+			b.WriteString("- …\n")
+			break
+		}
+		b.WriteString(line)
+	}
+	return fmt.Sprintf("%d messages (%d tool results) were compacted.\n%s", len(msgs), tools, b.String()), model.Usage{}, nil
+}

@@ -83,7 +83,7 @@ function temporalBinary() {
 
 /**
  * A running stack. stop() ends every process it started.
- * @typedef {{ url: string, temporal: string, taskQueue: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}> }} Stack
+ * @typedef {{ url: string, temporal: string, taskQueue: string, payloadStore: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}> }} Stack
  */
 
 // Every process started here dies with this one, even when a test crashes.
@@ -130,6 +130,10 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
   const logs = [];
   const procs = [];
   const taskQueue = `node-${process.pid}`;
+  // One payload store shared by `eve serve` and the worker (large payloads
+  // and conversations), removed when the stack stops.
+  const payloadDir = mkdtempSync(path.join(tmpdir(), "eve-node-payloads-"));
+  const payloadStore = `file:${payloadDir}`;
   const tport = await freePort();
   const temporal = `127.0.0.1:${tport}`;
   const fast = [
@@ -143,11 +147,12 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
   const stack = {
     temporal,
     taskQueue,
+    payloadStore,
     procs,
     logs,
     async serve({ lease = leaseSeconds, key } = {}) {
       const port = await freePort();
-      const env = { EVE_API_KEY: key ?? "", EVE_API_KEYS_FILE: "" };
+      const env = { EVE_API_KEY: key ?? "", EVE_API_KEYS_FILE: "", EVE_PAYLOAD_STORE: payloadStore };
       const p = start(bins.eve, ["serve", "--address", temporal, "--task-queue", taskQueue, "--addr", `127.0.0.1:${port}`, "--stream-lease", `${lease}s`, "--log-level", "warn"], env, logs, `serve:${port}`);
       procs.push(p);
       const url = `http://127.0.0.1:${port}`;
@@ -160,13 +165,14 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
     },
     async stop() {
       for (const p of [...procs].reverse()) await stopProc(p);
+      rmSync(payloadDir, { recursive: true, force: true });
     },
   };
   try {
     await waitFor(`the Temporal dev server at ${temporal}`, () => portOpen(tport));
     const api = await stack.serve({ key: apiKey });
     stack.url = api.url;
-    procs.push(start(bins.worker, ["--address", temporal, "--task-queue", taskQueue, "--metrics-addr", "", "--log-level", "warn"], { EVE_API_KEY: "" }, logs, "worker"));
+    procs.push(start(bins.worker, ["--address", temporal, "--task-queue", taskQueue, "--metrics-addr", "", "--log-level", "warn"], { EVE_API_KEY: "", EVE_PAYLOAD_STORE: payloadStore }, logs, "worker"));
   } catch (err) {
     await stack.stop();
     throw new Error(`${err.message}\n--- logs ---\n${logs.join("")}`);

@@ -1,0 +1,161 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/model"
+)
+
+// Activity names of the conversation store.
+const (
+	AppendConversationName = "eve.AppendConversation"
+	CompactName            = "eve.Compact"
+)
+
+// ErrTypeStore is the error type of a payload store failure (retried).
+const ErrTypeStore = "StoreError"
+
+// errNoStore is a worker set up without a store.
+var errNoStore = temporal.NewNonRetryableApplicationError(
+	"this worker has no conversation store: set agent.Agent.Store (payloadstore.FromEnv reads EVE_PAYLOAD_STORE) to the store its Temporal client uses",
+	ErrTypeBadConfig, nil)
+
+// stepMessages returns what the model reads: the stored conversation plus
+// Append (stored first, so the step's answer extends it), or the inline
+// Messages of turns recorded before conversations were stored.
+func (a *Activities) stepMessages(ctx context.Context, in ModelStepInput) ([]model.Message, *conversation.Ref, error) {
+	if in.Conversation == nil {
+		return in.Messages, nil, nil
+	}
+	if a.Conversations == nil {
+		return nil, nil, errNoStore
+	}
+	ref, err := a.Conversations.Append(ctx, in.SessionID, *in.Conversation, in.Append...)
+	if err != nil {
+		return nil, nil, storeError("store the conversation", err)
+	}
+	msgs, err := a.Conversations.Load(ctx, ref)
+	if err != nil {
+		return nil, nil, storeError("read the conversation", err)
+	}
+	return msgs, &ref, nil
+}
+
+func storeError(what string, err error) error {
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s: %v", what, err), ErrTypeStore, err)
+}
+
+// AppendInput stores messages after a conversation.
+type AppendInput struct {
+	SessionID    string           `json:"sessionId"`
+	Conversation conversation.Ref `json:"conversation"`
+	Messages     []model.Message  `json:"messages"`
+}
+
+// AppendConversation stores messages that no model step stored (a turn that
+// ended after its tools ran) and returns the conversation.
+func (a *Activities) AppendConversation(ctx context.Context, in AppendInput) (conversation.Ref, error) {
+	if a.Conversations == nil {
+		return conversation.Ref{}, errNoStore
+	}
+	ref, err := a.Conversations.Append(ctx, in.SessionID, in.Conversation, in.Messages...)
+	if err != nil {
+		return conversation.Ref{}, storeError("store the conversation", err)
+	}
+	return ref, nil
+}
+
+// CompactInput asks for a conversation to be replaced by a summary.
+type CompactInput struct {
+	SessionID    string           `json:"sessionId"`
+	Conversation conversation.Ref `json:"conversation"`
+	Append       []model.Message  `json:"append,omitempty"`
+	// MaxInputTokens bounds what the summarizing model reads: the oldest
+	// messages beyond it are left out of the summary's input.
+	MaxInputTokens int `json:"maxInputTokens,omitempty"`
+}
+
+// CompactOutput is the compacted conversation.
+type CompactOutput struct {
+	Conversation conversation.Ref `json:"conversation"`
+	// Before is the size of what was compacted.
+	Before conversation.Ref `json:"before"`
+	Usage  model.Usage      `json:"usage"`
+}
+
+// Compact summarizes the conversation with the agent's model and stores a
+// new conversation holding only the summary.
+func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutput, error) {
+	if a.Conversations == nil {
+		return CompactOutput{}, errNoStore
+	}
+	before, err := a.Conversations.Append(ctx, in.SessionID, in.Conversation, in.Append...)
+	if err != nil {
+		return CompactOutput{}, storeError("store the conversation", err)
+	}
+	msgs, err := a.Conversations.Load(ctx, before)
+	if err != nil {
+		return CompactOutput{}, storeError("read the conversation", err)
+	}
+	if len(msgs) == 0 {
+		return CompactOutput{Conversation: before, Before: before}, nil
+	}
+	msgs = fitTokens(msgs, in.MaxInputTokens)
+	summary, usage, err := model.Summarize(ctx, a.Model, msgs)
+	if err != nil {
+		if model.IsRetryable(err) {
+			return CompactOutput{}, temporal.NewApplicationErrorWithCause("compaction: "+err.Error(), "ModelRetryable", err)
+		}
+		return CompactOutput{}, temporal.NewNonRetryableApplicationError("compaction: "+err.Error(), ErrTypeModel, err)
+	}
+	next, err := a.Conversations.Append(ctx, in.SessionID, conversation.Ref{}, model.Message{Role: model.RoleUser, Text: model.SummaryPrefix + summary})
+	if err != nil {
+		return CompactOutput{}, storeError("store the summary", err)
+	}
+	return CompactOutput{Conversation: next, Before: before, Usage: usage}, nil
+}
+
+// fitTokens drops the oldest messages until the rest fit in max tokens
+// (0: no bound), never leaving tool results without the call they answer.
+func fitTokens(msgs []model.Message, max int) []model.Message {
+	if max <= 0 {
+		return msgs
+	}
+	total := 0
+	start := len(msgs)
+	for start > 0 {
+		n := conversation.EstimateTokens(msgs[start-1 : start])
+		if total+n > max && start < len(msgs) {
+			break
+		}
+		total += n
+		start--
+	}
+	for start < len(msgs) && msgs[start].Role == model.RoleTool {
+		start++
+	}
+	if start >= len(msgs) {
+		// One message larger than the bound: summarize it alone, cut.
+		last := msgs[len(msgs)-1]
+		if b := max * conversation.BytesPerToken; len(last.Text) > b {
+			last.Text = last.Text[len(last.Text)-b:]
+		}
+		last.ToolResults = nil
+		if last.Role == model.RoleTool {
+			last.Role = model.RoleUser
+		}
+		return []model.Message{last}
+	}
+	return msgs[start:]
+}
+
+// IsStoreError reports whether err is a payload store failure.
+func IsStoreError(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == ErrTypeStore
+}

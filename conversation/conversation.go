@@ -1,0 +1,233 @@
+// Package conversation keeps a session's conversation in a payload store, by
+// reference, so that workflow inputs, model-step inputs and continue-as-new
+// state carry a small Ref whatever the conversation's size.
+//
+// Each message is written once, under a content-addressed key of its
+// session; a conversation is a manifest (the list of its messages' keys),
+// also content-addressed. Appending writes the new messages and a new
+// manifest; a retried activity rewrites the same objects. Objects are
+// immutable, so a worker caches what it read or wrote.
+package conversation
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/payloadstore"
+)
+
+// Ref is a stored conversation. The zero Ref is the empty conversation.
+type Ref struct {
+	// Manifest is the key of the manifest ("" when empty).
+	Manifest string `json:"manifest,omitempty"`
+	// Messages is how many messages it holds.
+	Messages int `json:"messages,omitempty"`
+	// Bytes is the encoded size of its messages.
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// Empty reports whether the conversation has no messages.
+func (r Ref) Empty() bool { return r.Messages == 0 }
+
+// BytesPerToken is the estimate Tokens uses: about four bytes of English
+// text or JSON per token, for every provider eve supports.
+const BytesPerToken = 4
+
+// Tokens estimates the conversation's size in tokens.
+func (r Ref) Tokens() int { return int(r.Bytes / BytesPerToken) }
+
+// EstimateTokens estimates the tokens of messages not yet stored.
+func EstimateTokens(msgs []model.Message) int {
+	n := 0
+	for _, m := range msgs {
+		b, _ := json.Marshal(m)
+		n += len(b)
+	}
+	return n / BytesPerToken
+}
+
+type manifest struct {
+	Keys  []string `json:"keys"`
+	Bytes int64    `json:"bytes"`
+}
+
+// Store reads and writes conversations. It is safe for concurrent use.
+type Store struct {
+	objects payloadstore.Store
+	cache   *lru
+}
+
+// DefaultCacheBytes bounds the decoded messages and manifests a Store keeps
+// in memory.
+const DefaultCacheBytes = 64 << 20
+
+// New returns a Store over objects with the default cache.
+func New(objects payloadstore.Store) *Store {
+	return &Store{objects: objects, cache: newLRU(DefaultCacheBytes)}
+}
+
+// Objects is the payload store underneath.
+func (s *Store) Objects() payloadstore.Store { return s.objects }
+
+var unsafeKey = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
+
+// sessionPrefix is the key prefix of a session's objects. Ids with other
+// characters than the store allows are hashed, so any id maps to one prefix.
+func sessionPrefix(sessionID string) string {
+	if sessionID == "" || len(sessionID) > 128 || unsafeKey.MatchString(sessionID) || sessionID[0] == '.' {
+		sum := sha256.Sum256([]byte(sessionID))
+		return "sessions/h-" + hex.EncodeToString(sum[:16])
+	}
+	return "sessions/" + sessionID
+}
+
+func contentKey(prefix, kind string, b []byte) string {
+	sum := sha256.Sum256(b)
+	return prefix + "/" + kind + "/" + hex.EncodeToString(sum[:])
+}
+
+// Load returns the conversation's messages, oldest first.
+func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
+	if ref.Manifest == "" {
+		return nil, nil
+	}
+	man, err := s.manifest(ctx, ref.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Message, len(man.Keys))
+	for i, k := range man.Keys {
+		if v, ok := s.cache.get(k); ok {
+			out[i] = v.(model.Message)
+			continue
+		}
+		b, err := s.objects.Get(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("read message %d of conversation %s from %s: %w", i, ref.Manifest, s.objects.Location(), err)
+		}
+		var m model.Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("decode message %s: %w", k, err)
+		}
+		s.cache.put(k, m, int64(len(b)))
+		out[i] = m
+	}
+	return out, nil
+}
+
+func (s *Store) manifest(ctx context.Context, key string) (manifest, error) {
+	if v, ok := s.cache.get(key); ok {
+		return v.(manifest), nil
+	}
+	b, err := s.objects.Get(ctx, key)
+	if err != nil {
+		return manifest{}, fmt.Errorf("read conversation %s from %s: %w", key, s.objects.Location(), err)
+	}
+	var man manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return manifest{}, fmt.Errorf("decode conversation %s: %w", key, err)
+	}
+	s.cache.put(key, man, int64(len(b)))
+	return man, nil
+}
+
+// Append stores msgs after base's messages and returns the new conversation.
+// Appending nothing returns base.
+func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...model.Message) (Ref, error) {
+	if len(msgs) == 0 {
+		return base, nil
+	}
+	var man manifest
+	if base.Manifest != "" {
+		m, err := s.manifest(ctx, base.Manifest)
+		if err != nil {
+			return Ref{}, err
+		}
+		man = manifest{Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), m.Keys...), Bytes: m.Bytes}
+	}
+	prefix := sessionPrefix(sessionID)
+	for _, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return Ref{}, fmt.Errorf("encode message: %w", err)
+		}
+		key := contentKey(prefix, "messages", b)
+		if _, ok := s.cache.get(key); !ok {
+			if err := s.objects.Put(ctx, key, b); err != nil {
+				return Ref{}, fmt.Errorf("write message to %s: %w", s.objects.Location(), err)
+			}
+			s.cache.put(key, m, int64(len(b)))
+		}
+		man.Keys = append(man.Keys, key)
+		man.Bytes += int64(len(b))
+	}
+	b, err := json.Marshal(man)
+	if err != nil {
+		return Ref{}, fmt.Errorf("encode conversation: %w", err)
+	}
+	key := contentKey(prefix, "conversations", b)
+	if _, ok := s.cache.get(key); !ok {
+		if err := s.objects.Put(ctx, key, b); err != nil {
+			return Ref{}, fmt.Errorf("write conversation to %s: %w", s.objects.Location(), err)
+		}
+		s.cache.put(key, man, int64(len(b)))
+	}
+	return Ref{Manifest: key, Messages: len(man.Keys), Bytes: man.Bytes}, nil
+}
+
+// lru is a cache of immutable values bounded by their encoded size.
+type lru struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	order *list.List
+	items map[string]*list.Element
+}
+
+type entry struct {
+	key  string
+	val  any
+	size int64
+}
+
+func newLRU(max int64) *lru {
+	return &lru{max: max, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *lru) get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.order.MoveToFront(el)
+		return el.Value.(*entry).val, true
+	}
+	return nil, false
+}
+
+func (c *lru) put(key string, val any, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.order.MoveToFront(el)
+		return
+	}
+	if size > c.max {
+		return
+	}
+	c.items[key] = c.order.PushFront(&entry{key, val, size})
+	c.size += size
+	for c.size > c.max {
+		el := c.order.Back()
+		e := el.Value.(*entry)
+		c.order.Remove(el)
+		delete(c.items, e.key)
+		c.size -= e.size
+	}
+}

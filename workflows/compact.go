@@ -1,0 +1,67 @@
+package workflows
+
+import (
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/protocol"
+	"go.temporal.io/sdk/workflow"
+)
+
+// versionConversationRef: conversations are stored by reference
+// (conversation.Ref) instead of travelling inline in workflow payloads.
+const versionConversationRef = "conversation-ref"
+
+// tokens estimates what the next model step reads.
+func (t *turn) tokens() int {
+	return t.conv.Tokens() + conversation.EstimateTokens(t.pending)
+}
+
+// shouldCompact: the conversation reached the agent's share of the model's
+// context window (Config.CompactAt; negative turns it off).
+func (t *turn) shouldCompact() bool {
+	if t.noCompact || t.cfg.CompactAt <= 0 || t.cfg.ContextWindow <= 0 {
+		return false
+	}
+	return float64(t.tokens()) >= t.cfg.CompactAt*float64(t.cfg.ContextWindow)
+}
+
+// compact replaces the conversation with the model's summary of it, between
+// two steps, as eve does. A failed compaction leaves the conversation as
+// it is: the step goes on with it (and fails if the model cannot take it).
+func (t *turn) compact(ctx workflow.Context, stepIdx int) {
+	before := t.tokens()
+	data := protocol.CompactionData{ModelID: t.cfg.ModelID, Sequence: t.in.Sequence, SessionID: t.in.SessionID,
+		StepIndex: stepIdx, TurnID: t.in.TurnID, UsageInputTokens: &before}
+	t.emit(ctx, protocol.CompactionRequested, data)
+	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv, Append: t.pending})
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("compaction failed; the turn goes on with the whole conversation", "turn", t.in.TurnID, "error", err)
+		t.noCompact = true // not again in this turn
+		return
+	}
+	t.conv, t.pending = out.Conversation, nil
+	t.usage = t.usage.Add(protocol.StepUsage(out.Usage))
+	after := t.tokens()
+	data.UsageInputTokens = &after
+	t.emit(ctx, protocol.CompactionCompleted, data)
+}
+
+// runCompaction runs the Compact activity the way model steps run.
+func runCompaction(ctx workflow.Context, cfg Config, in activities.CompactInput) (activities.CompactOutput, error) {
+	// The summarizing model reads at most 80% of its window; the oldest
+	// messages beyond it are left out.
+	in.MaxInputTokens = cfg.ContextWindow * 8 / 10
+	var out activities.CompactOutput
+	var f workflow.Future
+	if cfg.LocalModel {
+		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
+		}), activities.CompactName, in)
+	} else {
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
+		}), activities.CompactName, in)
+	}
+	err := f.Get(ctx, &out)
+	return out, err
+}
