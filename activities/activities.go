@@ -60,9 +60,9 @@ type Activities struct {
 
 // ModelStepInput is one model call.
 type ModelStepInput struct {
-	SessionID string          `json:"sessionId"`
-	TurnID    string          `json:"turnId"`
-	StepIndex int             `json:"stepIndex"`
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+	StepIndex int    `json:"stepIndex"`
 	// Messages is the whole conversation, in turns recorded before
 	// conversations were stored by reference.
 	Messages []model.Message `json:"messages"`
@@ -149,7 +149,8 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 	}
 	out := ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
 	if conv != nil {
-		next, err := a.Conversations.Append(ctx, in.SessionID, *conv, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		answer := model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
+		next, err := a.Conversations.Append(ctx, in.SessionID, *conv, append(append([]model.Message(nil), in.Append...), answer)...)
 		if err != nil {
 			return ModelStepOutput{}, temporal.NewApplicationErrorWithCause("store the model's answer: "+err.Error(), ErrTypeStore, err)
 		}

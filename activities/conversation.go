@@ -26,8 +26,8 @@ var errNoStore = temporal.NewNonRetryableApplicationError(
 	ErrTypeBadConfig, nil)
 
 // stepMessages returns what the model reads: the stored conversation plus
-// Append (stored first, so the step's answer extends it), or the inline
-// Messages of turns recorded before conversations were stored.
+// Append, or the inline Messages of turns recorded before conversations
+// were stored.
 func (a *Activities) stepMessages(ctx context.Context, in ModelStepInput) ([]model.Message, *conversation.Ref, error) {
 	if in.Conversation == nil {
 		return in.Messages, nil, nil
@@ -35,15 +35,12 @@ func (a *Activities) stepMessages(ctx context.Context, in ModelStepInput) ([]mod
 	if a.Conversations == nil {
 		return nil, nil, errNoStore
 	}
-	ref, err := a.Conversations.Append(ctx, in.SessionID, *in.Conversation, in.Append...)
-	if err != nil {
-		return nil, nil, storeError("store the conversation", err)
-	}
-	msgs, err := a.Conversations.Load(ctx, ref)
+	msgs, err := a.Conversations.Load(ctx, *in.Conversation)
 	if err != nil {
 		return nil, nil, storeError("read the conversation", err)
 	}
-	return msgs, &ref, nil
+	// Append is stored with the model's answer, in one manifest write.
+	return append(msgs, in.Append...), in.Conversation, nil
 }
 
 func storeError(what string, err error) error {
@@ -75,6 +72,9 @@ type CompactInput struct {
 	SessionID    string           `json:"sessionId"`
 	Conversation conversation.Ref `json:"conversation"`
 	Append       []model.Message  `json:"append,omitempty"`
+	// Keep is how many of the last messages stay as they are after the
+	// summary (the running turn's: its user message, calls and results).
+	Keep int `json:"keep,omitempty"`
 	// MaxInputTokens bounds what the summarizing model reads: the oldest
 	// messages beyond it are left out of the summary's input.
 	MaxInputTokens int `json:"maxInputTokens,omitempty"`
@@ -102,18 +102,20 @@ func (a *Activities) Compact(ctx context.Context, in CompactInput) (CompactOutpu
 	if err != nil {
 		return CompactOutput{}, storeError("read the conversation", err)
 	}
-	if len(msgs) == 0 {
+	keep := min(max(in.Keep, 0), len(msgs))
+	old, kept := msgs[:len(msgs)-keep], msgs[len(msgs)-keep:]
+	if len(old) == 0 {
 		return CompactOutput{Conversation: before, Before: before}, nil
 	}
-	msgs = fitTokens(msgs, in.MaxInputTokens)
-	summary, usage, err := model.Summarize(ctx, a.Model, msgs)
+	summary, usage, err := model.Summarize(ctx, a.Model, fitTokens(old, in.MaxInputTokens))
 	if err != nil {
 		if model.IsRetryable(err) {
 			return CompactOutput{}, temporal.NewApplicationErrorWithCause("compaction: "+err.Error(), "ModelRetryable", err)
 		}
 		return CompactOutput{}, temporal.NewNonRetryableApplicationError("compaction: "+err.Error(), ErrTypeModel, err)
 	}
-	next, err := a.Conversations.Append(ctx, in.SessionID, conversation.Ref{}, model.Message{Role: model.RoleUser, Text: model.SummaryPrefix + summary})
+	next, err := a.Conversations.Append(ctx, in.SessionID, conversation.Ref{},
+		append([]model.Message{{Role: model.RoleUser, Text: model.SummaryPrefix + summary}}, kept...)...)
 	if err != nil {
 		return CompactOutput{}, storeError("store the summary", err)
 	}

@@ -85,6 +85,27 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("eve API %d: %s", e.Status, e.Message)
 }
 
+// Errors an *Error matches with errors.Is, by its code.
+var (
+	// ErrSessionNotFound: no session has that id (404 session_not_found).
+	ErrSessionNotFound = errors.New("session not found")
+	// ErrSessionEnded: the session's workflow closed abnormally (terminated,
+	// failed, timed out or canceled) and takes nothing more (410
+	// session_ended); Message says how and why. Start a new session.
+	ErrSessionEnded = errors.New("session ended")
+)
+
+// Is matches ErrSessionNotFound and ErrSessionEnded by code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrSessionNotFound:
+		return e.Code == "session_not_found"
+	case ErrSessionEnded:
+		return e.Code == "session_ended"
+	}
+	return false
+}
+
 // IsStatus reports whether err is an *Error with that HTTP status.
 func IsStatus(err error, status int) bool {
 	var e *Error

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -161,5 +162,20 @@ func TestInputsFold(t *testing.T) {
 	}
 	if r, ok := in.Asked("b"); !ok || r.Index != 0 {
 		t.Fatalf("asked b = %+v %v", r, ok)
+	}
+}
+
+func TestErrorIsSessionEnded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(410)
+		w.Write([]byte(`{"ok":false,"error":"session ses_x has ended: its workflow was terminated (too big). Start a new session.","code":"session_ended"}`))
+	}))
+	defer srv.Close()
+	_, err := New(srv.URL).Send(context.Background(), "ses_x", "hi")
+	if !errors.Is(err, ErrSessionEnded) || errors.Is(err, ErrSessionNotFound) || !IsStatus(err, 410) {
+		t.Fatalf("err = %#v", err)
+	}
+	if !errors.Is(&Error{Status: 404, Code: "session_not_found"}, ErrSessionNotFound) {
+		t.Fatal("404 session_not_found is not ErrSessionNotFound")
 	}
 }

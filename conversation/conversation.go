@@ -53,10 +53,19 @@ func EstimateTokens(msgs []model.Message) int {
 	return n / BytesPerToken
 }
 
+// A manifest lists a conversation's message keys in chunks of at most
+// chunkKeys: the newest chunk names the one before it (Parent), so an append
+// writes one small chunk whatever the conversation's length.
 type manifest struct {
-	Keys  []string `json:"keys"`
-	Bytes int64    `json:"bytes"`
+	Parent string `json:"parent,omitempty"`
+	// Before is how many messages the parent chain holds.
+	Before int      `json:"before,omitempty"`
+	Keys   []string `json:"keys"`
+	// Bytes is the size of all the conversation's messages.
+	Bytes int64 `json:"bytes"`
 }
+
+const chunkKeys = 256
 
 // Store reads and writes conversations. It is safe for concurrent use.
 type Store struct {
@@ -98,12 +107,12 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 	if ref.Manifest == "" {
 		return nil, nil
 	}
-	man, err := s.manifest(ctx, ref.Manifest)
+	keys, err := s.keys(ctx, ref.Manifest)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]model.Message, len(man.Keys))
-	for i, k := range man.Keys {
+	out := make([]model.Message, len(keys))
+	for i, k := range keys {
 		if v, ok := s.cache.get(k); ok {
 			out[i] = v.(model.Message)
 			continue
@@ -118,6 +127,26 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		}
 		s.cache.put(k, m, int64(len(b)))
 		out[i] = m
+	}
+	return out, nil
+}
+
+// keys returns the message keys of a manifest and its parents, oldest first.
+func (s *Store) keys(ctx context.Context, key string) ([]string, error) {
+	var chunks [][]string
+	n := 0
+	for key != "" {
+		man, err := s.manifest(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		chunks = append(chunks, man.Keys)
+		n += len(man.Keys)
+		key = man.Parent
+	}
+	out := make([]string, 0, n)
+	for i := len(chunks) - 1; i >= 0; i-- {
+		out = append(out, chunks[i]...)
 	}
 	return out, nil
 }
@@ -144,13 +173,13 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 	if len(msgs) == 0 {
 		return base, nil
 	}
-	var man manifest
+	var cur manifest
 	if base.Manifest != "" {
 		m, err := s.manifest(ctx, base.Manifest)
 		if err != nil {
 			return Ref{}, err
 		}
-		man = manifest{Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), m.Keys...), Bytes: m.Bytes}
+		cur = manifest{Parent: m.Parent, Before: m.Before, Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), m.Keys...), Bytes: m.Bytes}
 	}
 	prefix := sessionPrefix(sessionID)
 	for _, m := range msgs {
@@ -165,21 +194,36 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 			}
 			s.cache.put(key, m, int64(len(b)))
 		}
-		man.Keys = append(man.Keys, key)
-		man.Bytes += int64(len(b))
+		if len(cur.Keys) == chunkKeys {
+			full, err := s.putManifest(ctx, prefix, cur)
+			if err != nil {
+				return Ref{}, err
+			}
+			cur = manifest{Parent: full, Before: cur.Before + len(cur.Keys), Bytes: cur.Bytes}
+		}
+		cur.Keys = append(cur.Keys, key)
+		cur.Bytes += int64(len(b))
 	}
+	key, err := s.putManifest(ctx, prefix, cur)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Manifest: key, Messages: cur.Before + len(cur.Keys), Bytes: cur.Bytes}, nil
+}
+
+func (s *Store) putManifest(ctx context.Context, prefix string, man manifest) (string, error) {
 	b, err := json.Marshal(man)
 	if err != nil {
-		return Ref{}, fmt.Errorf("encode conversation: %w", err)
+		return "", fmt.Errorf("encode conversation: %w", err)
 	}
 	key := contentKey(prefix, "conversations", b)
 	if _, ok := s.cache.get(key); !ok {
 		if err := s.objects.Put(ctx, key, b); err != nil {
-			return Ref{}, fmt.Errorf("write conversation to %s: %w", s.objects.Location(), err)
+			return "", fmt.Errorf("write conversation to %s: %w", s.objects.Location(), err)
 		}
 		s.cache.put(key, man, int64(len(b)))
 	}
-	return Ref{Manifest: key, Messages: len(man.Keys), Bytes: man.Bytes}, nil
+	return key, nil
 }
 
 // lru is a cache of immutable values bounded by their encoded size.

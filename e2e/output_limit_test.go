@@ -113,7 +113,9 @@ func TestOutputLimitFiveMegabytes(t *testing.T) {
 }
 
 // A raised limit lets 1.5 MB through in full. (This needs payloads above
-// Temporal's blob limits to leave history: External Storage.)
+// Temporal's blob limits to leave history: External Storage.) The reply is
+// not checked: a conversation this large may be compacted before the
+// model's next step, and the scripted model then answers by default.
 func TestOutputLimitRaisedLetsLargeOutputThrough(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(evetest.Agent(t, outputLimitRules, olDump(2<<20)))
@@ -123,39 +125,25 @@ func TestOutputLimitRaisedLetsLargeOutputThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted || res.Outcome.Reply != fmt.Sprintf("%d: ", n) {
-		for _, e := range env.Events(ctx, res.SessionID) {
-			b, _ := json.Marshal(e)
-			if len(b) > 600 {
-				b = b[:600]
-			}
-			t.Logf("%s", b)
-		}
-		for _, wid := range []string{res.SessionID + "/turn_0", res.SessionID} {
-			it := env.Client.GetWorkflowHistory(ctx, wid, "", false, 0)
-			for it.HasNext() {
-				ev, err := it.Next()
-				if err != nil {
-					t.Log(err)
-					break
-				}
-				s := ev.String()
-				if len(s) > 400 {
-					s = s[:400]
-				}
-				t.Logf("%s: %s", wid, s)
-			}
-		}
+	if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("outcome = %+v", res.Outcome)
 	}
+	evs := waitFor(t, env, res.SessionID, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	ars := evetest.Of(evs, protocol.ActionResult)
+	if len(ars) != 1 {
+		t.Fatalf("events: %s", evetest.Join(evs))
+	}
 	var ar protocol.ActionResultData
-	evetest.Of(env.Events(ctx, res.SessionID), protocol.ActionResult)[0].Decode(&ar)
+	ars[0].Decode(&ar)
 	var out struct {
 		N    int    `json:"n"`
 		Data string `json:"data"`
 	}
 	if err := json.Unmarshal(ar.Result.Output, &out); err != nil || ar.Status != protocol.StatusCompleted || out.N != n || len(out.Data) != n {
 		t.Fatalf("action.result status %s, %d bytes of output (%v)", ar.Status, len(ar.Result.Output), err)
+	}
+	if r := env.SendAndWait(ctx, res.SessionID, "hello"); r.Outcome == nil || r.Outcome.Status != signals.TurnStatusCompleted || r.Outcome.Reply != "hi" {
+		t.Fatalf("next turn: %+v", r.Outcome)
 	}
 }
 

@@ -83,6 +83,9 @@ func (e *tapiEnv) tools() []*tools.Tool {
 // (agent.Register may register them too; registering twice is harmless).
 func startExecutionWorker(t testing.TB, env *evetest.Env, a *agent.Agent) {
 	t.Helper()
+	if a.Store == nil {
+		a.Store = env.Server.PayloadStore()
+	}
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,8 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 	data := protocol.CompactionData{ModelID: t.cfg.ModelID, Sequence: t.in.Sequence, SessionID: t.in.SessionID,
 		StepIndex: stepIdx, TurnID: t.in.TurnID, UsageInputTokens: &before}
 	t.emit(ctx, protocol.CompactionRequested, data)
-	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv, Append: t.pending})
+	// The running turn stays as it is: its user message, calls and results.
+	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv, Append: t.pending, Keep: t.turnMsgs})
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("compaction failed; the turn goes on with the whole conversation", "turn", t.in.TurnID, "error", err)
 		t.noCompact = true // not again in this turn
@@ -44,6 +45,10 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 	after := t.tokens()
 	data.UsageInputTokens = &after
 	t.emit(ctx, protocol.CompactionCompleted, data)
+	if t.shouldCompact() {
+		// The turn alone fills the window: compacting again won't help.
+		t.noCompact = true
+	}
 }
 
 // runCompaction runs the Compact activity the way model steps run.

@@ -70,11 +70,14 @@ type turn struct {
 	byRef   bool
 	conv    conversation.Ref
 	pending []model.Message
-	// noCompact: a compaction failed in this turn; don't retry every step.
+	// noCompact: compacting again in this turn won't help (it failed, or
+	// the turn alone fills the window).
 	noCompact bool
-	msgs      []model.Message
-	newMsg    []model.Message
-	usage     protocol.TokenUsage
+	// turnMsgs counts the messages this turn added to the conversation.
+	turnMsgs int
+	msgs     []model.Message
+	newMsg   []model.Message
+	usage    protocol.TokenUsage
 
 	stepIdx int
 	// stepDone is the last step whose model call returned (-1 before any):
@@ -104,6 +107,7 @@ func (t *turn) emit(ctx workflow.Context, typ string, data any) {
 }
 
 func (t *turn) add(m model.Message) {
+	t.turnMsgs++
 	if t.byRef {
 		t.pending = append(t.pending, m)
 		return
@@ -287,6 +291,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				t.conv = *res.Conversation
 			}
 			t.pending = nil
+			t.turnMsgs++ // the model's answer
 		} else {
 			t.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"regexp"
@@ -27,6 +28,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/eve-temporal/eve/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/payloadstore"
 )
@@ -60,6 +62,9 @@ type scenario struct {
 // scenarios is filled by init() functions in this package (raw.go, eve.go).
 // The table lists rows in the order of serverConfigs, then of this slice.
 var scenarios []scenario
+
+// reports print more tables after the main one (conversation.go's, say).
+var reports []func(w io.Writer, t *benchkit.Table)
 
 // benchEnv is what a scenario gets for one server config.
 type benchEnv struct {
@@ -194,6 +199,9 @@ func main() {
 
 	fmt.Println()
 	_ = table.Fprint(os.Stdout)
+	for _, report := range reports {
+		report(os.Stdout, table)
+	}
 	fmt.Println()
 	fmt.Println("configs:")
 	for _, cfg := range configs {

@@ -45,7 +45,27 @@ over HTTP, so it works against any deployment by URL and key.`,
 		newSessionDecideCommand(&f, false),
 		newSessionCancelCommand(&f),
 	)
+	for _, c := range cmd.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return sessionError(run(cmd, args)) }
+		}
+	}
 	return cmd
+}
+
+// sessionError says what to do about a session that is gone.
+func sessionError(err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch {
+	case errors.Is(err, client.ErrSessionEnded):
+		return fmt.Errorf("%s\n(to go on, start a new session: eve session send \"<message>\" without --session)", e.Message)
+	case errors.Is(err, client.ErrSessionNotFound):
+		return fmt.Errorf("%s (check the id, and that --url is the server that created it)", e.Message)
+	}
+	return err
 }
 
 func newSessionSendCommand(f *sessionFlags) *cobra.Command {

@@ -42,6 +42,7 @@ func toolsEnv(t *testing.T) (*evetest.Env, string) {
 	}
 	a.Tools = reg
 	a.Actions, _, _ = env.Actions()
+	a.Store = env.Server.PayloadStore()
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,8 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// MaxBodyBytes bounds a completion body.
+// MaxBodyBytes bounds a completion body, whatever the tool's
+// MaxOutputBytes (which the settle Update's validator checks: 422).
 const MaxBodyBytes = 4 << 20
 
 // Service settles actions through Temporal.
@@ -137,6 +138,9 @@ func (s *Service) Complete(ctx context.Context, token string, body Body) (int, R
 			}
 			return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s ended before this completion", c.ActionID))
 		}
+		if st, r, ok := tooLarge(c, err); ok {
+			return st, r
+		}
 		s.log().Error("complete activity", "action", c.ActionID, "err", err)
 		return fail(http.StatusServiceUnavailable, "temporal_unavailable", "could not reach Temporal; retry")
 	}
@@ -181,11 +185,27 @@ func (s *Service) mapError(c capability.Claims, err error) (int, Reply) {
 	if errors.As(err, &nf) {
 		return fail(http.StatusGone, "action_ended", fmt.Sprintf("the turn of action %s has ended", c.ActionID))
 	}
+	if st, r, ok := tooLarge(c, err); ok {
+		return st, r
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fail(http.StatusServiceUnavailable, "worker_unavailable", "no worker answered in time; retry")
 	}
 	s.log().Error("settle action", "action", c.ActionID, "err", err)
 	return fail(http.StatusServiceUnavailable, "temporal_unavailable", "could not settle the action now; retry")
+}
+
+// tooLarge answers Temporal's refusal of a payload over its blob size
+// limit (2 MB by default, when the client does not offload large payloads
+// to External Storage): 413, since retrying the same body cannot succeed.
+func tooLarge(c capability.Claims, err error) (int, Reply, bool) {
+	var ia *serviceerror.InvalidArgument
+	if !errors.As(err, &ia) || !strings.Contains(strings.ToLower(ia.Error()), "size exceeds limit") {
+		return 0, Reply{}, false
+	}
+	st, r := fail(http.StatusRequestEntityTooLarge, "body_too_large",
+		fmt.Sprintf("Temporal refused the completion of action %s as too large (%s): send less output (page or summarize), or offload large payloads to External Storage", c.ActionID, ia.Error()))
+	return st, r, true
 }
 
 func (s *Service) state(ctx context.Context, c capability.Claims) (signals.ActionState, error) {

@@ -20,6 +20,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeSessionNotFound  = "session_not_found"
 	CodeSessionNotActive = "session_not_active"
+	CodeSessionEnded     = "session_ended"
 	CodeTooLarge         = "payload_too_large"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnknownRequest   = "unknown_request"

@@ -242,19 +242,19 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		return
 	}
 	// Answers almost always concern the running turn: read its events
-	// first, and the whole log only when a request is not among them.
+	// first, and the whole log only when a request is not among them. Both
+	// are folded page by page.
 	from := 0
 	if sum.ActiveTurn != nil {
 		from = sum.ActiveTurn.Base
 	}
-	var inputs sessions.Inputs
+	var inputs *sessions.Inputs
 	for {
-		page, err := s.opts.Sessions.Read(ctx, id, from)
+		inputs, err = s.opts.Sessions.Inputs(ctx, id, from)
 		if err != nil {
 			s.fail(w, s.temporalError("read the session", id, err))
 			return
 		}
-		inputs = sessions.FoldInputs(page.Events, page.From)
 		missing := false
 		for _, resp := range rs {
 			if _, ok := inputs.Asked[resp.RequestID]; !ok {
@@ -335,9 +335,14 @@ func (s *Server) temporalError(what, id string, err error) error {
 	if errors.As(err, &he) {
 		return he
 	}
+	var ended *sessions.EndedError
+	if errors.As(err, &ended) {
+		return endedError(ended)
+	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) && strings.Contains(nf.Message, "already completed") {
-		return errorf(http.StatusConflict, CodeSessionNotActive, "session %s is no longer active", id)
+		// A closed workflow the service could not describe.
+		return errorf(http.StatusGone, CodeSessionEnded, "session %s has ended: its workflow is closed. %s", id, startAfresh)
 	}
 	if errors.Is(err, sessions.ErrNotFound) || (errors.As(err, &nf) && id != "") {
 		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
@@ -363,6 +368,19 @@ func (s *Server) temporalError(what, id string, err error) error {
 	}
 	s.log.Error("api: request failed", "what", what, "session", id, "err", err)
 	return errorf(http.StatusInternalServerError, CodeInternal, "could not %s: %v", what, err)
+}
+
+// startAfresh says what to do about an ended session.
+const startAfresh = "It takes no more messages, answers or controls, and its stream is closed: start a new session (POST /eve/v1/session)."
+
+// endedError is 410 session_ended: the session's workflow closed (how, and
+// why when Temporal recorded a reason) and what to do.
+func endedError(e *sessions.EndedError) *httpError {
+	msg := fmt.Sprintf("session %s has ended: its workflow was %s", e.SessionID, e.Status)
+	if r := strings.TrimSpace(e.Reason); r != "" {
+		msg += " (" + strings.TrimRight(r, ".") + ")"
+	}
+	return errorf(http.StatusGone, CodeSessionEnded, "%s. %s", msg, startAfresh)
 }
 
 // control runs one control operation.

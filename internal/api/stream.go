@@ -60,9 +60,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	page, err := s.opts.Sessions.Read(rctx, id, start)
 	cancel()
 	if err != nil {
+		var ended *sessions.EndedError
 		switch {
 		case errors.Is(err, sessions.ErrNotFound):
 			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+id+" not found")
+		case errors.As(err, &ended):
+			s.fail(w, endedError(ended))
 		case ctx.Err() != nil:
 		default:
 			s.log.Warn("api: stream unavailable", "session", id, "err", err)
@@ -113,13 +116,37 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok, ended := writeEvents(page.Events)
-	if !ok || ended || !follow {
+	if !ok || ended {
 		return
 	}
-	cursor := page.From + len(page.Events)
+	cursor := page.Next()
 	lastType := ""
 	if n := len(page.Events); n > 0 {
 		lastType = page.Events[n-1].Type
+	}
+	if !follow {
+		// Up to the tail as it was at the first read, a page at a time.
+		end := page.Total
+		for cursor < end {
+			rctx, cancel := context.WithTimeout(ctx, readTimeout)
+			next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("api: stream read failed", "session", id, "cursor", cursor, "err", err)
+				}
+				return // the client resumes from its cursor
+			}
+			if len(next.Events) == 0 {
+				return // the log shrank (a turn workflow that died)
+			}
+			page = next
+			if ok, ended := writeEvents(page.Events); !ok || ended {
+				return
+			}
+			cursor = page.Next()
+		}
+		return
 	}
 
 	now := time.Now()
@@ -134,7 +161,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTimer(s.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
-	poll := time.NewTimer(s.interval(active, lastType, lastActivity))
+	first := s.interval(active, lastType, lastActivity)
+	if page.More() {
+		first = 0
+	}
+	poll := time.NewTimer(first)
 	defer poll.Stop()
 	for {
 		select {
@@ -162,7 +193,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, sessions.ErrNotFound):
+		case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrEnded):
+			// Gone: end the response; a reconnect answers 404 or 410.
 			return
 		case err != nil:
 			s.log.Debug("api: stream read failed; retrying", "session", id, "err", err)
@@ -175,7 +207,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				if !ok || ended {
 					return
 				}
-				cursor += len(page.Events)
+				cursor = page.Next()
 				lastType = page.Events[len(page.Events)-1].Type
 				lastActivity = time.Now()
 				lastWrite = lastActivity
@@ -187,7 +219,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 		}
-		poll.Reset(s.interval(active, lastType, lastActivity))
+		if err == nil && page.More() {
+			poll.Reset(0) // a page cut at the size bound: read on at once
+		} else {
+			poll.Reset(s.interval(active, lastType, lastActivity))
+		}
 	}
 }
 

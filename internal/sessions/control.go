@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/eve-temporal/eve/signals"
@@ -15,7 +16,8 @@ var ErrNoActiveTurn = errors.New("the session has no running turn with open inpu
 
 // Respond delivers a batch of answers to the session's running turn. A
 // rejected batch returns the validator's error (which says which answer and
-// why) and changes nothing.
+// why) and changes nothing. A closed session answers *EndedError, an
+// unknown one ErrNotFound, one whose turn has ended ErrNoActiveTurn.
 func (s *Service) Respond(ctx context.Context, sessionID string, req signals.RespondRequest) (signals.RespondResult, error) {
 	var res signals.RespondResult
 	sum, err := s.Summary(ctx, sessionID)
@@ -32,10 +34,19 @@ func (s *Service) Respond(ctx context.Context, sessionID string, req signals.Res
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return res, fmt.Errorf("respond in session %s: %w", sessionID, err)
+		err = s.classify(ctx, sessionID, fmt.Errorf("respond in session %s: %w", sessionID, err))
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			// The session runs but the turn is gone: it ended meanwhile.
+			return res, ErrNoActiveTurn
+		}
+		return res, err
 	}
 	if err := h.Get(ctx, &res); err != nil {
-		return res, &RejectedError{Err: err}
+		if err := s.classify(ctx, sessionID, err); errors.Is(err, ErrEnded) || errors.Is(err, ErrNotFound) {
+			return signals.RespondResult{}, err
+		}
+		return signals.RespondResult{}, &RejectedError{Err: err}
 	}
 	return res, nil
 }
@@ -46,7 +57,8 @@ type RejectedError struct{ Err error }
 func (e *RejectedError) Error() string { return e.Err.Error() }
 func (e *RejectedError) Unwrap() error { return e.Err }
 
-// Control runs a control operation (cancel, clear, compact, reset).
+// Control runs a control operation (cancel, clear, compact, reset). A
+// closed session answers *EndedError, an unknown one ErrNotFound.
 func (s *Service) Control(ctx context.Context, sessionID string, req signals.ControlRequest) (signals.ControlResult, error) {
 	var res signals.ControlResult
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
@@ -56,10 +68,13 @@ func (s *Service) Control(ctx context.Context, sessionID string, req signals.Con
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return res, wrapNotFound(sessionID, fmt.Errorf("%s session %s: %w", req.Op, sessionID, err))
+		return res, s.classify(ctx, sessionID, fmt.Errorf("%s session %s: %w", req.Op, sessionID, err))
 	}
 	if err := h.Get(ctx, &res); err != nil {
-		return res, &RejectedError{Err: err}
+		if err := s.classify(ctx, sessionID, err); errors.Is(err, ErrEnded) || errors.Is(err, ErrNotFound) {
+			return signals.ControlResult{}, err
+		}
+		return signals.ControlResult{}, &RejectedError{Err: err}
 	}
 	return res, nil
 }

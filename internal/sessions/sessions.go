@@ -12,7 +12,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/eve-temporal/eve/auth"
@@ -51,7 +50,7 @@ func (s *Service) Create(ctx context.Context, id string, initiator *auth.Princip
 	}
 	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: initiator})
 	if err != nil {
-		return "", fmt.Errorf("start session %s: %w", id, err)
+		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
 	return id, nil
 }
@@ -75,16 +74,26 @@ func (s *Service) CreateAndSend(ctx context.Context, id string, initiator *auth.
 		},
 	})
 	if err != nil {
-		return signals.SendResult{}, fmt.Errorf("start session %s with a message: %w", id, err)
+		// The id is taken by a closed workflow (REJECT_DUPLICATE): ended.
+		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("start session %s with a message: %w", id, err))
 	}
 	var res signals.SendResult
 	if err := h.Get(ctx, &res); err != nil {
-		return res, fmt.Errorf("send to session %s: %w", id, err)
+		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("send to session %s: %w", id, err))
 	}
 	return res, nil
 }
 
-// Send delivers a message to an existing session.
+// Send delivers a message to an existing session. It returns only once the
+// session's Update accepted the message (its validator ran and the workflow
+// recorded it); every other outcome is an error: ErrNotFound (wrapped) for
+// an unknown id, *EndedError when the session's workflow is closed, a
+// rejection of the validator, or the failure as it came.
+//
+// A nil error means the message is in the session's history. It does not
+// promise that its turn runs: a workflow terminated after accepting it (by
+// an operator, or by Temporal for a history over its size limit) drops the
+// messages still queued; later calls then answer *EndedError.
 func (s *Service) Send(ctx context.Context, id string, req signals.SendRequest) (signals.SendResult, error) {
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
@@ -93,120 +102,78 @@ func (s *Service) Send(ctx context.Context, id string, req signals.SendRequest) 
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return signals.SendResult{}, wrapNotFound(id, fmt.Errorf("send to session %s: %w", id, err))
+		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("send to session %s: %w", id, err))
 	}
 	var res signals.SendResult
 	if err := h.Get(ctx, &res); err != nil {
-		return res, fmt.Errorf("send to session %s: %w", id, err)
+		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("send to session %s: %w", id, err))
 	}
 	return res, nil
 }
 
-func wrapNotFound(id string, err error) error {
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	return err
-}
-
-// Events returns the session's events from a global index: the session's
-// own log, then the running turn's events.
+// Events returns all of the session's events from a global index on, up
+// to the tail as it was at the first read (a negative from counts back
+// from the tail, as in Read). It reads page after page and holds them all
+// in memory: readers of long sessions should page with Read and ReadNext.
 func (s *Service) Events(ctx context.Context, id string, from int) ([]protocol.Event, error) {
-	for attempt := 0; ; attempt++ {
-		evs, retry, err := s.events(ctx, id, from)
-		if err == nil || !retry || attempt >= 20 {
-			return evs, err
-		}
-		// The turn just ended and the session has not recorded it yet.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	p, err := s.Read(ctx, id, from)
+	if err != nil {
+		return nil, err
 	}
+	evs := p.Events
+	end := p.Total
+	for next := p.Next(); next < end; next = p.Next() {
+		if p, err = s.ReadNext(ctx, id, next, p); err != nil {
+			return nil, err
+		}
+		if len(p.Events) == 0 {
+			break // the log shrank (a turn workflow that died): nothing more to read
+		}
+		evs = append(evs, p.Events...)
+	}
+	return evs, nil
 }
 
-func (s *Service) page(ctx context.Context, id, runID string, from int) (signals.EventsPage, error) {
-	var page signals.EventsPage
-	v, err := s.Client.QueryWorkflow(ctx, id, runID, signals.QueryEvents, signals.EventsQuery{From: from})
-	if err != nil {
-		return page, wrapNotFound(id, fmt.Errorf("read events of session %s: %w", id, err))
-	}
-	if err := v.Get(&page); err != nil {
-		return page, fmt.Errorf("decode events of session %s: %w", id, err)
-	}
-	return page, nil
-}
-
-func (s *Service) events(ctx context.Context, id string, from int) ([]protocol.Event, bool, error) {
-	page, err := s.page(ctx, id, "", from)
-	if err != nil {
-		return nil, false, err
-	}
-	var evs []protocol.Event
-	// Events recorded before a continue-as-new are read from their run.
-	for _, r := range page.Runs {
-		if from >= r.To {
-			continue
-		}
-		old, err := s.page(ctx, id, r.RunID, max(from, r.From))
-		if err != nil {
-			return nil, false, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
-		}
-		evs = append(evs, old.Events...)
-	}
-	evs = append(evs, page.Events...)
-	if page.ActiveTurn == nil {
-		return evs, false, nil
-	}
-	turnFrom := from - page.ActiveTurn.Base
-	if turnFrom < 0 {
-		turnFrom = 0
-	}
-	tv, err := s.Client.QueryWorkflow(ctx, page.ActiveTurn.WorkflowID, "", signals.QueryTurnEvents, turnFrom)
-	if err != nil {
-		return nil, true, fmt.Errorf("read events of turn %s: %w", page.ActiveTurn.WorkflowID, err)
-	}
-	var turnEvs []protocol.Event
-	if err := tv.Get(&turnEvs); err != nil {
-		return nil, false, fmt.Errorf("decode events of turn %s: %w", page.ActiveTurn.WorkflowID, err)
-	}
-	return append(evs, turnEvs...), false, nil
-}
-
-// Follow calls fn for each event from index from on, polling every
-// interval, until fn returns false, ctx ends, or an error occurs.
+// Follow calls fn for each event from index from on (a negative from counts
+// back from the tail), polling every interval once it has caught up with
+// the tail, until fn returns false, ctx ends, or an error occurs (an
+// *EndedError when the session's workflow closes).
 func (s *Service) Follow(ctx context.Context, id string, from int, interval time.Duration, fn func(index int, e protocol.Event) bool) error {
 	if interval <= 0 {
 		interval = 20 * time.Millisecond
 	}
-	next := from
+	p, err := s.Read(ctx, id, from)
 	for {
-		evs, err := s.Events(ctx, id, next)
 		if err != nil {
 			return err
 		}
-		for _, e := range evs {
-			if !fn(next, e) {
+		for i, e := range p.Events {
+			if !fn(p.From+i, e) {
 				return nil
 			}
-			next++
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
+		next := p.Next()
+		if next >= p.Total {
+			// Caught up: wait for more. (A partial page reads on at once.)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(interval):
+			}
 		}
+		p, err = s.ReadNext(ctx, id, next, p)
 	}
 }
 
-// Summary reads the session's state.
+// Summary reads the session's state (*EndedError when its workflow is closed).
 func (s *Service) Summary(ctx context.Context, id string) (signals.SessionSummary, error) {
 	var sum signals.SessionSummary
-	v, err := s.Client.QueryWorkflow(ctx, id, "", signals.QueryState)
+	v, err := s.querySession(ctx, id, signals.QueryState)
 	if err != nil {
-		return sum, wrapNotFound(id, fmt.Errorf("read session %s: %w", id, err))
+		return sum, err
 	}
-	return sum, v.Get(&sum)
+	if err := v.Get(&sum); err != nil {
+		return sum, fmt.Errorf("decode the state of session %s: %w", id, err)
+	}
+	return sum, nil
 }

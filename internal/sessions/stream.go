@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -12,7 +14,11 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// Page is a window of a session's events, read in one go by Read.
+// Page is a window of a session's events, read by Read or ReadNext. A page
+// may hold fewer events than are recorded after From: the workflows answer
+// at most signals.MaxEventsPageBytes of events per query, and a page joins
+// at most about that much from the session's runs and its running turn.
+// Read on from Next (More says whether to do so at once).
 type Page struct {
 	// Events are the events from index From on (possibly none).
 	Events []protocol.Event
@@ -20,7 +26,8 @@ type Page struct {
 	// negative request the index it resolved to.
 	From int
 	// Total is how many events the session has recorded so far, counting
-	// the running turn's; the stream's tail index is Total-1.
+	// the running turn's and those this page does not hold; the stream's
+	// tail index is Total-1.
 	Total int
 	// Active is set while a turn is running (more events are on the way).
 	Active bool
@@ -39,30 +46,45 @@ type TurnCursor struct {
 // Tail returns the index of the last recorded event (-1 when none).
 func (p Page) Tail() int { return p.Total - 1 }
 
-// Read returns the session's events from a global index, with the number
-// of events recorded so far. A negative from counts back from the tail
-// (-1 is the last event), clamped at 0; a from beyond the tail returns no
-// events and no error. The session's log and the running turn's log are
-// joined exactly as Events does; unlike Events, Read never fails because
-// the index is ahead of what the turn holds.
+// Next returns the index after the page's last event: where to read next.
+func (p Page) Next() int { return p.From + len(p.Events) }
+
+// More reports whether events after this page are already recorded (the
+// page was cut at the size bound): read again from Next without waiting.
+func (p Page) More() bool { return p.Next() < p.Total }
+
+// farIndex is an index past any session's tail: reading there returns no
+// events, only the totals.
+const farIndex = 1 << 30
+
+// Read returns a page of the session's events from a global index, with the
+// number of events recorded so far. A negative from counts back from the
+// tail (-1 is the last event), clamped at 0: Read learns the total first
+// and reads from there, never the whole log. A from beyond the tail returns
+// no events and no error. The page may end before the tail (see Page);
+// the session's own log (older runs included) and the running turn's log
+// are joined so that indexes never shift. A closed session answers
+// *EndedError, an unknown one an error wrapping ErrNotFound.
 func (s *Service) Read(ctx context.Context, id string, from int) (Page, error) {
 	if from < 0 {
-		all, err := s.Read(ctx, id, 0)
+		head, err := s.readRetry(ctx, id, farIndex)
 		if err != nil {
-			return all, err
+			return Page{}, err
 		}
-		start := max(0, all.Total+from)
-		all.Events = all.Events[start:]
-		all.From = start
-		return all, nil
+		from = max(0, head.Total+from)
 	}
+	return s.readRetry(ctx, id, from)
+}
+
+func (s *Service) readRetry(ctx context.Context, id string, from int) (Page, error) {
 	for attempt := 0; ; attempt++ {
 		p, retry, err := s.read(ctx, id, from, nil)
 		if err == nil || !retry || attempt >= 50 {
 			return p, err
 		}
 		// The turn's child workflow is not started yet (the session records
-		// it as active in the same workflow task that starts it).
+		// it as active in the same workflow task that starts it), or it
+		// just ended and the session has not recorded that yet.
 		select {
 		case <-ctx.Done():
 			return Page{}, ctx.Err()
@@ -79,23 +101,12 @@ func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) 
 	if prev.Turn == nil || from < 0 {
 		return s.Read(ctx, id, from)
 	}
-	type turnResult struct {
-		evs []protocol.Event
-		err error
-	}
-	guess := prev.Turn
-	turnFrom := max(0, from-guess.Base)
-	ch := make(chan turnResult, 1)
-	go func() {
-		evs, err := s.turnEvents(ctx, guess.WorkflowID, turnFrom)
-		ch <- turnResult{evs, err}
-	}()
-	p, retry, err := s.read(ctx, id, from, func(cur TurnCursor) ([]protocol.Event, bool, error) {
+	guess := *prev.Turn
+	ch := make(chan turnRead, 1)
+	go func() { ch <- s.readTurn(ctx, guess.WorkflowID, max(0, from-guess.Base), true) }()
+	p, retry, err := s.read(ctx, id, from, func(cur TurnCursor) (turnRead, bool) {
 		tr := <-ch
-		if cur != *guess || tr.err != nil {
-			return nil, false, nil // not what we guessed: query it afresh
-		}
-		return tr.evs, true, nil
+		return tr, cur == guess && tr.err == nil
 	})
 	if err != nil && retry {
 		return s.Read(ctx, id, from)
@@ -103,36 +114,68 @@ func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) 
 	return p, err
 }
 
-// read queries the session, then the running turn. prefetched, when set,
-// may supply the turn's events from turnFrom (ok) instead of a query.
-func (s *Service) read(ctx context.Context, id string, from int, prefetched func(TurnCursor) ([]protocol.Event, bool, error)) (Page, bool, error) {
-	sp, err := s.page(ctx, id, "", from)
+// turnRead is one read of a turn's log: its events from turn-local index
+// from (when asked for), and its length n.
+type turnRead struct {
+	from int
+	evs  []protocol.Event
+	n    int
+	err  error
+}
+
+// read queries the session, earlier runs as needed, then the running turn.
+// prefetched, when set, may supply the turn's read (ok) instead of queries.
+// retry says the failure may pass (the turn's workflow was not there).
+func (s *Service) read(ctx context.Context, id string, from int, prefetched func(TurnCursor) (turnRead, bool)) (Page, bool, error) {
+	v, err := s.querySession(ctx, id, signals.QueryEvents, signals.EventsQuery{From: from})
 	if err != nil {
 		return Page{}, false, err
 	}
-	p := Page{Events: sp.Events, From: from, Total: sp.Total}
-	if len(sp.Runs) > 0 && from < sp.From {
-		// Events recorded before a continue-as-new are read from their run.
-		var old []protocol.Event
+	var sp signals.EventsPage
+	if err := v.Get(&sp); err != nil {
+		return Page{}, false, fmt.Errorf("decode events of session %s: %w", id, err)
+	}
+	p := Page{From: from, Total: sp.Total}
+	budget := signals.MaxEventsPageBytes
+	if from < sp.From {
+		// Events recorded before a continue-as-new are read from their
+		// runs, a page at a time: stop at the first short page.
+		next := from
 		for _, r := range sp.Runs {
-			if from >= r.To {
+			if next >= r.To {
 				continue
 			}
-			start := max(from, r.From)
-			rp, err := s.page(ctx, id, r.RunID, start)
+			if next < r.From {
+				return Page{}, false, fmt.Errorf("events of session %s: no run holds events [%d, %d)", id, next, r.From)
+			}
+			if budget <= 0 {
+				break
+			}
+			rp, err := s.page(ctx, id, r.RunID, next)
 			if err != nil {
 				return Page{}, false, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
 			}
 			evs := rp.Events
-			if n := r.To - start; len(evs) > n {
+			if n := r.To - next; len(evs) > n {
 				evs = evs[:n]
 			}
-			old = append(old, evs...)
+			if rp.From != next || len(evs) == 0 {
+				return Page{}, false, fmt.Errorf("events of session %s: run %s answered %d events from %d for index %d of [%d, %d)", id, r.RunID, len(evs), rp.From, next, r.From, r.To)
+			}
+			p.Events = append(p.Events, evs...)
+			next += len(evs)
+			budget -= eventsSize(evs)
+			if next < r.To {
+				break // a short page: the rest of this run comes next time
+			}
 		}
-		if len(old) != sp.From-from {
-			return Page{}, true, fmt.Errorf("events of session %s: earlier runs returned %d events for [%d, %d)", id, len(old), from, sp.From)
+		if next == sp.From && budget > 0 {
+			p.Events = append(p.Events, sp.Events...)
+			budget -= eventsSize(sp.Events)
 		}
-		p.Events = append(old, sp.Events...)
+	} else {
+		p.Events = sp.Events
+		budget -= eventsSize(sp.Events)
 	}
 	if sp.ActiveTurn == nil {
 		return p, false, nil
@@ -143,35 +186,125 @@ func (s *Service) read(ctx context.Context, id string, from int, prefetched func
 	// after the turn's events, so indexes already streamed never shift.
 	base := max(sp.ActiveTurn.Base, sp.Total)
 	p.Turn = &TurnCursor{WorkflowID: sp.ActiveTurn.WorkflowID, Base: base}
-	turnFrom := max(0, from-base)
+	next := p.Next()
+	// The turn's events join the page only after all of the session's;
+	// its length counts in Total either way.
+	wantEvents := next >= sp.Total && budget > 0
+	turnFrom := max(0, next-base)
+	var tr turnRead
+	ok := false
 	if prefetched != nil {
-		if evs, ok, _ := prefetched(*p.Turn); ok {
-			p.Events = append(p.Events, evs...)
-			p.Total = base + turnFrom + len(evs)
-			return p, false, nil
+		tr, ok = prefetched(*p.Turn)
+		if ok && wantEvents && tr.from != turnFrom {
+			ok = false
 		}
 	}
-	evs, err := s.turnEvents(ctx, sp.ActiveTurn.WorkflowID, turnFrom)
-	var qf *serviceerror.QueryFailed
-	if errors.As(err, &qf) {
-		// The index is past what the turn holds: read it all to learn
-		// its length.
-		all, err := s.turnEvents(ctx, sp.ActiveTurn.WorkflowID, 0)
-		if err != nil {
-			return p, true, err
-		}
-		p.Total = base + len(all)
-		if turnFrom <= len(all) {
-			p.Events = append(p.Events, all[turnFrom:]...)
-		}
-		return p, false, nil
+	if !ok {
+		tr = s.readTurn(ctx, sp.ActiveTurn.WorkflowID, turnFrom, wantEvents)
+	}
+	if tr.err != nil {
+		return p, true, tr.err
+	}
+	p.Total = base + tr.n
+	if wantEvents {
+		p.Events = append(p.Events, tr.evs...)
+	}
+	return p, false, nil
+}
+
+// page queries one run of the session (an earlier run: closed by continue-as-new).
+func (s *Service) page(ctx context.Context, id, runID string, from int) (signals.EventsPage, error) {
+	var page signals.EventsPage
+	v, err := s.Client.QueryWorkflow(ctx, id, runID, signals.QueryEvents, signals.EventsQuery{From: from})
+	if err != nil {
+		return page, fmt.Errorf("read events of session %s: %w", id, err)
+	}
+	if err := v.Get(&page); err != nil {
+		return page, fmt.Errorf("decode events of session %s: %w", id, err)
+	}
+	return page, nil
+}
+
+// eventsSize measures events as signals.PageEvents does.
+func eventsSize(evs []protocol.Event) int {
+	n := 0
+	for _, e := range evs {
+		n += len(e.Data) + 128
+	}
+	return n
+}
+
+// readTurn reads a turn's events from a turn-local index (when wantEvents)
+// and its length. The turn's query answers a bounded page and not the
+// length, so a non-empty page is followed by a query for the length.
+func (s *Service) readTurn(ctx context.Context, workflowID string, from int, wantEvents bool) turnRead {
+	tr := turnRead{from: from}
+	if !wantEvents {
+		tr.n, tr.err = s.turnLen(ctx, workflowID)
+		return tr
+	}
+	evs, err := s.turnEvents(ctx, workflowID, from)
+	if n, ok := outOfRange(err); ok {
+		tr.n = n // the index is past what the turn holds
+		return tr
 	}
 	if err != nil {
-		return p, true, err
+		tr.err = err
+		return tr
 	}
-	p.Events = append(p.Events, evs...)
-	p.Total = base + turnFrom + len(evs)
-	return p, false, nil
+	tr.evs = evs
+	if len(evs) == 0 {
+		tr.n = from
+		return tr
+	}
+	n, err := s.turnLen(ctx, workflowID)
+	tr.n, tr.err = max(n, from+len(evs)), err
+	return tr
+}
+
+var outOfRangePattern = regexp.MustCompile(`out of range \[0, ?(\d+)\]`)
+
+// outOfRange reads the turn's length from the error its events query
+// answers for an index past its end ("event index 9 out of range [0,4]").
+func outOfRange(err error) (int, bool) {
+	var qf *serviceerror.QueryFailed
+	if err == nil || !errors.As(err, &qf) {
+		return 0, false
+	}
+	m := outOfRangePattern.FindStringSubmatch(qf.Error())
+	if m == nil {
+		return 0, false
+	}
+	n, convErr := strconv.Atoi(m[1])
+	return n, convErr == nil
+}
+
+// turnLen returns how many events a turn holds: its events query refuses an
+// index past the end and names the length. Should it ever not, the events
+// are counted a page at a time.
+func (s *Service) turnLen(ctx context.Context, workflowID string) (int, error) {
+	_, err := s.turnEvents(ctx, workflowID, farIndex)
+	if n, ok := outOfRange(err); ok {
+		return n, nil
+	}
+	var qf *serviceerror.QueryFailed
+	if err != nil && !errors.As(err, &qf) {
+		return 0, err
+	}
+	n := 0
+	for {
+		evs, err := s.turnEvents(ctx, workflowID, n)
+		if m, ok := outOfRange(err); ok {
+			return m, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(evs) == 0 {
+			return n, nil
+		}
+		n += len(evs)
+	}
 }
 
 func (s *Service) turnEvents(ctx context.Context, workflowID string, from int) ([]protocol.Event, error) {
@@ -206,12 +339,28 @@ type Inputs struct {
 	// EndedTurns holds the turns that ended (turn.completed, turn.failed,
 	// turn.cancelled); their unsettled requests are not open.
 	EndedTurns map[string]bool
+
+	order []string // request ids in the order first asked
+}
+
+// NewInputs returns an empty Inputs to Add pages of events to.
+func NewInputs() *Inputs {
+	return &Inputs{Asked: map[string]OpenRequest{}, Settled: map[string]bool{}, EndedTurns: map[string]bool{}}
 }
 
 // FoldInputs folds events (evs[0] at global index from) into Inputs.
 func FoldInputs(evs []protocol.Event, from int) Inputs {
-	in := Inputs{Asked: map[string]OpenRequest{}, Settled: map[string]bool{}, EndedTurns: map[string]bool{}}
-	var order []string
+	in := NewInputs()
+	in.Add(evs, from)
+	return *in
+}
+
+// Add folds the next events (evs[0] at global index from) in, so a log read
+// page by page folds to what FoldInputs gives for the whole of it.
+func (in *Inputs) Add(evs []protocol.Event, from int) {
+	if in.Asked == nil {
+		*in = *NewInputs()
+	}
 	for i, e := range evs {
 		switch e.Type {
 		case protocol.InputRequested:
@@ -221,7 +370,7 @@ func FoldInputs(evs []protocol.Event, from int) Inputs {
 			}
 			for _, r := range d.Requests {
 				if _, seen := in.Asked[r.RequestID]; !seen {
-					order = append(order, r.RequestID)
+					in.order = append(in.order, r.RequestID)
 				}
 				in.Asked[r.RequestID] = OpenRequest{InputRequest: r, Index: from + i, TurnID: d.TurnID}
 			}
@@ -242,11 +391,32 @@ func FoldInputs(evs []protocol.Event, from int) Inputs {
 			}
 		}
 	}
-	for _, id := range order {
+	in.Open = nil
+	for _, id := range in.order {
 		r := in.Asked[id]
 		if !in.Settled[id] && !in.EndedTurns[r.TurnID] {
 			in.Open = append(in.Open, r)
 		}
 	}
-	return in
+}
+
+// Inputs folds the session's events from index from (negative: from the
+// tail) up to its tail, reading page by page without holding the events.
+func (s *Service) Inputs(ctx context.Context, id string, from int) (*Inputs, error) {
+	in := NewInputs()
+	p, err := s.Read(ctx, id, from)
+	if err != nil {
+		return nil, err
+	}
+	in.Add(p.Events, p.From)
+	for p.More() {
+		if p, err = s.ReadNext(ctx, id, p.Next(), p); err != nil {
+			return nil, err
+		}
+		if len(p.Events) == 0 {
+			break
+		}
+		in.Add(p.Events, p.From)
+	}
+	return in, nil
 }

@@ -471,6 +471,7 @@ func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
 		Timeout:          t.EffectiveTimeout(),
 		HeartbeatTimeout: t.HeartbeatTimeout,
 		Retry:            t.EffectiveRetry(),
+		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
 	}
 	if t.Delegated != nil {
 		p.Kind = activities.KindDelegated
