@@ -24,10 +24,12 @@ import (
 
 // Saved workflow histories guard running sessions against incompatible
 // workflow changes: every file in testdata/histories must replay with the
-// current code. Regenerate them (only for a change that is safe, or is
-// behind workflow.GetVersion) with:
+// current code. Histories of released code are never re-recorded; a change
+// behind workflow.GetVersion adds histories of its new paths, under a new
+// prefix (EVE_RECORD_PREFIX, e.g. "ref-" for conversations stored by
+// reference), with:
 //
-//	EVE_RECORD_HISTORIES=1 go test ./e2e -run TestRecordHistories
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=ref- go test ./e2e -run TestRecordHistories
 const historyDir = "testdata/histories"
 
 func replayer(t *testing.T, rt *workflows.Runtime) worker.WorkflowReplayer {
@@ -94,11 +96,19 @@ func TestRecordHistories(t *testing.T) {
 	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
 		t.Skip("set EVE_RECORD_HISTORIES=1 to re-record testdata/histories")
 	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
 	env := evetest.New(t)
 	a, err := demo.Agent()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Small enough that a 10 KB message compacts the conversation, and a
+	// session continues as new after two turns.
+	a.ContextWindow = 3000
+	a.ContinueAsNewAfterTurns = 2
 	env.StartWorker(a)
 	ctx := env.Ctx(60 * time.Second)
 	if err := os.MkdirAll(historyDir, 0o755); err != nil {
@@ -111,10 +121,16 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.SendAndWait(ctx, res.SessionID, "what's the weather in Rome")
+	// A third turn in the next run, compacted before its model step.
+	env.SendAndWait(ctx, res.SessionID, "what's the weather in Lima? "+strings.Repeat("It rains a lot there. ", 500))
 	// Approval, approved; a client tool answered.
 	id, d := startParked(t, env, "refund ch_1 10")
 	respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
 	env.SendAndWait(ctx, id, "choose a plan")
+	// /compact between turns.
+	if _, err := env.Sessions.Control(ctx, id, signals.ControlRequest{Op: signals.ControlCompact}); err != nil {
+		t.Fatal(err)
+	}
 	sum, _ := env.Sessions.Summary(ctx, id)
 	_ = sum
 	evs := env.Events(ctx, id)
@@ -128,21 +144,37 @@ func TestRecordHistories(t *testing.T) {
 	waitFor(t, env, id2, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
 
 	save := func(name, wid string) {
-		f := filepath.Join(historyDir, name+".json")
-		if err := writeHistory(ctx, env.Client, wid, f); err != nil {
+		f := filepath.Join(historyDir, prefix+name+".json")
+		if err := writeHistory(ctx, env.Client, wid, "", f); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The first run of a session that continued as new.
+	saveFirstRun := func(name, wid string) {
+		desc, err := env.Client.DescribeWorkflowExecution(ctx, wid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := desc.WorkflowExecutionInfo.GetFirstRunId()
+		if first == desc.WorkflowExecutionInfo.Execution.RunId {
+			t.Fatalf("session %s did not continue as new", wid)
+		}
+		if err := writeHistory(ctx, env.Client, wid, first, filepath.Join(historyDir, prefix+name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveFirstRun("session-tools-run1", res.SessionID)
+	saveFirstRun("session-hitl-compact-run1", id)
 	save("session-tools", res.SessionID)
 	save("turn-tools", res.SessionID+"/turn_0")
-	save("session-hitl", id)
+	save("turn-compacted", res.SessionID+"/turn_2")
 	save("turn-approval", id+"/turn_0")
 	save("turn-client-tool", id+"/turn_1")
 	save("turn-cancelled", id2+"/turn_0")
 }
 
-func writeHistory(ctx context.Context, c client.Client, wid, path string) error {
-	it := c.GetWorkflowHistory(ctx, wid, "", false, 0)
+func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {
+	it := c.GetWorkflowHistory(ctx, wid, runID, false, 0)
 	h := &historypb.History{}
 	for it.HasNext() {
 		e, err := it.Next()

@@ -2,11 +2,15 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/sessions"
@@ -190,6 +194,34 @@ func TestPollInterval(t *testing.T) {
 	} {
 		if got := s.interval(c.active, c.last, c.activity); got != c.want {
 			t.Errorf("interval(%v, %s, %v) = %v, want %v", c.active, c.last, c.activity, got, c.want)
+		}
+	}
+}
+
+// Errors of the sessions service map to statuses: an ended session is 410
+// session_ended with how and why it closed and what to do; unknown is 404.
+func TestSessionErrorStatuses(t *testing.T) {
+	s := newTestServer(t, nil)
+	ended := &sessions.EndedError{SessionID: "ses_1", Status: sessions.StatusTerminated, Reason: "Workflow history size exceeds limit."}
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+		parts  []string
+	}{
+		{fmt.Errorf("send: %w", ended), http.StatusGone, CodeSessionEnded, []string{"ses_1 has ended", "terminated (Workflow history size exceeds limit)", "start a new session"}},
+		{&sessions.EndedError{SessionID: "ses_1", Status: sessions.StatusTimedOut}, http.StatusGone, CodeSessionEnded, []string{"timed out. It takes no more"}},
+		{serviceerror.NewNotFound("workflow execution already completed"), http.StatusGone, CodeSessionEnded, []string{"ses_1 has ended"}},
+		{fmt.Errorf("%w: ses_1", sessions.ErrNotFound), http.StatusNotFound, CodeSessionNotFound, []string{"ses_1 not found"}},
+	} {
+		var he *httpError
+		if !errors.As(s.temporalError("send the message", "ses_1", c.err), &he) || he.status != c.status || he.code != c.code {
+			t.Fatalf("%v: got %+v, want %d %s", c.err, he, c.status, c.code)
+		}
+		for _, p := range c.parts {
+			if !strings.Contains(he.msg, p) {
+				t.Fatalf("%v: message %q should contain %q", c.err, he.msg, p)
+			}
 		}
 	}
 }

@@ -212,7 +212,9 @@ func bigSession() *fakeTemporal {
 	return f
 }
 
-func (f *fakeTemporal) all() []protocol.Event { return append(append([]protocol.Event(nil), f.events...), f.turn...) }
+func (f *fakeTemporal) all() []protocol.Event {
+	return append(append([]protocol.Event(nil), f.events...), f.turn...)
+}
 
 func checkAll(t *testing.T, got, want []protocol.Event) {
 	t.Helper()
@@ -391,9 +393,12 @@ func TestEndedAndUnknownSessions(t *testing.T) {
 	}
 
 	for what, call := range map[string]func() error{
-		"read":    func() error { _, err := s.Read(ctx, "ses_unknown", 0); return err },
-		"send":    func() error { _, err := s.Send(ctx, "ses_unknown", signals.SendRequest{Message: "hi"}); return err },
-		"control": func() error { _, err := s.Control(ctx, "ses_unknown", signals.ControlRequest{Op: "cancel"}); return err },
+		"read": func() error { _, err := s.Read(ctx, "ses_unknown", 0); return err },
+		"send": func() error { _, err := s.Send(ctx, "ses_unknown", signals.SendRequest{Message: "hi"}); return err },
+		"control": func() error {
+			_, err := s.Control(ctx, "ses_unknown", signals.ControlRequest{Op: "cancel"})
+			return err
+		},
 		"respond": func() error { _, err := s.Respond(ctx, "ses_unknown", signals.RespondRequest{}); return err },
 	} {
 		if err := call(); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrEnded) {
