@@ -1,0 +1,54 @@
+package workerhost_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/internal/workerhost"
+)
+
+func TestMain(m *testing.M) { devtest.Main(m) }
+
+// The worker's agent gets the store its client offloads to.
+func TestNewGivesAgentTheClientsStore(t *testing.T) {
+	srv := devtest.Shared(t)
+	ctx := context.Background()
+	tc := config.Temporal{Address: srv.Addr, Namespace: srv.Namespace, TaskQueue: devtest.TaskQueue(t), PayloadStore: "file:" + t.TempDir()}
+	c, _, closeClient, err := workerhost.Dial(ctx, nil, tc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeClient()
+	store, err := tc.Store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := workerhost.StoreOf(c); got == nil || got.Location() != store.Location() {
+		t.Fatalf("StoreOf(client) = %v, want the store at %s", got, store.Location())
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits()); err != nil {
+		t.Fatal(err)
+	}
+	if a.Store == nil || a.Store.Location() != store.Location() {
+		t.Fatalf("agent store %v, want the client's at %s", a.Store, store.Location())
+	}
+
+	// A client Dial did not make: the agent must bring its store.
+	other := devtest.Client(t, srv)
+	b, _ := demo.Agent()
+	if _, err := workerhost.New(other, tc.Namespace, tc.TaskQueue, b, limits()); err == nil || !strings.Contains(err.Error(), "no payload store") {
+		t.Fatalf("New without a store = %v, want an error", err)
+	}
+}
+
+func limits() workerhost.Limits {
+	return workerhost.Limits{Activities: 4, LocalActivities: 4, WorkflowTasks: 4, CachedWorkflows: 10}
+}
