@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -72,13 +74,20 @@ func workerMain() bool {
 	if addr == "" {
 		return false
 	}
-	c, err := client.Dial(client.Options{HostPort: addr})
+	store, err := payloadstore.FromEnv(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, ExternalStorage: payloadstore.ExternalStorage(store)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), worker.Options{})
-	if err := agent.Register(w, killAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))); err != nil {
+	a := killAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	a.Store = store
+	if err := agent.Register(w, a); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -96,7 +105,7 @@ func TestWorkerKilledMidToolNewWorkerFinishes(t *testing.T) {
 	env := evetest.New(t)
 	markers := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+env.Server.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue, "EVE_E2E_WORKER_MARKERS="+markers)
+	cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+env.Server.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue, "EVE_E2E_WORKER_MARKERS="+markers, env.Server.PayloadStoreEnv())
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

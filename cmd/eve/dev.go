@@ -15,6 +15,7 @@ import (
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 func newDevCommand() *cobra.Command {
@@ -54,6 +55,10 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	}
 	if err := limits.Validate(); err != nil {
 		return err
+	}
+	if tc.PayloadStore == payloadstore.DefaultSpec && filepath.Clean(stateDir) != ".eve" {
+		// The payload store lives beside the dev server's state.
+		tc.PayloadStore = "file:" + filepath.Join(stateDir, "payloads")
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	reachable := devserver.Reachable(rctx, tc.Address)

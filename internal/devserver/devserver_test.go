@@ -21,6 +21,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 func TestFindBinaryEnv(t *testing.T) {
@@ -249,7 +250,14 @@ func TestServerDiesWithParent(t *testing.T) {
 		t.Skip("the parent-death signal is Linux-only")
 	}
 	if os.Getenv("DEVSERVER_TEST_CHILD") == "1" {
-		srv, err := devserver.Start(context.Background(), devserver.Options{})
+		// The parent's temp dir holds the payloads: a panicking child
+		// removes no temporary directory of its own.
+		store, err := payloadstore.Open(context.Background(), "file:"+os.Getenv("DEVSERVER_TEST_PAYLOADS"))
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(3)
+		}
+		srv, err := devserver.Start(context.Background(), devserver.Options{PayloadStore: store})
 		if err != nil {
 			fmt.Println("ERR", err)
 			os.Exit(3)
@@ -258,7 +266,7 @@ func TestServerDiesWithParent(t *testing.T) {
 		panic("child test panics with a running server")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithParent$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "DEVSERVER_TEST_CHILD=1")
+	cmd.Env = append(os.Environ(), "DEVSERVER_TEST_CHILD=1", "DEVSERVER_TEST_PAYLOADS="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
