@@ -125,12 +125,6 @@ func Register(w worker.Registry, a *Agent) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")
 	}
-	if a.Store == nil {
-		return fmt.Errorf("register agent %s: a payload store is required: set Agent.Store to the store the worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE, e.g. file:.eve/payloads or s3://bucket/prefix)", a.Name)
-	}
-	if a.CompactAt > 1 {
-		return fmt.Errorf("register agent %s: CompactAt is %v; want a share of the context window in (0, 1], or negative to turn automatic compaction off", a.Name, a.CompactAt)
-	}
 	reg, err := a.registry()
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", a.Name, err)
@@ -148,6 +142,12 @@ func Register(w worker.Registry, a *Agent) error {
 		if !slices.Contains(scopes, string(r.Scope)) {
 			scopes = append(scopes, string(r.Scope))
 		}
+	}
+	if a.Store == nil {
+		return fmt.Errorf("register agent %s: a payload store is required: set Agent.Store to the store the worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE, e.g. file:.eve/payloads or s3://bucket/prefix)", a.Name)
+	}
+	if a.CompactAt > 1 {
+		return fmt.Errorf("register agent %s: CompactAt is %v; want a share of the context window in (0, 1], or negative to turn automatic compaction off", a.Name, a.CompactAt)
 	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		ResolverScopes:          scopes,
