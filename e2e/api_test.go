@@ -106,9 +106,12 @@ func (e *apiEnv) do(t *testing.T, method, path string, body any, headers map[str
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range headers {
-		if v == "" {
+		switch {
+		case strings.EqualFold(k, "Host"):
+			req.Host = v
+		case v == "":
 			req.Header.Del(k)
-		} else {
+		default:
 			req.Header.Set(k, v)
 		}
 	}
@@ -184,7 +187,7 @@ func TestAPIPlainTextTurn(t *testing.T) {
 		t.Fatalf("turn = %+v", turn)
 	}
 	evs := e.snapshot(t, acc.SessionID)
-	want := "session.started turn.started message.received step.started message.completed step.completed turn.completed session.waiting"
+	want := "session.started turn.started message.received step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if evetest.Join(evs) != want {
 		t.Fatalf("events %s\nwant %s", evetest.Join(evs), want)
 	}
@@ -248,7 +251,7 @@ func TestAPIToolCallWithResult(t *testing.T) {
 	if turn.Status != client.TurnCompleted || !strings.Contains(turn.Reply, "in Paris") {
 		t.Fatalf("turn = %+v", turn)
 	}
-	want := "turn.started message.received step.started actions.requested action.result step.completed step.started message.completed step.completed turn.completed session.waiting"
+	want := "turn.started message.received step.started actions.requested action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if got := strings.Join(seen, " "); got != want {
 		t.Fatalf("events %s\nwant %s", got, want)
 	}
@@ -613,7 +616,7 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 
 // CORS lets browser apps on another origin read the x-eve-* headers.
 func TestAPICORS(t *testing.T) {
-	e := demoAPI(t, nil)
+	e := keyedAPI(t, nil)
 	r := e.do(t, "OPTIONS", "/eve/v1/session", nil, map[string]string{
 		"Origin": "http://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type",
 	})
@@ -625,7 +628,7 @@ func TestAPICORS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = e.do(t, "GET", "/eve/v1/session/"+turn.SessionID+"/stream?follow=false", nil, map[string]string{"Origin": "http://app.example"})
+	r = e.do(t, "GET", "/eve/v1/session/"+turn.SessionID+"/stream?follow=false", nil, map[string]string{"Origin": "http://app.example", "Authorization": "Bearer key-alice"})
 	exp := r.Header.Get("Access-Control-Expose-Headers")
 	for _, h := range []string{"x-eve-stream-version", "x-eve-stream-tail-index", "x-eve-session-id"} {
 		if !strings.Contains(exp, h) {
@@ -633,11 +636,20 @@ func TestAPICORS(t *testing.T) {
 		}
 	}
 	// Restricted origins.
-	e2 := newAPIEnv(t, e.Env, func(o *api.Options) { o.CORSOrigins = []string{"http://good.example"} })
+	e2 := newAPIEnv(t, e.Env, func(o *api.Options) { o.Keys = apiTestKeys; o.CORSOrigins = []string{"http://good.example"} })
 	if r := e2.do(t, "GET", "/eve/v1/health", nil, map[string]string{"Origin": "http://evil.example"}); r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("evil origin allowed: %v", r.Header)
 	}
 	if r := e2.do(t, "GET", "/eve/v1/health", nil, map[string]string{"Origin": "http://good.example"}); r.Header.Get("Access-Control-Allow-Origin") != "http://good.example" {
 		t.Fatalf("good origin refused: %v", r.Header)
+	}
+	// An open server never sends a wildcard: pages of this machine only
+	// (more in TestAPIOpenModeLoopbackOnly).
+	e3 := newAPIEnv(t, e.Env, nil)
+	if r := e3.do(t, "OPTIONS", "/eve/v1/session", nil, map[string]string{"Origin": "http://app.example", "Access-Control-Request-Method": "POST"}); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("open server, foreign origin: %d %v", r.Status, r.Header)
+	}
+	if r := e3.do(t, "OPTIONS", "/eve/v1/session", nil, map[string]string{"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"}); r.Status != 204 || r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+		t.Fatalf("open server, loopback origin: %d %v", r.Status, r.Header)
 	}
 }

@@ -84,8 +84,8 @@ func TestApprovalApproved(t *testing.T) {
 	}
 	// The turn has ended; the session records session.waiting right after.
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
-	tail := evetest.Types(evs[len(evs)-9:])
-	want := "input.resolved action.result step.completed step.started message.completed step.completed turn.completed session.waiting"
+	tail := evetest.Types(evs[len(evs)-10:])
+	want := "input.resolved action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if got := strings.Join(tail[1:], " "); got != want {
 		t.Fatalf("events after approval: %s\nwant %s", got, want)
 	}
@@ -389,15 +389,17 @@ func TestMessageWhileParked(t *testing.T) {
 		t.Fatalf("reply %q deliveries %v", mc.Message, last[len(last)-1].Meta.DeliveryIDs)
 	}
 
-	// A message while an approval waits never denies it: it waits for the turn.
+	// A message from someone else while an approval waits never answers it:
+	// it waits for the turn (the person the turn serves answers by message,
+	// see steer_test.go).
 	id2, d2 := startParked(t, env, "refund ch_1 5")
-	if _, err := env.Sessions.Send(ctx, id2, signals.SendRequest{Message: "cancel"}); err != nil {
+	if _, err := env.Sessions.Send(ctx, id2, signals.SendRequest{Message: "cancel", Caller: &auth.Principal{ID: "mallory", Type: "user"}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	evs = env.Events(ctx, id2)
 	if evs[len(evs)-1].Type != protocol.TurnWaiting || len(evetest.Of(evs, protocol.InputResolved)) != 0 {
-		t.Fatalf("message while an approval waits changed the turn: %s", evetest.Join(evs))
+		t.Fatalf("another person's message changed the turn: %s", evetest.Join(evs))
 	}
 	respond(t, env, id2, protocol.InputResponse{RequestID: d2.Requests[0].RequestID, OptionID: "approve"})
 	evs = waitFor(t, env, id2, func(evs []protocol.Event) bool {

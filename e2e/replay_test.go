@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
@@ -142,6 +143,23 @@ func TestRecordHistories(t *testing.T) {
 	id2, _ := startParked(t, env, "refund ch_2 20")
 	env.Sessions.Control(ctx, id2, signals.ControlRequest{Op: signals.ControlCancel})
 	waitFor(t, env, id2, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	// Messages as in eve 0.80.1 (version "message-answers-prompts"): another
+	// person's message waits for the turn, one of the person the turn serves
+	// answers the approval; in another session a message steers (the
+	// approval is withdrawn, the model reads it in the same turn).
+	id3, _ := startParked(t, env, "refund ch_3 30")
+	if _, err := env.Sessions.Send(ctx, id3, signals.SendRequest{Message: "hello", Caller: &auth.Principal{ID: "bob", Type: "user"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Sessions.Send(ctx, id3, signals.SendRequest{Message: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env, id3, idle(2))
+	id4, _ := startParked(t, env, "refund ch_4 40")
+	if _, err := env.Sessions.Send(ctx, id4, signals.SendRequest{Message: "what's the weather in Oslo"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env, id4, idle(1))
 
 	save := func(name, wid string) {
 		f := filepath.Join(historyDir, prefix+name+".json")
@@ -156,6 +174,13 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := desc.WorkflowExecutionInfo.GetFirstRunId()
+		for i := 0; i < 100 && first == desc.WorkflowExecutionInfo.Execution.RunId; i++ {
+			// An idle session continues as new a moment after its turn.
+			time.Sleep(100 * time.Millisecond)
+			if desc, err = env.Client.DescribeWorkflowExecution(ctx, wid, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if first == desc.WorkflowExecutionInfo.Execution.RunId {
 			t.Fatalf("session %s did not continue as new", wid)
 		}
@@ -171,6 +196,10 @@ func TestRecordHistories(t *testing.T) {
 	save("turn-approval", id+"/turn_0")
 	save("turn-client-tool", id+"/turn_1")
 	save("turn-cancelled", id2+"/turn_0")
+	saveFirstRun("session-message-answers-run1", id3)
+	save("turn-message-answers", id3+"/turn_0")
+	save("session-steered", id4)
+	save("turn-steered", id4+"/turn_0")
 }
 
 func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {

@@ -50,7 +50,20 @@ type SendRequest struct {
 	Caller *auth.Principal `json:"caller,omitempty"`
 	// Wait makes the update return only when the turn ends (or parks).
 	Wait bool `json:"wait,omitempty"`
+	// TurnPolicy is eve's turnPolicy for a message sent while a turn runs:
+	// TurnPolicySteer (the default when empty) or TurnPolicyQueue.
+	TurnPolicy string `json:"turnPolicy,omitempty"`
 }
+
+// eve's turnPolicy values. A message from the person the turn serves that
+// does not answer the turn's first open prompt steers it (the model reads
+// it before its next step, pending approvals are withdrawn) or, queued,
+// waits for the turn's end. A queued message still steers a turn held on an
+// approval: that turn cannot end until the person acts.
+const (
+	TurnPolicySteer = "steer"
+	TurnPolicyQueue = "queue"
+)
 
 // SendResult acknowledges a message.
 type SendResult struct {
@@ -220,6 +233,11 @@ type TurnMessage struct {
 	DeliveryID string                 `json:"deliveryId"`
 	Caller     *auth.Principal        `json:"caller,omitempty"`
 	Response   protocol.InputResponse `json:"response"`
+	// TurnPolicy is set by sessions that let the turn decide (version
+	// "message-answers-prompts"): the message answers the turn's first open
+	// prompt if it can, else steers or (TurnPolicyQueue, no approval open)
+	// is left for the next turn. Empty: Response answers a question.
+	TurnPolicy string `json:"turnPolicy,omitempty"`
 }
 
 // Delegated actions, in the turn workflow that owns them.

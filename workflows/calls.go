@@ -166,6 +166,9 @@ func (t *turn) runCall(ctx workflow.Context, session auth.Session, p activities.
 			t.cancelRequest(ctx, r)
 			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", p.Call.Name))
 		}
+		if r.withdrawn {
+			return withdrawnOutcome(p, r)
+		}
 		if gate == gateAnswer {
 			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
 		}

@@ -28,6 +28,8 @@ type openRequest struct {
 	output json.RawMessage
 	reason string
 	schema *schema.Schema
+	// withdrawn: a steering message settled it (versionMessagePrompts).
+	withdrawn bool
 }
 
 // Request ids derive from the call, so a crash between emitting and
@@ -367,12 +369,17 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 				c.Receive(ctx, &d)
 				if d.StepIndex == t.stepIdx && d.StepIndex > t.stepDone && d.Delta != "" {
 					t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
+					t.streamed += d.Delta
 				}
 			})
 			sel.AddReceive(messageCh, func(c workflow.ReceiveChannel, _ bool) {
 				var m signals.TurnMessage
 				c.Receive(ctx, &m)
-				t.applyMessage(ctx, m)
+				if m.TurnPolicy != "" {
+					t.takeMessage(ctx, m)
+				} else {
+					t.applyMessage(ctx, m)
+				}
 			})
 			sel.Select(ctx)
 			if ctx.Err() != nil {

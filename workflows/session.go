@@ -92,6 +92,12 @@ type session struct {
 	// /compact arrived while a turn ran.
 	compacting       bool
 	compactAfterTurn bool
+	// prompts: messages answer prompts and steer as in eve
+	// (versionMessagePrompts). activeCaller is the person the running turn
+	// serves; offered are the messages handed to it (see offerToTurn).
+	prompts      bool
+	activeCaller *auth.Principal
+	offered      []QueuedMessage
 }
 
 type deferredEvent struct {
@@ -149,6 +155,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		s.st.Deliveries = map[string]int{}
 	}
 	s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+	s.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
 	for _, e := range s.st.Events {
 		s.eventBytes += len(e.Data)
 	}
@@ -301,6 +308,7 @@ func (s *session) control(ctx workflow.Context, req signals.ControlRequest) (sig
 			s.cancelTurn()
 		}
 		s.st.Queue = nil
+		s.offered = nil
 		s.st.ApprovedTools = nil
 		s.clear(ctx)
 		return signals.ControlResult{Status: signals.ControlReset, PreviousSessionID: s.id, SessionID: s.id}, nil
@@ -359,6 +367,9 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 	if len(req.Message) > MaxMessageBytes {
 		return fmt.Errorf("message is %d bytes; the limit is %d (workflows.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), MaxMessageBytes)
 	}
+	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue && s.prompts {
+		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
+	}
 	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.byRef && len(s.st.Queue) >= MaxQueuedMessages {
 		return fmt.Errorf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue))
 	}
@@ -371,7 +382,11 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		dlv = "dlv_" + workflow.GetCurrentUpdateInfo(ctx).ID
 	}
 	seq, dup := s.st.Deliveries[dlv]
-	if !dup && s.active != nil {
+	if !dup && s.active != nil && s.prompts {
+		if s.offerToTurn(ctx, req, dlv) {
+			return signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: s.active.TurnID, Sequence: s.active.Sequence}, nil
+		}
+	} else if !dup && s.active != nil {
 		if resp, ok := s.answersOpenQuestion(req.Message); ok {
 			// A message while the turn waits on a question answers it; it
 			// never starts a model call beside an unresolved tool call.
@@ -446,12 +461,16 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	if current == nil {
 		current = s.initiator
 	}
+	s.activeCaller = current
 	if s.st.Config.hasScope("session") && !s.st.SessionResolved {
 		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
 		if err != nil {
 			// Retried before the next turn; this one fails with the reason.
 			s.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
 			s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			if s.prompts {
+				s.requeueUntaken(nil)
+			}
 			s.endTurn(ctx)
 			usage := s.st.Usage
 			s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
@@ -499,6 +518,9 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
+	}
+	if s.prompts {
+		s.requeueUntaken(out.Taken)
 	}
 	s.endTurn(ctx)
 	usage := s.st.Usage

@@ -51,6 +51,10 @@ type TurnOutput struct {
 	Usage        protocol.TokenUsage `json:"usage"`
 	// ApprovedTools is the session's once-approved set after the turn.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// Taken are the delivery ids of the messages the session offered that
+	// the turn used (answers, steering); the session runs the others as
+	// turns of their own.
+	Taken []string `json:"taken,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -95,9 +99,18 @@ type turn struct {
 	// delegatedOpen counts delegated calls waiting for their jobs.
 	delegatedOpen int
 	finished      bool
-	status        string
-	reply         string
-	errMsg        string
+	// prompts: versionMessagePrompts. steering are messages the model reads
+	// before its next step; taken the offered messages used; streamed the
+	// text of the running step sent as message.appended; closing: the turn
+	// takes no more messages.
+	prompts  bool
+	steering []signals.TurnMessage
+	taken    []string
+	streamed string
+	closing  bool
+	status   string
+	reply    string
+	errMsg   string
 }
 
 func (t *turn) emit(ctx workflow.Context, typ string, data any) {
@@ -138,6 +151,7 @@ func (t *turn) outcome() signals.TurnOutcome {
 // finish ends the turn; handlers waiting on it (respond with Wait) return
 // before the workflow completes.
 func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnOutput, error) {
+	t.closing = true
 	t.finished, t.status, t.reply, t.errMsg = true, status, reply, errMsg
 	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -148,6 +162,7 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
 		ApprovedTools: t.approved,
+		Taken:         t.taken,
 	}
 	if t.byRef {
 		t.storePending(dctx)
@@ -208,6 +223,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	}
 
 	t.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+	t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
 	if t.byRef {
 		if in.Conversation != nil {
 			t.conv = *in.Conversation
@@ -268,6 +284,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if cfg.StreamText && !cfg.LocalModel {
 			step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
 		}
+		t.streamed = ""
 		res, err := runModelStep(ctx, cfg, step)
 		t.stepDone = stepIdx
 		if err != nil {
@@ -283,6 +300,9 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		su := protocol.StepUsage(resp.Usage)
 		t.usage = t.usage.Add(su)
 		if resp.Text != "" {
+			if t.prompts {
+				t.streamRest(ctx, stepIdx, resp.Text)
+			}
 			t.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
 		}
 		if t.byRef {
@@ -297,6 +317,13 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
+			if t.prompts && len(t.steering) > 0 && stepIdx+1 < cfg.MaxSteps {
+				// A message steered while the model answered: it reads it
+				// in another step of this turn.
+				t.readSteering(ctx)
+				continue
+			}
+			t.closing = true
 			t.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
 		}
@@ -311,6 +338,9 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			return t.cancelled(ctx)
 		}
 		t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
+		if t.prompts {
+			t.readSteering(ctx)
+		}
 	}
 }
 

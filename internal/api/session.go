@@ -57,6 +57,7 @@ func accepted(w http.ResponseWriter, body Accepted) {
 type turnInput struct {
 	message   string
 	responses []protocol.InputResponse
+	policy    string // turnPolicy: "", "steer" or "queue"
 }
 
 // parseTurnInput reads message / inputResponses like eve's
@@ -82,8 +83,13 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 		}
 		in.responses = rs
 	}
-	// clientContext, outputSchema and turnPolicy are accepted and not used
-	// (yet); a malformed outputSchema is still refused, as eve does.
+	if raw, ok := obj["turnPolicy"]; ok {
+		if err := json.Unmarshal(raw, &in.policy); err != nil || (in.policy != signals.TurnPolicySteer && in.policy != signals.TurnPolicyQueue) {
+			return in, errorf(http.StatusBadRequest, CodeBadRequest, "Expected 'turnPolicy' to be either 'queue' or 'steer'.")
+		}
+	}
+	// clientContext and outputSchema are accepted and not used (yet); a
+	// malformed outputSchema is still refused, as eve does.
 	if raw, ok := obj["outputSchema"]; ok && !isNull(raw) && !isObject(raw) {
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'outputSchema' to be a JSON object")
 	}
@@ -180,24 +186,38 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	caller := Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
+	// With an Idempotency-Key the session id, the Update ID and the
+	// delivery id derive from it (and the caller): a retry joins the
+	// session the first request started instead of starting another.
+	id, updateID, dlv := "", "", sessions.NewID("dlv")
+	if key != "" {
+		d := deriveIDs(caller, "", key)
+		id, updateID, dlv = d.sessionID, d.updateID, d.deliveryID
+	}
 	if in.message == "" {
-		id, err := s.opts.Sessions.Create(ctx, "", caller)
+		id, err := s.opts.Sessions.Create(ctx, id, caller)
 		if err != nil {
-			s.fail(w, s.temporalError("create a session", "", err))
+			s.fail(w, s.temporalError("create a session", id, err))
 			return
 		}
+		s.owners.put(id, caller)
 		accepted(w, Accepted{SessionID: id})
 		return
 	}
-	dlv := sessions.NewID("dlv")
-	res, err := s.opts.Sessions.CreateAndSend(ctx, "", caller, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller})
+	res, err := s.opts.Sessions.CreateAndSendOnce(ctx, id, caller, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
 	if err != nil {
-		s.fail(w, s.temporalError("create a session", "", err))
+		s.fail(w, s.temporalError("create a session", id, err))
 		return
 	}
+	s.owners.put(res.SessionID, caller)
 	s.wakes.wake(res.SessionID)
 	accepted(w, Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
@@ -219,10 +239,25 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, r, id, in.responses)
 		return
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	caller := Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	res, err := s.opts.Sessions.Send(ctx, id, signals.SendRequest{Message: in.message, DeliveryID: sessions.NewID("dlv"), Caller: caller})
+	// A message may answer an open prompt: it is checked like every send.
+	if _, err := s.authorize(ctx, id, ActionSend, SessionAccess{Caller: caller, Message: in.message}); err != nil {
+		s.fail(w, s.temporalError("send the message", id, err))
+		return
+	}
+	updateID, dlv := "", sessions.NewID("dlv")
+	if key != "" {
+		d := deriveIDs(caller, id, key)
+		updateID, dlv = d.updateID, d.deliveryID
+	}
+	res, err := s.opts.Sessions.SendOnce(ctx, id, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
 	if err != nil {
 		s.fail(w, s.temporalError("send the message", id, err))
 		return
@@ -239,6 +274,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	sum, err := s.opts.Sessions.Summary(ctx, id)
 	if err != nil {
 		s.fail(w, s.temporalError("read the session", id, err))
+		return
+	}
+	s.owners.put(id, sum.Initiator)
+	access := SessionAccess{SessionID: id, Action: ActionRespond, Owner: sum.Initiator, Caller: caller, Responses: rs}
+	byOwner := s.ownerAllows(caller, sum.Initiator)
+	if !byOwner && s.opts.AuthorizeSession == nil {
+		s.fail(w, s.forbidden(access))
 		return
 	}
 	// Answers almost always concern the running turn: read its events
@@ -266,23 +308,24 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		}
 		from = 0
 	}
-	reqs := make([]protocol.InputRequest, 0, len(rs))
+	// The app's hook sees the requests being answered (those the session
+	// asked) before anything else is said about them.
+	if !byOwner {
+		for _, resp := range rs {
+			if q, ok := inputs.Asked[resp.RequestID]; ok {
+				access.Requests = append(access.Requests, q.InputRequest)
+			}
+		}
+		if !s.allows(ctx, access) {
+			s.fail(w, s.forbidden(access))
+			return
+		}
+	}
 	for _, resp := range rs {
-		q, ok := inputs.Asked[resp.RequestID]
-		if !ok {
+		if _, ok := inputs.Asked[resp.RequestID]; !ok {
 			s.fail(w, errorf(http.StatusBadRequest, CodeUnknownRequest, "session %s has no input request %q: answer a requestId from an input.requested event", id, resp.RequestID))
 			return
 		}
-		reqs = append(reqs, q.InputRequest)
-	}
-	allowed := samePrincipal(sum.Initiator, caller) || (sum.Initiator == nil && s.Open())
-	if !allowed && s.opts.AuthorizeResponder != nil {
-		allowed = s.opts.AuthorizeResponder(ctx, ResponderCheck{SessionID: id, Initiator: sum.Initiator, Responder: caller, Requests: reqs, Responses: rs})
-	}
-	if !allowed {
-		s.log.Info("api: input response refused", "session", id, "responder", caller.ID)
-		s.fail(w, errorf(http.StatusForbidden, CodeForbidden, "principal %q may not answer the input requests of session %s", caller.ID, id))
-		return
 	}
 	for _, resp := range rs {
 		q := inputs.Asked[resp.RequestID]
@@ -389,6 +432,10 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.Con
 	req.Caller = Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
+	if _, err := s.authorize(ctx, id, req.Op, SessionAccess{Caller: req.Caller}); err != nil {
+		s.fail(w, s.temporalError(req.Op+" the session", id, err))
+		return
+	}
 	res, err := s.opts.Sessions.Control(ctx, id, req)
 	if err != nil {
 		s.fail(w, s.temporalError(req.Op+" the session", id, err))

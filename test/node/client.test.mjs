@@ -48,7 +48,7 @@ describe("eve client against eve serve", { timeout: 120_000 }, () => {
     assert.equal(result.status, "waiting");
     assert.deepEqual(types(result.events), [
       "session.started", "turn.started", "message.received", "step.started",
-      "message.completed", "step.completed", "turn.completed", "session.waiting",
+      "message.appended", "message.completed", "step.completed", "turn.completed", "session.waiting",
     ]);
     assertUniqueIds(result.events);
     // A second turn through send(): the response filters on its delivery id.

@@ -1,0 +1,168 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// versionMessagePrompts: messages behave as in eve 0.80.1. A message from
+// the person the turn serves answers the turn's first open prompt (approvals
+// included) or steers the turn (pending prompts withdrawn, the model reads
+// it before its next step); turnPolicy "queue" and other people's messages
+// wait for the turn's end. Assistant text always streams (message.appended).
+const versionMessagePrompts = "message-answers-prompts"
+
+// samePrincipal: two callers are one person (no caller is the open mode's
+// anonymous person).
+func samePrincipal(a, b *auth.Principal) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.ID == b.ID && a.Type == b.Type
+}
+
+// offerToTurn hands a message to the running turn, which answers a prompt
+// with it, steers with it, or leaves it for the next turn. It reports
+// whether the message went to the turn.
+func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv string) bool {
+	caller := req.Caller
+	if caller == nil {
+		caller = s.initiator // as the turn it would start
+	}
+	if s.active == nil || !samePrincipal(caller, s.activeCaller) {
+		return false // another person's message waits for the turn's end
+	}
+	policy := req.TurnPolicy
+	if policy == "" {
+		policy = signals.TurnPolicySteer
+	}
+	if policy == signals.TurnPolicyQueue && len(s.open) == 0 {
+		return false // nothing it could answer or withdraw: it waits
+	}
+	s.st.Deliveries[dlv] = s.active.Sequence
+	m := signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, TurnPolicy: policy}
+	s.offered = append(s.offered, QueuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
+	return true
+}
+
+// requeueUntaken runs the offered messages the turn did not take (it ended
+// first, or they were queued) as turns of their own, in arrival order.
+func (s *session) requeueUntaken(taken []string) {
+	for _, m := range s.offered {
+		if slices.Contains(taken, m.DeliveryID) {
+			continue
+		}
+		seq := s.st.NextSeq
+		s.st.NextSeq++
+		s.st.Deliveries[m.DeliveryID] = seq
+		m.Sequence = seq
+		s.st.Queue = append(s.st.Queue, m)
+	}
+	s.offered = nil
+}
+
+// takeMessage decides what a message offered by the session does: answer
+// the first open prompt, steer, or nothing (the session runs it after the
+// turn).
+func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
+	if t.finished || t.closing {
+		return
+	}
+	if open := t.openRequests(); len(open) > 0 {
+		r := t.byID[open[0].RequestID]
+		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
+			if res, out, reason, err := t.decide(r, resp); err == nil {
+				t.taken = append(t.taken, m.DeliveryID)
+				t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
+				t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+				t.settle(r, res, out, reason)
+				t.recordResolutions(ctx, []protocol.InputResolution{res})
+				return
+			}
+		}
+	}
+	if m.TurnPolicy == signals.TurnPolicyQueue && !t.approvalOpen() {
+		return
+	}
+	t.steering = append(t.steering, m)
+	t.withdraw(ctx)
+}
+
+func (t *turn) approvalOpen() bool {
+	for _, r := range t.requests {
+		if !r.settled && r.req.Kind == protocol.KindToolApproval {
+			return true
+		}
+	}
+	return false
+}
+
+// withdraw settles every open request of the turn for a steering message:
+// approvals as ignored (the call does not run), questions as cancelled.
+// Calls approved already run.
+func (t *turn) withdraw(ctx workflow.Context) {
+	var resolutions []protocol.InputResolution
+	for _, r := range t.requests {
+		if r.settled {
+			continue
+		}
+		res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
+		if r.req.Kind == protocol.KindToolApproval {
+			res.Outcome = protocol.OutcomeIgnored
+		}
+		t.settle(r, res, nil, "")
+		r.withdrawn = true
+		resolutions = append(resolutions, res)
+	}
+	t.recordResolutions(ctx, resolutions)
+}
+
+// readSteering puts the steering messages into the conversation, where
+// the next model step reads them.
+func (t *turn) readSteering(ctx workflow.Context) {
+	for _, m := range t.steering {
+		t.taken = append(t.taken, m.DeliveryID)
+		t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
+		t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+		t.add(model.Message{Role: model.RoleUser, Text: m.Message})
+	}
+	t.steering = nil
+}
+
+// streamRest emits what the step's text has not streamed yet, so every
+// text block reaches clients as message.appended (the whole text when the
+// model does not stream) before message.completed.
+func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
+	rest := text
+	if t.streamed != "" {
+		if !strings.HasPrefix(text, t.streamed) {
+			return // a retried attempt streamed other text: message.completed is authoritative
+		}
+		rest = text[len(t.streamed):]
+	}
+	if rest != "" {
+		t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: rest, StepRef: t.step(stepIdx)})
+	}
+	t.streamed = ""
+}
+
+// withdrawnOutcome is the result the model sees for a call whose prompt a
+// steering message withdrew.
+func withdrawnOutcome(p activities.CallPlan, r *openRequest) activities.ToolOutcome {
+	if r.req.Kind == protocol.KindToolApproval {
+		msg := fmt.Sprintf("The call to %s did not run: ignored because the user continued without responding.", p.Call.Name)
+		out := mustJSON(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": "ignored"})
+		return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+	}
+	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("the question of %s was withdrawn: the user sent a new message instead of answering", p.Call.Name))
+}
