@@ -2,17 +2,25 @@
 // delegated tool call through its completion URL. Calls are at-least-once:
 // network errors and 5xx are retried with backoff and jitter, and a
 // duplicate completion is answered 200 like the first.
+//
+// The capability token in a completion URL is a secret. The client sends it
+// in an "Authorization: Bearer" header (the URL it posts to names only the
+// action id), and no error it returns contains it: URLs in errors are
+// redacted with RedactURL.
 package actions
 
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/eve-temporal/eve/tools"
@@ -63,6 +71,10 @@ type Client struct {
 	MaxAttempts int
 	// InitialBackoff doubles each retry up to MaxBackoff (defaults 200 ms, 10 s).
 	InitialBackoff, MaxBackoff time.Duration
+	// TokenInURL posts to the completion URL as it is, the capability in
+	// its path, instead of sending the capability in an Authorization
+	// header. Only for servers older than the header form.
+	TokenInURL bool
 }
 
 // Default is the client the package functions use.
@@ -89,13 +101,13 @@ func (cl *Client) Complete(ctx context.Context, c tools.Completion, output any) 
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
-	_, err = cl.post(ctx, c.URL, map[string]json.RawMessage{"output": raw})
+	_, err = cl.post(ctx, c, "", map[string]json.RawMessage{"output": raw})
 	return err
 }
 
 // Fail settles the action as failed.
 func (cl *Client) Fail(ctx context.Context, c tools.Completion, code, message string) error {
-	_, err := cl.post(ctx, c.URL, map[string]any{"error": map[string]string{"code": code, "message": message}})
+	_, err := cl.post(ctx, c, "", map[string]any{"error": map[string]string{"code": code, "message": message}})
 	return err
 }
 
@@ -105,7 +117,7 @@ func (cl *Client) Heartbeat(ctx context.Context, c tools.Completion, details any
 	if details != nil {
 		body["details"] = details
 	}
-	raw, err := cl.post(ctx, c.URL+"/heartbeat", body)
+	raw, err := cl.post(ctx, c, "/heartbeat", body)
 	if err != nil {
 		return false, err
 	}
@@ -118,10 +130,128 @@ func (cl *Client) Heartbeat(ctx context.Context, c tools.Completion, details any
 	return r.CancelRequested, nil
 }
 
-func (cl *Client) post(ctx context.Context, url string, body any) ([]byte, error) {
-	if url == "" {
+// endpoint splits a completion URL into the URL to post to and the
+// capability to send in the Authorization header. The URL it returns names
+// the action id in place of the capability (…/actions/<action id>); a URL
+// whose capability it cannot find is posted to as it is, with no header.
+func (cl *Client) endpoint(c tools.Completion) (target, token string) {
+	u, err := url.Parse(c.URL)
+	if err != nil || cl.TokenInURL {
+		return c.URL, ""
+	}
+	prefix, tok, ok := cutToken(u.Path)
+	if !ok {
+		return c.URL, ""
+	}
+	id := c.ID
+	if id == "" {
+		id = actionIDOf(tok)
+	}
+	if id == "" || strings.ContainsAny(id, "/?#%") {
+		return c.URL, ""
+	}
+	u.Path, u.RawPath = prefix+id, ""
+	return u.String(), tok
+}
+
+// cutToken finds the capability in a completion URL's path: the segment
+// after the last "/actions/" (a capability is "<claims>.<mac>").
+func cutToken(path string) (prefix, token string, ok bool) {
+	i := strings.LastIndex(path, "/actions/")
+	if i < 0 {
+		return "", "", false
+	}
+	prefix, token = path[:i+len("/actions/")], path[i+len("/actions/"):]
+	token, _ = strings.CutSuffix(token, "/heartbeat")
+	if token == "" || strings.Contains(token, "/") || !strings.Contains(token, ".") {
+		return "", "", false
+	}
+	return prefix, token, true
+}
+
+// actionIDOf reads the action id from a capability's (unverified) claims.
+func actionIDOf(token string) string {
+	claims, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(claims)
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		ActionID string `json:"act"`
+	}
+	_ = json.Unmarshal(b, &c)
+	return c.ActionID
+}
+
+// RedactURL returns a completion URL fit for logs and error messages: the
+// capability is replaced by "…" (see RedactPath), and user info, query and
+// fragment are dropped. A URL it cannot read is "…" whole.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "…"
+	}
+	path := RedactPath(u.Path)
+	if u.Host == "" {
+		return path
+	}
+	return u.Scheme + "://" + u.Host + path
+}
+
+// RedactPath replaces the capability in a completion URL's path by "…":
+// "/eve/v1/actions/<token>/heartbeat" becomes "/eve/v1/actions/…/heartbeat".
+// Other paths, and completion paths that name an action id rather than a
+// capability, are returned as they are.
+func RedactPath(path string) string {
+	prefix, _, ok := cutToken(path)
+	if !ok {
+		return path
+	}
+	if strings.HasSuffix(path, "/heartbeat") {
+		return prefix + "…/heartbeat"
+	}
+	return prefix + "…"
+}
+
+// scrub makes sure err says nothing of the capability: url.Errors (which
+// quote the request URL) are redacted in place, so errors.Is and errors.As
+// keep working; any other error that still contains it is replaced by a
+// redacted copy of its text.
+func scrub(err error, token, rawURL string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = RedactURL(ue.URL)
+	}
+	msg := err.Error()
+	if token != "" && strings.Contains(msg, token) || rawURL != "" && strings.Contains(msg, rawURL) {
+		if rawURL != "" {
+			msg = strings.ReplaceAll(msg, rawURL, RedactURL(rawURL))
+		}
+		if token != "" {
+			msg = strings.ReplaceAll(msg, token, "…")
+		}
+		return errors.New(msg)
+	}
+	return err
+}
+
+func (cl *Client) post(ctx context.Context, c tools.Completion, suffix string, body any) ([]byte, error) {
+	if c.URL == "" {
 		return nil, errors.New("completion URL is empty")
 	}
+	target, token := cl.endpoint(c)
+	secret := token
+	if secret == "" {
+		_, secret, _ = cutToken(strings.SplitN(c.URL, "?", 2)[0])
+	}
+	raw, err := cl.do(ctx, target+suffix, token, body)
+	return raw, scrub(err, secret, c.URL)
+}
+
+func (cl *Client) do(ctx context.Context, target, token string, body any) ([]byte, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -142,11 +272,14 @@ func (cl *Client) post(ctx context.Context, url string, body any) ([]byte, error
 	}
 	var last error
 	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 		if err != nil {
-			return nil, fmt.Errorf("completion request: %w", err)
+			return nil, fmt.Errorf("completion request to %s: the URL is not valid", RedactURL(target))
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		resp, err := hc.Do(req)
 		if err == nil {
 			raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -160,6 +293,10 @@ func (cl *Client) post(ctx context.Context, url string, body any) ([]byte, error
 				return nil, statusError(resp.StatusCode, raw)
 			}
 		} else {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				ue.URL = RedactURL(ue.URL)
+			}
 			last = err
 		}
 		if attempt >= attempts || ctx.Err() != nil {

@@ -8,6 +8,11 @@ type Principal struct {
 	ID         string            `json:"principalId"`
 	Type       string            `json:"principalType,omitempty"` // user, service, runtime, unknown
 	Attributes map[string]string `json:"attributes,omitempty"`    // e.g. tenantId
+	// CanActFor lists the users a service principal may act for (the keys
+	// file's canActFor; AnyUser for all): their sessions and, in the tools
+	// API, executions in their name. Empty: only for itself. It is the API
+	// server's business and never serialized (workflows do not see it).
+	CanActFor []string `json:"-"`
 }
 
 // Attr returns one attribute, or "" when p is nil or lacks it.
@@ -28,4 +33,36 @@ type Auth struct {
 type Session struct {
 	ID   string `json:"id"`
 	Auth Auth   `json:"auth"`
+}
+
+// Principal types. A keys file may name only TypeUser (its default) and
+// TypeService; TypeAnonymous is every caller of an open API server.
+const (
+	TypeUser      = "user"
+	TypeService   = "service"
+	TypeAnonymous = "anonymous"
+)
+
+// AnyUser in CanActFor grants acting for every user.
+const AnyUser = "*"
+
+// ActsFor reports whether p may act for owner: p is owner (same id, and
+// the same type when both name one), or p is a service principal whose
+// CanActFor grant names owner's id (or AnyUser) and owner is a user.
+func (p *Principal) ActsFor(owner *Principal) bool {
+	if p == nil || owner == nil {
+		return false
+	}
+	if p.ID == owner.ID && (p.Type == owner.Type || p.Type == "" || owner.Type == "") {
+		return true
+	}
+	if p.Type != TypeService || (owner.Type != TypeUser && owner.Type != "") {
+		return false
+	}
+	for _, u := range p.CanActFor {
+		if u == AnyUser || u == owner.ID {
+			return true
+		}
+	}
+	return false
 }

@@ -183,9 +183,17 @@ func (c *Client) newRequest(ctx context.Context, method, route string, query url
 
 // do sends a JSON request and decodes a JSON answer into out.
 func (c *Client) do(ctx context.Context, method, route string, body, out any) (int, error) {
+	return c.doWith(ctx, method, route, body, out, nil)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, route string, body, out any, headers map[string]string) (int, error) {
 	req, err := c.newRequest(ctx, method, route, nil, body)
 	if err != nil {
 		return 0, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -276,6 +284,23 @@ func (c *Client) CreateAndSend(ctx context.Context, message string) (Accepted, e
 func (c *Client) Send(ctx context.Context, sessionID, message string) (Accepted, error) {
 	var a Accepted
 	_, err := c.do(ctx, http.MethodPost, sessionRoute(sessionID, ""), map[string]any{"message": message}, &a)
+	return a, err
+}
+
+// SendOnce is Send with an Idempotency-Key: sending the same message again
+// with the same key (a retry after a timeout or a dropped connection)
+// answers the first acknowledgement and never starts a second turn.
+func (c *Client) SendOnce(ctx context.Context, sessionID, message, idempotencyKey string) (Accepted, error) {
+	var a Accepted
+	_, err := c.doWith(ctx, http.MethodPost, sessionRoute(sessionID, ""), map[string]any{"message": message}, &a, map[string]string{"Idempotency-Key": idempotencyKey})
+	return a, err
+}
+
+// CreateAndSendOnce is CreateAndSend with an Idempotency-Key: a retry with
+// the same key answers the session and turn the first request started.
+func (c *Client) CreateAndSendOnce(ctx context.Context, message, idempotencyKey string) (Accepted, error) {
+	var a Accepted
+	_, err := c.doWith(ctx, http.MethodPost, "/eve/v1/session", map[string]any{"message": message}, &a, map[string]string{"Idempotency-Key": idempotencyKey})
 	return a, err
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -77,8 +78,11 @@ func TestAPIAuthRequiresKey(t *testing.T) {
 
 // The caller of each message becomes session.auth.current for its turn
 // (the demo's tenant policy and tool read it); the creator stays initiator.
+// bob reaches alice's session because the app's hook lets him.
 func TestAPIAuthCallerAndInitiator(t *testing.T) {
-	e := keyedAPI(t, nil)
+	e := keyedAPI(t, func(o *api.Options) {
+		o.AuthorizeSession = func(_ context.Context, a api.SessionAccess) bool { return a.Caller.ID == "bob" }
+	})
 	ctx := e.Ctx(60 * time.Second)
 	alice, bob := e.as("key-alice"), e.as("key-bob")
 

@@ -103,16 +103,19 @@ func TestAPIApprovalRespond(t *testing.T) {
 	}
 }
 
-// The app's responder policy lets others answer; it sees the requests.
+// The app's session hook lets others answer; for answers it sees the
+// requests. (It also decides the other routes: see api_authz_test.go.)
 func TestAPIResponderPolicy(t *testing.T) {
 	var mu sync.Mutex
-	var checks []api.ResponderCheck
+	var checks []api.SessionAccess
 	e := keyedAPI(t, func(o *api.Options) {
-		o.AuthorizeResponder = func(_ context.Context, c api.ResponderCheck) bool {
-			mu.Lock()
-			checks = append(checks, c)
-			mu.Unlock()
-			return c.Responder.Attr("role") == "manager"
+		o.AuthorizeSession = func(_ context.Context, a api.SessionAccess) bool {
+			if a.Action == api.ActionRespond {
+				mu.Lock()
+				checks = append(checks, a)
+				mu.Unlock()
+			}
+			return a.Caller.Attr("role") == "manager"
 		}
 	})
 	ctx := e.Ctx(60 * time.Second)
@@ -131,8 +134,8 @@ func TestAPIResponderPolicy(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(checks) != 2 || checks[0].Responder.ID != "bob" || checks[1].Responder.ID != "manager" ||
-		checks[1].Initiator.ID != "alice" || checks[1].SessionID != turn.SessionID ||
+	if len(checks) != 2 || checks[0].Caller.ID != "bob" || checks[1].Caller.ID != "manager" ||
+		checks[1].Owner.ID != "alice" || checks[1].SessionID != turn.SessionID ||
 		len(checks[1].Requests) != 1 || checks[1].Requests[0].RequestID != req.RequestID || checks[1].Responses[0] != deny {
 		t.Fatalf("policy checks = %+v", checks)
 	}

@@ -40,8 +40,8 @@ func bigMessage(name string, n int) string {
 	return b.String()[:n]
 }
 
-// Twelve messages of 200 KB through the HTTP API, sent back to back (so
-// they queue), then a short one: every message is accepted, gets its
+// Twelve messages of 200 KB through the HTTP API, sent back to back with
+// turnPolicy queue, then a short one: every message is accepted, gets its
 // turn, and its event carries the whole text.
 func TestAPILargeMessagesAllAnswered(t *testing.T) {
 	env := evetest.New(t)
@@ -56,13 +56,20 @@ func TestAPILargeMessagesAllAnswered(t *testing.T) {
 	var sent []string
 	for i := range 12 {
 		msg := bigMessage(fmt.Sprintf("m%02d", i), 200<<10)
-		r := e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": msg}, nil)
+		// queue: each message gets its own turn (the default, steer, would
+		// hand them to the running turn).
+		r := e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": msg, "turnPolicy": "queue"}, nil)
 		if r.Status != http.StatusAccepted {
 			t.Fatalf("message %d: %d %s", i, r.Status, r.Body)
 		}
 		sent = append(sent, msg)
 	}
-	turn, err := e.C.SendAndWait(ctx, id, "short one", nil)
+	r := e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": "short one", "turnPolicy": "queue"}, nil)
+	var acc evecl.Accepted
+	if err := json.Unmarshal(r.Body, &acc); err != nil || r.Status != http.StatusAccepted {
+		t.Fatalf("short message: %d %s", r.Status, r.Body)
+	}
+	turn, err := e.C.WaitTurn(ctx, id, acc.DeliveryID, 0, nil)
 	if err != nil || turn.Status != evecl.TurnCompleted || turn.Reply != "short answer" {
 		t.Fatalf("short message after the large ones: %+v, %v", turn, err)
 	}

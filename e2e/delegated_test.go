@@ -277,7 +277,10 @@ func TestActionsHelperRetriesServerErrors(t *testing.T) {
 			return
 		}
 		target := strings.Split(j.Action.Completion.URL, "/eve/v1/")[0] + r.URL.Path
-		resp, err := http.Post(target, "application/json", r.Body)
+		req, _ := http.NewRequest(http.MethodPost, target, r.Body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", r.Header.Get("Authorization")) // the helper's capability
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			http.Error(w, err.Error(), 502)
 			return

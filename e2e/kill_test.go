@@ -39,7 +39,9 @@ func slowTool(workerName, markerDir string) *tools.Tool {
 		Name: "slow", Description: "A long job.",
 		InputSchema:      json.RawMessage(`{"type":"object"}`),
 		HeartbeatTimeout: 2 * time.Second,
-		Retry:            &tools.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 1, MaximumAttempts: 5},
+		// Idempotent: the attempt lost with the killed worker runs again
+		// (DefaultRetry). A tool that is not would run once and fail.
+		Idempotent: true,
 		Execute: func(ctx *tools.Context, _ json.RawMessage) (any, error) {
 			os.WriteFile(filepath.Join(markerDir, fmt.Sprintf("%s-%d", workerName, ctx.Attempt)), nil, 0o644)
 			if workerName == "doomed" {
@@ -99,8 +101,8 @@ func workerMain() bool {
 	return true
 }
 
-// A worker killed (SIGKILL) in the middle of a tool: a new worker retries
-// the tool after its heartbeat timeout and finishes the turn.
+// A worker killed (SIGKILL) in the middle of an idempotent tool: a new
+// worker retries the tool after its heartbeat timeout and finishes the turn.
 func TestWorkerKilledMidToolNewWorkerFinishes(t *testing.T) {
 	env := evetest.New(t)
 	markers := t.TempDir()

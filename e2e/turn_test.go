@@ -54,7 +54,7 @@ func TestTwoTurnSessionWithTool(t *testing.T) {
 	}
 
 	evs := env.Events(ctx, id)
-	turn := "turn.started message.received step.started actions.requested action.result step.completed step.started message.completed step.completed turn.completed session.waiting"
+	turn := "turn.started message.received step.started actions.requested action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if got, want := evetest.Join(evs), "session.started "+turn+" "+turn; got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}
@@ -192,7 +192,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("3 %s/call_1_0 | tool broken failed: quota exhausted", res.SessionID)
+	want := fmt.Sprintf("3 %s/%s/call_1_0 | tool broken failed: quota exhausted", res.SessionID, res.TurnID)
 	if res.Outcome.Reply != want {
 		t.Fatalf("reply = %q, want %q", res.Outcome.Reply, want)
 	}

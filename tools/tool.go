@@ -32,8 +32,12 @@ type Context struct {
 	TurnID   string
 	CallID   string
 	ToolName string
-	// IdempotencyKey is the same on every attempt of this call (it is derived
-	// from the session and call id), so a retried side effect can be de-duplicated.
+	// IdempotencyKey is the same on every attempt of this call and differs
+	// between calls: "<session id>/<turn id>/<call id>" in a turn (the turn
+	// is part of it because a model's call ids need not be unique across
+	// turns), "<execution id>/execute" in a tools-API execution. Use it to
+	// de-duplicate a side effect that a retry (see Tool.Idempotent) or an
+	// at-least-once downstream could repeat.
 	IdempotencyKey string
 	// Attempt counts from 1.
 	Attempt   int32
@@ -41,7 +45,8 @@ type Context struct {
 }
 
 // Heartbeat reports progress. Long tools should call it more often than
-// their HeartbeatTimeout; a call that stops heartbeating is retried.
+// their HeartbeatTimeout; an attempt that stops heartbeating fails (and is
+// retried only under the tool's retry policy, see Tool.Idempotent).
 func (c *Context) Heartbeat(details ...any) {
 	if c.heartbeat != nil {
 		c.heartbeat(details...)
@@ -56,37 +61,61 @@ func NewContext(ctx context.Context, session auth.Session, turnID, callID, toolN
 		TurnID:         turnID,
 		CallID:         callID,
 		ToolName:       toolName,
-		IdempotencyKey: session.ID + "/" + callID,
+		IdempotencyKey: IdempotencyKey(session.ID, turnID, callID),
 		Attempt:        attempt,
 		heartbeat:      heartbeat,
 	}
 }
 
+// IdempotencyKey is the key NewContext gives a call: "<session>/<turn>/<call>",
+// or "<session>/<call>" when the turn is empty or is the session itself (a
+// tools-API execution, whose session and turn are the execution id).
+func IdempotencyKey(sessionID, turnID, callID string) string {
+	if turnID == "" || turnID == sessionID {
+		return sessionID + "/" + callID
+	}
+	return sessionID + "/" + turnID + "/" + callID
+}
+
 // ExecuteFunc runs a tool. The returned value is marshalled to JSON and
 // checked against the output schema. An error fails this attempt; it is
-// retried by the tool's retry policy unless wrapped with NonRetryable.
+// retried only when the tool is Idempotent or sets its own Retry policy, and
+// never when wrapped with NonRetryable.
 type ExecuteFunc func(ctx *Context, input json.RawMessage) (any, error)
 
-// RetryPolicy bounds the attempts of a tool call.
+// RetryPolicy bounds the attempts of a tool call. Zero fields take
+// Temporal's defaults (1 s initial interval, coefficient 2, maximum interval
+// 100 × the initial one), except MaximumAttempts.
 type RetryPolicy struct {
 	InitialInterval    time.Duration
 	BackoffCoefficient float64
 	MaximumInterval    time.Duration
-	// MaximumAttempts counts the first attempt; 1 means no retries.
+	// MaximumAttempts counts the first attempt; 1 means no retries. 0 means
+	// DefaultMaxAttempts (3), never unlimited; negative is a registration
+	// error.
 	MaximumAttempts int32
 }
 
 // Defaults for tool execution.
 const (
-	DefaultTimeout     = 60 * time.Second
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxAttempts is the number of attempts of an Idempotent tool
+	// without its own Retry policy, and what MaximumAttempts 0 in a tool's
+	// own policy stands for.
 	DefaultMaxAttempts = 3
 	// DefaultMaxOutputBytes bounds a tool's JSON output when the tool sets
 	// no MaxOutputBytes (1 MiB).
 	DefaultMaxOutputBytes = 1 << 20
 )
 
-// DefaultRetry is used when a tool sets no retry policy.
+// DefaultRetry is the policy of an Idempotent tool that sets no Retry
+// policy of its own.
 var DefaultRetry = RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: DefaultMaxAttempts}
+
+// NoRetry is the policy of a tool that is neither Idempotent nor sets a
+// Retry policy: it runs once. A failed, timed-out or interrupted attempt
+// (its worker died) fails the call, and the model sees that error.
+var NoRetry = RetryPolicy{MaximumAttempts: 1}
 
 // Tool is one tool an agent offers the model.
 type Tool struct {
@@ -103,7 +132,16 @@ type Tool struct {
 	Timeout time.Duration
 	// HeartbeatTimeout, when set, fails an attempt that stops heartbeating.
 	HeartbeatTimeout time.Duration
-	// Retry overrides DefaultRetry.
+	// Idempotent says that running the call twice does no harm (or that
+	// Execute de-duplicates by Context.IdempotencyKey). Only then is a
+	// failed attempt retried with DefaultRetry (3 attempts) — including an
+	// attempt lost with its worker, which runs again on another worker once
+	// its Timeout or HeartbeatTimeout has passed. A tool that is not
+	// Idempotent and sets no Retry runs at most once (NoRetry).
+	Idempotent bool
+	// Retry sets the tool's own retry policy, whether or not it is
+	// Idempotent: setting it says the tool accepts being run again.
+	// MaximumAttempts 0 means DefaultMaxAttempts; 1 means no retries.
 	Retry *RetryPolicy
 	// MaxOutputBytes bounds the size of one call's output as JSON: Execute's
 	// marshalled result, a delegated job's completion output, or a client
@@ -128,7 +166,8 @@ type Tool struct {
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash runs again without a
 	// recorded start, and it cannot heartbeat. Use it only for fast,
-	// idempotent tools.
+	// idempotent tools (and mark them Idempotent to have failed attempts
+	// retried).
 	Local bool
 
 	input  *schema.Schema
@@ -262,12 +301,23 @@ func (t *Tool) EffectiveMaxOutputBytes() int {
 	return DefaultMaxOutputBytes
 }
 
-// EffectiveRetry is the retry policy in force.
+// EffectiveRetry is the retry policy in force: the tool's own Retry (with
+// MaximumAttempts 0 read as DefaultMaxAttempts), else DefaultRetry for an
+// Idempotent tool, else NoRetry. The model step records it in each call's
+// plan, so changing a tool's policy affects only calls planned afterwards.
 func (t *Tool) EffectiveRetry() RetryPolicy {
-	if t.Retry != nil {
-		return *t.Retry
+	switch {
+	case t.Retry != nil:
+		r := *t.Retry
+		if r.MaximumAttempts == 0 {
+			r.MaximumAttempts = DefaultMaxAttempts
+		}
+		return r
+	case t.Idempotent:
+		return DefaultRetry
+	default:
+		return NoRetry
 	}
-	return DefaultRetry
 }
 
 // DisplayTitle is the tool's name for people.

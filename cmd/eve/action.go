@@ -52,7 +52,9 @@ func newActionCommand() *cobra.Command {
 		Long: `eve action settles a delegated tool's action, the way an external job does.
 
 Name the action by exactly one of:
-  --url <completion url>   the action's completion URL (action.Completion.URL).
+  --url <completion url>   the action's completion URL (action.Completion.URL),
+                           or $EVE_ACTION_URL. Its capability is sent in an
+                           Authorization header and never printed in errors.
                            Needs no other credential; network errors and 5xx
                            are retried; 409/410/422 are reported with the
                            server's code and message.
@@ -65,7 +67,7 @@ Name the action by exactly one of:
 Results are printed as JSON on stdout; errors go to stderr with exit code 1.`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.url, "url", "", "the action's completion URL")
+	pf.StringVar(&f.url, "url", "", "the action's completion URL (or env EVE_ACTION_URL, which keeps it out of the process list)")
 	pf.StringVar(&f.taskToken, "task-token", "", "the action's raw Temporal task token, base64")
 	pf.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("how long to wait for an answer (default %s with --task-token, %s with --url)", defaultTokenTimeout, defaultURLTimeout))
 	f.tc.Bind(pf)
@@ -186,6 +188,9 @@ type actionTarget struct {
 }
 
 func (f *actionFlags) target() (actionTarget, error) {
+	if strings.TrimSpace(f.url) == "" && strings.TrimSpace(f.taskToken) == "" {
+		f.url = os.Getenv("EVE_ACTION_URL")
+	}
 	hasURL, hasToken := strings.TrimSpace(f.url) != "", strings.TrimSpace(f.taskToken) != ""
 	switch {
 	case hasURL && hasToken:
@@ -439,19 +444,32 @@ func printActionJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// showURL is a --url for error messages: never its capability, nor any
+// path that might hold one.
+func showURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(not a URL)"
+	}
+	if r := actions.RedactURL(raw); strings.Contains(r, "…") {
+		return r
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}
+
 // checkCompletionURL checks the URL's shape and reads the action id from
 // its (unverified) capability claims, for the report.
 func checkCompletionURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("--url %q is not an http(s) URL: want the action's completion URL (…%s<token>)", raw, activities.ActionsPath)
+		return "", fmt.Errorf("--url %s is not an http(s) URL: want the action's completion URL (…%s<token>)", showURL(raw), activities.ActionsPath)
 	}
 	_, token, ok := strings.Cut(u.Path, activities.ActionsPath)
 	if !ok || token == "" || strings.Contains(token, "/") {
 		if strings.HasSuffix(token, "/heartbeat") {
 			return "", fmt.Errorf("--url: give the completion URL itself, without /heartbeat")
 		}
-		return "", fmt.Errorf("--url %q is not a completion URL: want …%s<token>", raw, activities.ActionsPath)
+		return "", fmt.Errorf("--url %s is not a completion URL: want …%s<token>", showURL(raw), activities.ActionsPath)
 	}
 	claims, _, _ := strings.Cut(token, ".")
 	var c struct {

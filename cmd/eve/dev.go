@@ -56,6 +56,9 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	if err := limits.Validate(); err != nil {
 		return err
 	}
+	if _, err := af.checkOpen(); err != nil {
+		return err // before the dev server and the worker start
+	}
 	if tc.PayloadStore == payloadstore.DefaultSpec && filepath.Clean(stateDir) != ".eve" {
 		// The payload store lives beside the dev server's state.
 		tc.PayloadStore = "file:" + filepath.Join(stateDir, "payloads")

@@ -32,6 +32,9 @@ func newMCPCommand() *cobra.Command {
 		key       string
 		wireNames bool
 		logLevel  string
+		idle      time.Duration
+		maxTasks  int
+		origins   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -47,6 +50,10 @@ launch it as a subprocess:
 
 With --http ADDR it serves streamable HTTP at http://ADDR/mcp; when
 EVE_API_KEY (--eve-api-key) is set, requests need Authorization: Bearer <key>.
+Every HTTP request passes the MCP SDK's checks first: on a loopback address a
+Host that is not loopback is refused (DNS rebinding), as are browsers'
+cross-origin requests (--trusted-origin allows one) and POSTs that are not
+application/json. Idle sessions close after --session-timeout.
 
 Async tools (delegated: their result arrives later) are listed only for
 clients that negotiate MCP Tasks, and run as tasks.`,
@@ -72,7 +79,11 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if err != nil {
 				return err
 			}
-			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, Logger: logger})
+			if idle == 0 {
+				idle = -1 // 0 on the command line: never expire
+			}
+			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, Logger: logger,
+				SessionTimeout: idle, MaxTasks: maxTasks, TrustedOrigins: origins})
 			if err != nil {
 				return err
 			}
@@ -93,6 +104,9 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().StringVar(&key, "eve-api-key", config.Env("EVE_API_KEY", ""), "with --http: bearer key clients must send (env EVE_API_KEY)")
 	cmd.Flags().BoolVar(&wireNames, "wire-names", false, "name tools by their provider-safe wire names (demo_get_weather) instead of canonical names (demo.get_weather)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "warn"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
+	cmd.Flags().DurationVar(&idle, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close sessions idle this long, forgetting their tasks (0: never)")
+	cmd.Flags().IntVar(&maxTasks, "max-tasks", mcpserver.DefaultMaxTasks, "tasks remembered at once; finished ones are forgotten first, and new tasks are refused while all are working")
+	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "with --http: a browser origin (https://app.example.com) whose cross-origin requests are accepted (repeatable)")
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
@@ -35,6 +36,8 @@ type apiFlags struct {
 	corsOrigins  string
 	agentName    string
 	actions      config.Actions
+	insecureOpen bool
+	maxStreams   int
 }
 
 func (f *apiFlags) Bind(fs *pflag.FlagSet) {
@@ -46,8 +49,33 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.poll, "stream-poll", envDuration("EVE_STREAM_POLL", api.DefaultPollInterval), "how often a stream reads a running turn's new events (env EVE_STREAM_POLL)")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("EVE_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env EVE_MAX_BODY_BYTES)")
 	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
+	fs.BoolVar(&f.insecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
+	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the demo agent's)")
+}
+
+// envBool reads a boolean variable (1, true, yes, on); unset or anything else is false.
+func envBool(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// checkOpen refuses, before anything starts, an API server without keys
+// on a non-loopback address unless --insecure-open says so. It returns the
+// keys.
+func (f *apiFlags) checkOpen() (map[string]*auth.Principal, error) {
+	keys, err := api.LoadKeys(f.apiKey, f.keysFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := api.New(api.Options{Sessions: &sessions.Service{}, Keys: keys, Addr: f.addr, InsecureOpen: f.insecureOpen}); err != nil {
+		return nil, err
+	}
+	return keys, nil
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -73,12 +101,17 @@ default 127.0.0.1:4111). Sessions run as Temporal workflows on the workers of
 --task-queue; run at least one worker (cmd/worker, or eve dev) beside it.
 
 Callers must send Authorization: Bearer <key> when EVE_API_KEY or a keys file
-(EVE_API_KEYS_FILE) is configured; without either the server is open.`,
+(EVE_API_KEYS_FILE) is configured. Without either the server is open: it
+then listens only on a loopback address and answers only loopback Host
+headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			if _, err := af.checkOpen(); err != nil {
+				return err
 			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			ctx := cmd.Context()
@@ -106,7 +139,7 @@ Callers must send Authorization: Bearer <key> when EVE_API_KEY or a keys file
 // startAPIServer listens on af.addr and serves the session protocol until
 // stop is called. It returns the server's base URL.
 func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags) (string, func(), error) {
-	keys, err := api.LoadKeys(af.apiKey, af.keysFile)
+	keys, err := af.checkOpen()
 	if err != nil {
 		return "", nil, err
 	}
@@ -139,17 +172,20 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		return "", nil, fmt.Errorf("tools API: %w", err)
 	}
 	srv, err := api.New(api.Options{
-		Actions:           actionsHandler,
-		Tools:             toolsSvc.Handler(),
-		Sessions:          &sessions.Service{Client: c, TaskQueue: taskQueue},
-		Keys:              keys,
-		LeaseDuration:     af.lease,
-		HeartbeatInterval: af.heartbeat,
-		PollInterval:      af.poll,
-		MaxBodyBytes:      af.maxBodyBytes,
-		CORSOrigins:       origins,
-		Logger:            logger,
-		Info:              info,
+		Actions:                actionsHandler,
+		Tools:                  toolsSvc.Handler(),
+		Sessions:               &sessions.Service{Client: c, TaskQueue: taskQueue},
+		Keys:                   keys,
+		Addr:                   af.addr,
+		InsecureOpen:           af.insecureOpen,
+		MaxStreamsPerPrincipal: af.maxStreams,
+		LeaseDuration:          af.lease,
+		HeartbeatInterval:      af.heartbeat,
+		PollInterval:           af.poll,
+		MaxBodyBytes:           af.maxBodyBytes,
+		CORSOrigins:            origins,
+		Logger:                 logger,
+		Info:                   info,
 	})
 	if err != nil {
 		return "", nil, err
@@ -158,9 +194,12 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	if err != nil {
 		return "", nil, fmt.Errorf("eve API server: listen on %s: %w (set EVE_ADDR or --addr to another host:port)", af.addr, err)
 	}
-	if srv.Open() {
-		logger.Warn("eve API server is open: no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so every caller is the anonymous principal")
-	} else {
+	switch {
+	case srv.Open() && af.insecureOpen:
+		logger.Warn("eve API server is open beyond loopback (--insecure-open): no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so anyone who reaches " + af.addr + " drives every session as the anonymous principal")
+	case srv.Open():
+		logger.Warn("eve API server is open on loopback: no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so every local caller is the anonymous principal; only loopback Host headers are answered")
+	default:
 		logger.Info("eve API server requires bearer keys", "keys", len(keys))
 	}
 	hs := &http.Server{

@@ -97,7 +97,11 @@ func run(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits wo
 	}
 	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location())
 	stopCh := make(chan any)
-	go func() { <-ctx.Done(); close(stopCh) }()
+	go func() {
+		<-ctx.Done()
+		logger.Info("worker stopping: in-flight tools may finish", "stopTimeout", limits.EffectiveStopTimeout())
+		close(stopCh)
+	}()
 	if err := w.Run(stopCh); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

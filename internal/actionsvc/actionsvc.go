@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/protocol"
@@ -255,11 +256,35 @@ func (s *Service) log() *slog.Logger {
 	return slog.Default()
 }
 
+// RedactPath returns a request path fit for logs: the capability of a
+// completion URL ({prefix}{token}[/heartbeat]) is replaced by "…".
+func RedactPath(path string) string { return actions.RedactPath(path) }
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	return strings.TrimSpace(h[7:]), true
+}
+
 // ServeHTTP handles POST {prefix}{token} and POST {prefix}{token}/heartbeat,
-// where prefix is activities.ActionsPath.
+// where prefix is activities.ActionsPath, and the same with the capability
+// in an "Authorization: Bearer <token>" header: POST {prefix}{action id}
+// (or {prefix} alone) and POST {prefix}{action id}/heartbeat. With the
+// header, a path that names another action than the capability is refused
+// (401 invalid_capability).
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, activities.ActionsPath)
 	token, heartbeat := strings.CutSuffix(rest, "/heartbeat")
+	named := "" // the action the path names, with the header form
+	if h, ok := bearer(r); ok {
+		if token != h {
+			named = token
+		}
+		token = h
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeJSON(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
@@ -274,6 +299,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
 		return
+	}
+	if named != "" {
+		if c, _, _, ok := s.verify(token); ok && c.ActionID != named {
+			writeJSON(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
+			return
+		}
 	}
 	if heartbeat {
 		var hb struct {

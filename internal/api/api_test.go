@@ -40,7 +40,12 @@ func serve(s http.Handler, method, path, body string, headers map[string]string)
 	} else {
 		req = httptest.NewRequest(method, path, strings.NewReader(body))
 	}
+	req.Host = "127.0.0.1:4111" // an open server answers loopback hosts only
 	for k, v := range headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
@@ -223,5 +228,127 @@ func TestSessionErrorStatuses(t *testing.T) {
 				t.Fatalf("%v: message %q should contain %q", c.err, he.msg, p)
 			}
 		}
+	}
+}
+
+// An open server answers only loopback Host headers (DNS rebinding), and
+// never sends a wildcard CORS origin.
+func TestOpenServerLoopbackOnly(t *testing.T) {
+	open := newTestServer(t, nil)
+	for _, h := range []string{"127.0.0.1:4111", "localhost:4111", "LOCALHOST", "[::1]:4111", "127.0.0.2", "localhost."} {
+		if w := serve(open, "GET", "/nope", "", map[string]string{"Host": h}); w.Code != 404 {
+			t.Fatalf("Host %q: %d %s", h, w.Code, w.Body)
+		}
+	}
+	for _, h := range []string{"attacker.example", "attacker.example:4111", "10.0.0.5:4111", "0.0.0.0:4111", "localhost.attacker.example", ""} {
+		w := serve(open, "GET", "/eve/v1/health", "", map[string]string{"Host": h})
+		wantErr(t, w, 403, CodeForbiddenHost, "EVE_API_KEY")
+	}
+	// CORS: pages of this machine are reflected, other origins get nothing, never "*".
+	w := serve(open, "OPTIONS", "/eve/v1/session", "", map[string]string{"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
+	if w.Code != 204 || w.Header().Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+		t.Fatalf("loopback preflight: %d %v", w.Code, w.Header())
+	}
+	for _, o := range []string{"https://app.example", "null"} {
+		w := serve(open, "GET", "/nope", "", map[string]string{"Origin": o})
+		if got := w.Header().Get("Access-Control-Allow-Origin"); got != "" {
+			t.Fatalf("open server, origin %s: Access-Control-Allow-Origin %q", o, got)
+		}
+	}
+	// An explicit list still applies; "*" on an open server means loopback pages.
+	listed := newTestServer(t, func(o *Options) { o.CORSOrigins = []string{"https://app.example", "*"} })
+	if got := serve(listed, "GET", "/nope", "", map[string]string{"Origin": "https://app.example"}).Header().Get("Access-Control-Allow-Origin"); got != "https://app.example" {
+		t.Fatalf("listed origin: %q", got)
+	}
+	if got := serve(listed, "GET", "/nope", "", map[string]string{"Origin": "https://other.example"}).Header().Get("Access-Control-Allow-Origin"); got != "" {
+		t.Fatalf("unlisted origin on an open server: %q", got)
+	}
+	// --insecure-open lifts the Host check (still no wildcard).
+	insecure := newTestServer(t, func(o *Options) { o.InsecureOpen = true; o.Addr = "0.0.0.0:4111" })
+	w = serve(insecure, "GET", "/nope", "", map[string]string{"Host": "eve.internal:4111", "Origin": "https://app.example"})
+	if w.Code != 404 || w.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("insecure open: %d %v", w.Code, w.Header())
+	}
+	// With keys any Host is fine.
+	keyed := newTestServer(t, func(o *Options) { o.Keys = map[string]*auth.Principal{"k": {ID: "a"}} })
+	if w := serve(keyed, "GET", "/nope", "", map[string]string{"Host": "eve.example.com"}); w.Code != 404 {
+		t.Fatalf("keyed server, public host: %d", w.Code)
+	}
+}
+
+// New refuses an open server on a non-loopback address without InsecureOpen.
+func TestNewRefusesOpenBeyondLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:4111", ":4111", "[::]:4111", "10.1.2.3:4111", "eve.example.com:4111"} {
+		_, err := New(Options{Sessions: &sessions.Service{}, Addr: addr})
+		if !errors.Is(err, ErrInsecureOpen) || !strings.Contains(err.Error(), "EVE_API_KEY") || !strings.Contains(err.Error(), "--insecure-open") {
+			t.Fatalf("open on %s: %v", addr, err)
+		}
+		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr, InsecureOpen: true}); err != nil {
+			t.Fatalf("open on %s with InsecureOpen: %v", addr, err)
+		}
+		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr, Keys: map[string]*auth.Principal{"k": {ID: "a"}}}); err != nil {
+			t.Fatalf("keyed on %s: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:4111", "localhost:0", "[::1]:4111", ""} {
+		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr}); err != nil {
+			t.Fatalf("open on %q: %v", addr, err)
+		}
+	}
+}
+
+// The keys file: principalType is user or service; canActFor only on services.
+func TestParseKeysTypesAndGrants(t *testing.T) {
+	keys, err := ParseKeys([]byte("keys:\n  sk_svc_0123456789:\n    principalId: billing\n    principalType: service\n    canActFor: [alice, bob]\n  sk_ops_0123456789:\n    principalId: ops\n    principalType: service\n    canActFor: ['*']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	billing, ops := keys["sk_svc_0123456789"], keys["sk_ops_0123456789"]
+	alice := &auth.Principal{ID: "alice", Type: auth.TypeUser}
+	carol := &auth.Principal{ID: "carol", Type: auth.TypeUser}
+	if !billing.ActsFor(alice) || billing.ActsFor(carol) || !ops.ActsFor(carol) || ops.ActsFor(&auth.Principal{ID: "billing", Type: auth.TypeService}) {
+		t.Fatalf("grants: billing %+v ops %+v", billing, ops)
+	}
+	for _, bad := range []string{
+		"keys: {sk_x_0123456789: {principalId: a, principalType: admin}}",
+		"keys: {sk_x_0123456789: {principalId: a, principalType: anonymous}}",
+		"keys: {sk_x_0123456789: {principalId: a, canActFor: [b]}}",
+		"keys: {sk_x_0123456789: {principalId: a, principalType: service, canActFor: ['']}}",
+	} {
+		if _, err := ParseKeys([]byte(bad)); err == nil {
+			t.Fatalf("%s: want an error", bad)
+		} else if strings.Contains(err.Error(), "sk_x_0123456789") {
+			t.Fatalf("the key must not appear in the error: %v", err)
+		}
+	}
+}
+
+func TestStreamCounter(t *testing.T) {
+	c := &streamCounter{open: map[string]int{}}
+	alice, bob := &auth.Principal{ID: "alice", Type: "user"}, &auth.Principal{ID: "bob", Type: "user"}
+	r1, ok1 := c.acquire(alice, 2)
+	_, ok2 := c.acquire(alice, 2)
+	_, ok3 := c.acquire(alice, 2)
+	_, okBob := c.acquire(bob, 2)
+	if !ok1 || !ok2 || ok3 || !okBob {
+		t.Fatalf("acquire: %v %v %v %v", ok1, ok2, ok3, okBob)
+	}
+	r1()
+	if _, ok := c.acquire(alice, 2); !ok {
+		t.Fatal("a released slot should be free again")
+	}
+	if _, ok := c.acquire(alice, -1); !ok {
+		t.Fatal("a negative bound is no bound")
+	}
+}
+
+func TestDerivedIDs(t *testing.T) {
+	alice, bob := &auth.Principal{ID: "alice", Type: "user"}, &auth.Principal{ID: "bob", Type: "user"}
+	a, a2 := deriveIDs(alice, "ses_1", "k1"), deriveIDs(alice, "ses_1", "k1")
+	if a != a2 || a == deriveIDs(bob, "ses_1", "k1") || a == deriveIDs(alice, "ses_2", "k1") || a == deriveIDs(alice, "ses_1", "k2") {
+		t.Fatal("derived ids must depend on exactly the caller, the session and the key")
+	}
+	if !strings.HasPrefix(a.deliveryID, "dlv_") || len(a.deliveryID) != 30 || !strings.HasPrefix(a.sessionID, "ses_") || len(a.sessionID) != 30 {
+		t.Fatalf("ids = %+v", a)
 	}
 }

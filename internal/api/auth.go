@@ -94,6 +94,8 @@ type keyEntry struct {
 	PrincipalID   string         `yaml:"principalId" json:"principalId"`
 	PrincipalType string         `yaml:"principalType" json:"principalType"`
 	Attributes    map[string]any `yaml:"attributes" json:"attributes"`
+	// CanActFor lets a service principal act for these users ("*": any).
+	CanActFor []string `yaml:"canActFor" json:"canActFor"`
 }
 
 // LoadKeys builds the key map from EVE_API_KEY (apiKey, which authenticates
@@ -102,8 +104,12 @@ type keyEntry struct {
 //	keys:
 //	  sk_alice_123:
 //	    principalId: alice
-//	    principalType: user      # default "user"
+//	    principalType: user      # default "user"; or "service"
 //	    attributes: {tenantId: acme}
+//	  sk_billing_456:
+//	    principalId: billing
+//	    principalType: service
+//	    canActFor: [alice, bob]  # or ["*"]; only services, only these users
 //
 // Both may be empty; then the map is empty and the server is open.
 func LoadKeys(apiKey, keysFile string) (map[string]*auth.Principal, error) {
@@ -144,7 +150,7 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		err = yaml.UnmarshalWithOptions(data, &f, yaml.Strict())
 	}
 	if err != nil {
-		return nil, fmt.Errorf(`want {"keys": {"<key>": {"principalId": ..., "principalType": ..., "attributes": {...}}}}: %w`, err)
+		return nil, fmt.Errorf(`want {"keys": {"<key>": {"principalId": ..., "principalType": ..., "attributes": {...}, "canActFor": [...]}}}: %w`, err)
 	}
 	if len(f.Keys) == 0 {
 		return nil, errors.New(`no keys: want {"keys": {"<key>": {"principalId": ...}}}`)
@@ -164,8 +170,23 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 			return nil, fmt.Errorf("the key ending %q has no principalId", tail(k))
 		}
 		p := &auth.Principal{ID: e.PrincipalID, Type: e.PrincipalType}
-		if p.Type == "" {
-			p.Type = "user"
+		switch p.Type {
+		case "":
+			p.Type = auth.TypeUser
+		case auth.TypeUser, auth.TypeService:
+		default:
+			return nil, fmt.Errorf("the key ending %q (principal %q): unknown principalType %q: want %q (the default) or %q", tail(k), e.PrincipalID, e.PrincipalType, auth.TypeUser, auth.TypeService)
+		}
+		if len(e.CanActFor) > 0 {
+			if p.Type != auth.TypeService {
+				return nil, fmt.Errorf("the key ending %q (principal %q): canActFor is only for principalType %q; a user acts only for itself", tail(k), e.PrincipalID, auth.TypeService)
+			}
+			for _, u := range e.CanActFor {
+				if strings.TrimSpace(u) == "" {
+					return nil, fmt.Errorf("the key ending %q (principal %q): canActFor names an empty user", tail(k), e.PrincipalID)
+				}
+			}
+			p.CanActFor = append([]string(nil), e.CanActFor...)
 		}
 		if len(e.Attributes) > 0 {
 			p.Attributes = map[string]string{}
@@ -191,12 +212,4 @@ func tail(k string) string {
 		return "…"
 	}
 	return "…" + k[len(k)-4:]
-}
-
-// samePrincipal reports whether two principals are the same caller.
-func samePrincipal(a, b *auth.Principal) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.ID == b.ID && (a.Type == b.Type || a.Type == "" || b.Type == "")
 }

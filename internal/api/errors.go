@@ -17,6 +17,8 @@ const (
 	CodeInvalidJSON      = "invalid_json"
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
+	CodeForbiddenHost    = "forbidden_host"
+	CodeTooManyStreams   = "too_many_streams"
 	CodeNotFound         = "not_found"
 	CodeSessionNotFound  = "session_not_found"
 	CodeSessionNotActive = "session_not_active"

@@ -12,16 +12,18 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/sessions"
-	"github.com/eve-temporal/eve/protocol"
 )
 
 // Defaults of Options.
@@ -31,18 +33,15 @@ const (
 	DefaultPollInterval      = 10 * time.Millisecond
 	DefaultIdlePollInterval  = 250 * time.Millisecond
 	DefaultMaxBodyBytes      = 1 << 20
+	// DefaultMaxStreamsPerPrincipal bounds one principal's open streams.
+	DefaultMaxStreamsPerPrincipal = 100
+	// DefaultStreamWriteTimeout bounds one write to a stream: a client
+	// that stops reading frees the stream's goroutine after it.
+	DefaultStreamWriteTimeout = 15 * time.Second
+	// DefaultMaxTailEvents bounds a negative startIndex: at most this many
+	// events back from the tail.
+	DefaultMaxTailEvents = 1000
 )
-
-// ResponderCheck is what AuthorizeResponder decides on: someone other than
-// the session's initiator answers input requests.
-type ResponderCheck struct {
-	SessionID string
-	Initiator *auth.Principal
-	Responder *auth.Principal
-	// Requests are the open requests being answered, Responses the answers.
-	Requests  []protocol.InputRequest
-	Responses []protocol.InputResponse
-}
 
 // Options configures the server.
 type Options struct {
@@ -51,10 +50,30 @@ type Options struct {
 	// Keys maps bearer keys to principals. Empty: the server is open and
 	// every caller is the anonymous principal (Anonymous).
 	Keys map[string]*auth.Principal
-	// AuthorizeResponder decides whether a responder other than the
-	// session's initiator may answer its input requests. Nil: only the
-	// initiator may. It must not block for long (it runs in the request).
-	AuthorizeResponder func(ctx context.Context, c ResponderCheck) bool
+	// AuthorizeSession decides whether a caller other than the session's
+	// owner (its initiator, or a service whose keys-file canActFor names
+	// the owner) may act on it: send, respond, stream, cancel, clear,
+	// compact or reset (SessionAccess.Action). Nil: nobody else may. It
+	// runs in the request, before anything reaches the workflow, so it must
+	// not block for long; a refusal answers 403 and records nothing.
+	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
+	// Addr is the address the server is served on (host:port), when known.
+	// An open server (no Keys) on a non-loopback address is refused unless
+	// InsecureOpen is set.
+	Addr string
+	// InsecureOpen lets an open server listen beyond loopback and accept
+	// any Host header. Without it, an open server answers only requests
+	// whose Host is localhost, 127.0.0.0/8 or [::1] (DNS rebinding).
+	InsecureOpen bool
+	// MaxStreamsPerPrincipal bounds the open streams of one principal
+	// (default 100; negative: no bound). Beyond it a stream answers 429.
+	MaxStreamsPerPrincipal int
+	// StreamWriteTimeout bounds each write to a stream (default 15 s).
+	StreamWriteTimeout time.Duration
+	// MaxTailEvents bounds a negative startIndex (default 1000 events).
+	MaxTailEvents int
+	// OwnerCacheSize bounds the session owners remembered (default 50000).
+	OwnerCacheSize int
 	// LeaseDuration ends each stream response (with the stream.lease-ended
 	// line) when the client asked for stream control (default 60 s).
 	LeaseDuration time.Duration
@@ -70,7 +89,10 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// CORSOrigins lists the origins browsers may call from; empty means
-	// any ("*"). Credentials (cookies) are never needed: auth is a bearer key.
+	// any ("*") when keys are configured, and pages served from this
+	// machine (loopback origins, reflected) on an open server, which never
+	// sends a wildcard. Credentials (cookies) are never needed: auth is a
+	// bearer key.
 	CORSOrigins []string
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
@@ -89,11 +111,13 @@ var Anonymous = &auth.Principal{ID: "anonymous", Type: "anonymous"}
 
 // Server is the HTTP handler of the session protocol.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	keys  keyIndex
-	mux   *http.ServeMux
-	wakes *wakeHub
+	opts    Options
+	log     *slog.Logger
+	keys    keyIndex
+	mux     *http.ServeMux
+	wakes   *wakeHub
+	owners  *ownerCache
+	streams *streamCounter
 }
 
 // New returns the server; it is an http.Handler.
@@ -122,11 +146,29 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxStreamsPerPrincipal == 0 {
+		opts.MaxStreamsPerPrincipal = DefaultMaxStreamsPerPrincipal
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if opts.MaxTailEvents <= 0 {
+		opts.MaxTailEvents = DefaultMaxTailEvents
+	}
+	if opts.OwnerCacheSize <= 0 {
+		opts.OwnerCacheSize = DefaultOwnerCacheSize
+	}
 	keys, err := newKeyIndex(opts.Keys)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(), wakes: newWakeHub()}
+	if len(keys) == 0 && opts.Addr != "" && !isLoopbackAddr(opts.Addr) && !opts.InsecureOpen {
+		return nil, fmt.Errorf("api: %w (%s): without keys every caller could drive every session. "+
+			"Set EVE_API_KEY (--eve-api-key) or EVE_API_KEYS_FILE (--keys-file), listen on a loopback address "+
+			"(EVE_ADDR=127.0.0.1:4111), or accept the risk with --insecure-open (EVE_INSECURE_OPEN=1)", ErrInsecureOpen, opts.Addr)
+	}
+	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(), wakes: newWakeHub(),
+		owners: newOwnerCache(opts.OwnerCacheSize), streams: &streamCounter{open: map[string]int{}}}
 	s.routes()
 	return s, nil
 }
@@ -166,10 +208,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("api: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			s.log.Error("api: panic serving request", "method", r.Method, "path", actionsvc.RedactPath(r.URL.Path), "panic", v) // no capability token in logs
 			writeError(w, http.StatusInternalServerError, "internal_error", "the server failed to handle the request")
 		}
 	}()
+	if s.Open() && !s.opts.InsecureOpen && !isLoopbackHost(r.Host) {
+		// An open server answers only this machine's names: a web page
+		// cannot reach it through a DNS name rebound to 127.0.0.1.
+		writeError(w, http.StatusForbidden, CodeForbiddenHost, "Host "+strconv.Quote(r.Host)+" is refused: this eve API server runs without API keys and answers only loopback hosts (localhost, 127.0.0.1, [::1]). "+
+			"Set EVE_API_KEY or EVE_API_KEYS_FILE to serve other hosts (or --insecure-open, EVE_INSECURE_OPEN=1, to accept the risk)")
+		return
+	}
 	if s.cors(w, r) {
 		return
 	}
@@ -197,19 +246,25 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	if origin == "" {
 		return false
 	}
-	allowed := len(s.opts.CORSOrigins) == 0
+	// Any origin: "*" with keys; on an open server only pages of this
+	// machine, reflected (never a wildcard).
+	anyOrigin := len(s.opts.CORSOrigins) == 0
+	listed := false
 	for _, o := range s.opts.CORSOrigins {
-		if o == "*" || strings.EqualFold(o, origin) {
-			allowed = true
-			break
+		if o == "*" {
+			anyOrigin = true
+		} else if strings.EqualFold(o, origin) {
+			listed = true
 		}
 	}
+	wildcard := anyOrigin && !s.Open()
+	allowed := listed || wildcard || (anyOrigin && isLoopbackOrigin(origin))
 	h := w.Header()
 	h.Add("Vary", "Origin")
 	if !allowed {
 		return false
 	}
-	if len(s.opts.CORSOrigins) == 0 {
+	if wildcard && !listed {
 		h.Set("Access-Control-Allow-Origin", "*")
 	} else {
 		h.Set("Access-Control-Allow-Origin", origin)
@@ -217,7 +272,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Expose-Headers", exposedHeaders)
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
-		allowHeaders := "authorization, content-type, x-vercel-trusted-oidc-idp-token"
+		allowHeaders := "authorization, content-type, idempotency-key, x-vercel-trusted-oidc-idp-token"
 		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
 			allowHeaders = req
 		}
@@ -231,7 +286,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-const exposedHeaders = "x-eve-session-id, x-eve-stream-version, x-eve-stream-tail-index, x-eve-stream-format, www-authenticate"
+const exposedHeaders = "x-eve-session-id, x-eve-stream-version, x-eve-stream-tail-index, x-eve-stream-format, www-authenticate, retry-after"
 
 // wakeHub lets writes through this server wake the streams of a session,
 // so their next poll happens at once instead of after the idle interval.
@@ -269,4 +324,29 @@ func (h *wakeHub) wake(id string) {
 		default:
 		}
 	}
+}
+
+// streamCounter counts each principal's open streams.
+type streamCounter struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// acquire takes a slot for p (false when p holds max already; max < 0:
+// no bound). release gives it back.
+func (c *streamCounter) acquire(p *auth.Principal, max int) (release func(), ok bool) {
+	k := p.Type + "\x00" + p.ID
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if max >= 0 && c.open[k] >= max {
+		return nil, false
+	}
+	c.open[k]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.open[k]--; c.open[k] <= 0 {
+			delete(c.open, k)
+		}
+	}, true
 }

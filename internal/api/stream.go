@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -34,6 +35,10 @@ const fastWindow = 2 * time.Second
 // worker; while none runs, the stream keeps heartbeating).
 const readTimeout = 10 * time.Second
 
+// streamRetryAfter is the Retry-After (seconds) of a stream refused by the
+// per-principal cap.
+const streamRetryAfter = 5
+
 var intPattern = regexp.MustCompile(`^-?\d+$`)
 
 // stream: GET /eve/v1/session/{id}/stream.
@@ -49,16 +54,37 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		start = n
 	}
+	// A negative startIndex reads at most the last MaxTailEvents events.
+	start = max(start, -s.opts.MaxTailEvents)
 	follow := q.Get("follow") != "false" && q.Get("follow") != "0"
 	control := q.Get("streamControlVersion") == "1"
 
 	ctx := r.Context()
-	wake, unsubscribe := s.wakes.subscribe(id)
-	defer unsubscribe()
+	caller := Caller(ctx)
+	release, ok := s.streams.acquire(caller, s.opts.MaxStreamsPerPrincipal)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		writeError(w, http.StatusTooManyRequests, CodeTooManyStreams, fmt.Sprintf(
+			"principal %q has %d streams open, the limit per principal (--max-streams-per-principal, EVE_MAX_STREAMS_PER_PRINCIPAL): close one, or retry after %d s",
+			caller.ID, s.opts.MaxStreamsPerPrincipal, streamRetryAfter))
+		return
+	}
+	defer release()
 
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
-	page, err := s.opts.Sessions.Read(rctx, id, start)
+	_, err := s.authorize(rctx, id, ActionStream, SessionAccess{Caller: caller})
+	var page sessions.Page
+	if err == nil {
+		page, err = s.opts.Sessions.Read(rctx, id, start)
+	}
 	cancel()
+	var he *httpError
+	if errors.As(err, &he) {
+		s.fail(w, he)
+		return
+	}
+	wake, unsubscribe := s.wakes.subscribe(id)
+	defer unsubscribe()
 	if err != nil {
 		var ended *sessions.EndedError
 		switch {
@@ -84,8 +110,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	h.Set(HeaderTailIndex, strconv.Itoa(page.Tail()))
 	w.WriteHeader(http.StatusOK)
 
+	// Every write has a deadline: a client that stops reading fails the
+	// write after StreamWriteTimeout, which ends this handler.
 	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // best effort, for the next request on the connection
 	write := func(b []byte) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
 		if _, err := w.Write(b); err != nil {
 			return false
 		}

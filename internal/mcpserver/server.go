@@ -2,7 +2,8 @@
 // Protocol with the official Go SDK (github.com/modelcontextprotocol/go-sdk),
 // on stdio and on streamable HTTP. tools/call runs through the same
 // execution workflows as the tools API (internal/toolsapi), so an MCP call
-// is durable, retried and visible by execution id like any other.
+// is durable (retried only if the tool is idempotent) and visible by
+// execution id like any other.
 //
 // Async tools (delegated tools: their result arrives later) are offered
 // only to clients that negotiate MCP Tasks, with execution.taskSupport
@@ -39,9 +40,11 @@ const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // Defaults of Options.
 const (
-	DefaultCallTimeout  = 10 * time.Minute
-	DefaultTaskTTL      = 24 * time.Hour
-	DefaultPollInterval = time.Second
+	DefaultCallTimeout    = 10 * time.Minute
+	DefaultTaskTTL        = 24 * time.Hour
+	DefaultPollInterval   = time.Second
+	DefaultMaxTasks       = 10_000
+	DefaultSessionTimeout = 30 * time.Minute
 )
 
 // Options configures a Server.
@@ -67,7 +70,21 @@ type Options struct {
 	// TaskTTL and PollInterval are what tasks advertise (defaults 24 h, 1 s).
 	TaskTTL      time.Duration
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// MaxTasks bounds the tasks the server remembers (default 10,000).
+	// When full, finished tasks are forgotten first, oldest first; while
+	// every task is still working, a new task-augmented tools/call is
+	// refused with JSON-RPC error CodeTaskStoreFull before anything runs.
+	MaxTasks int
+	// SessionTimeout closes streamable HTTP sessions idle this long
+	// (default 30 min; negative: never), forgetting their tasks (the
+	// executions go on). A client whose session expired gets 404 and
+	// starts a new one.
+	SessionTimeout time.Duration
+	// TrustedOrigins are browser origins ("https://app.example.com") whose
+	// cross-origin requests the HTTP handler accepts; by default a
+	// browser's cross-origin request is refused (403).
+	TrustedOrigins []string
+	Logger         *slog.Logger
 }
 
 // Server is an MCP server over a toolsapi.Service.
@@ -109,7 +126,13 @@ func New(opts Options) (*Server, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
-	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}, tasks: newTaskStore()}
+	if opts.MaxTasks <= 0 {
+		opts.MaxTasks = DefaultMaxTasks
+	}
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}, tasks: newTaskStore(opts.MaxTasks)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -7,10 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,17 +114,51 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *taskConn) Close() error {
 	c.cancel()
+	c.s.tasks.dropOwners(c.owner)
 	return c.Connection.Close()
 }
 
 // HTTPHandler serves MCP's streamable HTTP transport with the Tasks layer.
 // nil options mean JSON responses (no SSE) and the SDK's defaults.
+//
+// Every request, the ones the Tasks layer answers itself included, first
+// passes the SDK's checks, in the SDK's order and with its answers: the
+// DNS-rebinding Host check (on a loopback listener, a Host that is not
+// loopback is 403; opts.DisableLocalhostProtection turns it off), the
+// cross-origin check (opts.CrossOriginProtection, or by default
+// http.NewCrossOriginProtection with Options.TrustedOrigins: a browser's
+// cross-origin POST is 403), and for POST the Content-Type
+// (application/json, else 415) and Accept (application/json and
+// text/event-stream, else 400) checks. Nothing runs before they pass.
+//
+// Idle sessions expire after Options.SessionTimeout (opts.SessionTimeout,
+// when set, wins); the layer keeps the timer because task requests never
+// reach the SDK; like the SDK's, it does not run while a request of the
+// session is in flight. An expired session's tasks are forgotten.
 func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	if opts == nil {
-		opts = &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: s.log}
+	o := mcp.StreamableHTTPOptions{JSONResponse: true, Logger: s.log}
+	if opts != nil {
+		o = *opts
 	}
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, opts)
-	return &httpTasks{s: s, inner: inner, sessions: map[string]bool{}}
+	timeout := s.opts.SessionTimeout
+	if o.SessionTimeout > 0 {
+		timeout = o.SessionTimeout
+	}
+	origin := o.CrossOriginProtection
+	if origin == nil {
+		origin = http.NewCrossOriginProtection()
+		for _, t := range s.opts.TrustedOrigins {
+			if err := origin.AddTrustedOrigin(t); err != nil {
+				s.log.Warn("mcpserver: ignoring a trusted origin", "origin", t, "err", err)
+			}
+		}
+	}
+	// This layer checks and expires sessions; the SDK's copies would only
+	// repeat the checks, and its timer cannot see task requests.
+	o.SessionTimeout, o.CrossOriginProtection = 0, nil
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &o)
+	return &httpTasks{s: s, inner: inner, sessions: map[string]*httpSession{},
+		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection}
 }
 
 const (
@@ -129,18 +167,179 @@ const (
 )
 
 type httpTasks struct {
-	s        *Server
-	inner    http.Handler
-	mu       sync.Mutex
-	sessions map[string]bool // sessions this handler initialized
+	s         *Server
+	inner     http.Handler
+	timeout   time.Duration // idle sessions expire; <= 0: never
+	origin    *http.CrossOriginProtection
+	checkHost bool
+	mu        sync.Mutex
+	sessions  map[string]*httpSession // sessions this handler initialized
+}
+
+type httpSession struct {
+	timer *time.Timer
+	refs  int // requests in flight: the idle timer runs only at 0
+}
+
+// begin notes a request of session sid: the session's idle timer stops
+// until the matching end. It reports whether the session is known
+// (initialized here and not expired).
+func (h *httpTasks) begin(sid string) bool {
+	if sid == "" {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.sessions[sid]
+	if ss == nil {
+		return false
+	}
+	if ss.refs == 0 && ss.timer != nil {
+		ss.timer.Stop()
+	}
+	ss.refs++
+	return true
+}
+
+// end restarts the idle timer once no request of the session is in flight.
+func (h *httpTasks) end(sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.sessions[sid]
+	if ss == nil || ss.refs == 0 {
+		return
+	}
+	ss.refs--
+	if ss.refs == 0 && ss.timer != nil {
+		ss.timer.Reset(h.timeout)
+	}
+}
+
+func (h *httpTasks) addSession(sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[sid] != nil {
+		return
+	}
+	ss := &httpSession{}
+	if h.timeout > 0 {
+		ss.timer = time.AfterFunc(h.timeout, func() { h.expire(sid, ss) })
+	}
+	h.sessions[sid] = ss
+}
+
+// forget drops a session and its tasks.
+func (h *httpTasks) forget(sid string) {
+	h.mu.Lock()
+	ss := h.sessions[sid]
+	delete(h.sessions, sid)
+	h.mu.Unlock()
+	if ss != nil && ss.timer != nil {
+		ss.timer.Stop()
+	}
+	h.s.tasks.dropOwners("http:" + sid + "\x00")
+}
+
+// expire ends an idle session: the SDK closes it (answering later
+// requests 404 "session not found", so clients start a new one) and its
+// tasks are forgotten. Their executions go on.
+func (h *httpTasks) expire(sid string, ss *httpSession) {
+	h.mu.Lock()
+	if h.sessions[sid] != ss || ss.refs > 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	h.forget(sid)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", nil) // the SDK's handler ignores the path
+	if err != nil {
+		return
+	}
+	req.Header.Set(sessionHeader, sid)
+	h.inner.ServeHTTP(&recorder{header: http.Header{}}, req)
+	h.s.log.Debug("mcpserver: idle session expired", "session", sid, "timeout", h.timeout)
+}
+
+// refuse runs the SDK's transport checks (see HTTPHandler) and answers a
+// request that fails one; nothing else has looked at the request yet.
+func (h *httpTasks) refuse(w http.ResponseWriter, r *http.Request) bool {
+	if h.checkHost {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			if isLoopback(la.String()) && !isLoopback(r.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return true
+			}
+		}
+	}
+	if err := h.origin.Check(r); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return true
+	}
+	if r.Method != http.MethodPost {
+		return false
+	}
+	if baseMediaType(r.Header.Get("Content-Type")) != "application/json" {
+		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+		return true
+	}
+	if jsonOK, streamOK := streamableAccepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
+		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return true
+	}
+	return false
+}
+
+// isLoopback is the SDK's test (internal/util.IsLoopback): localhost or a
+// loopback IP, with or without a port.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func baseMediaType(value string) string {
+	mt, _, err := mime.ParseMediaType(value)
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// streamableAccepts is the SDK's Accept test.
+func streamableAccepts(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
 }
 
 func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.refuse(w, r) {
+		return
+	}
 	sid := r.Header.Get(sessionHeader)
+	known := h.begin(sid)
+	if known {
+		defer h.end(sid)
+	}
 	if r.Method == http.MethodDelete && sid != "" {
-		h.mu.Lock()
-		delete(h.sessions, sid)
-		h.mu.Unlock()
+		h.forget(sid)
 	}
 	if r.Method != http.MethodPost {
 		h.inner.ServeHTTP(w, r)
@@ -169,9 +368,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{header: http.Header{}, status: http.StatusOK}
 		h.inner.ServeHTTP(rec, r)
 		if id := rec.header.Get(sessionHeader); id != "" {
-			h.mu.Lock()
-			h.sessions[id] = true
-			h.mu.Unlock()
+			h.addSession(id)
 		}
 		for k, vs := range rec.header {
 			w.Header()[k] = vs
@@ -181,11 +378,9 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rec.status)
 		_, _ = w.Write(out)
 	case intercepts(req):
-		h.mu.Lock()
-		known := h.sessions[sid]
-		h.mu.Unlock()
 		if (sid != "" && !known) || (sid == "" && !perRequestProtocol(req)) {
-			// Unknown or missing session: the SDK answers as it does for any request.
+			// Unknown, expired or missing session: the SDK answers as it
+			// does for any request.
 			h.inner.ServeHTTP(w, r)
 			return
 		}

@@ -19,8 +19,22 @@ type Schema struct {
 	compiled *jsonschema.Schema
 }
 
+// ErrExternalRef is what compilation answers (wrapped, with the ref) for
+// every $ref or $schema that points outside the schema itself: file://,
+// http(s):// or any other URL. Schemas must be self-contained; only
+// in-document refs ("#/$defs/x", "#anchor", refs to an embedded $id) resolve.
+var ErrExternalRef = errors.New("external references are not allowed: schemas must be self-contained (use in-document refs such as \"#/$defs/name\")")
+
+// refusingLoader is the compiler's URL loader: it loads nothing. The
+// standard meta-schemas are built into the compiler and never reach it.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(string) (any, error) { return nil, ErrExternalRef }
+
 // Compile meta-validates and compiles raw. name is used in errors and as
-// the resource URL. Remote $refs are not fetched.
+// the resource URL. Nothing is loaded from outside the document: a $ref to a
+// file://, http(s):// or any other URL fails with an error naming the ref
+// (errors.Is ErrExternalRef).
 func Compile(name string, raw json.RawMessage) (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -29,12 +43,17 @@ func Compile(name string, raw json.RawMessage) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	c.UseLoader(refusingLoader{})
 	url := "mem:///" + strings.NewReplacer(" ", "_", "/", "_").Replace(name) + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("add schema: %w", err)
 	}
 	sch, err := c.Compile(url)
 	if err != nil {
+		var lue *jsonschema.LoadURLError
+		if errors.As(err, &lue) && errors.Is(lue.Err, ErrExternalRef) {
+			return nil, fmt.Errorf("invalid JSON Schema: $ref %q cannot be resolved: %w", lue.URL, ErrExternalRef)
+		}
 		return nil, fmt.Errorf("invalid JSON Schema: %s", flatten(err))
 	}
 	return &Schema{raw: append(json.RawMessage(nil), raw...), compiled: sch}, nil

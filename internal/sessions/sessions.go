@@ -57,6 +57,14 @@ func (s *Service) Create(ctx context.Context, id string, initiator *auth.Princip
 
 // CreateAndSend starts a session and delivers its first message in one call.
 func (s *Service) CreateAndSend(ctx context.Context, id string, initiator *auth.Principal, req signals.SendRequest) (signals.SendResult, error) {
+	return s.CreateAndSendOnce(ctx, id, initiator, "", req)
+}
+
+// CreateAndSendOnce is CreateAndSend with the Update ID of the message
+// (updateID; "" lets Temporal pick one). A retry with the same session id
+// and Update ID joins the first one (the session already runs: the
+// conflict policy uses it) and answers its result: one turn, not two.
+func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *auth.Principal, updateID string, req signals.SendRequest) (signals.SendResult, error) {
 	if id == "" {
 		id = NewID("ses")
 	}
@@ -67,6 +75,7 @@ func (s *Service) CreateAndSend(ctx context.Context, id string, initiator *auth.
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID:     updateID,
 			WorkflowID:   id,
 			UpdateName:   signals.UpdateSend,
 			Args:         []any{req},
@@ -95,7 +104,17 @@ func (s *Service) CreateAndSend(ctx context.Context, id string, initiator *auth.
 // an operator, or by Temporal for a history over its size limit) drops the
 // messages still queued; later calls then answer *EndedError.
 func (s *Service) Send(ctx context.Context, id string, req signals.SendRequest) (signals.SendResult, error) {
+	return s.SendOnce(ctx, id, "", req)
+}
+
+// SendOnce is Send with the Update ID of the message (updateID; "" lets
+// Temporal pick one). Temporal deduplicates Updates by ID within a run: a
+// retry with the same ID answers the first one's result and records
+// nothing. Give the retry the same req.DeliveryID too, so the session
+// workflow's own delivery dedupe covers a retry after a continue-as-new.
+func (s *Service) SendOnce(ctx context.Context, id, updateID string, req signals.SendRequest) (signals.SendResult, error) {
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID,
 		WorkflowID:   id,
 		UpdateName:   signals.UpdateSend,
 		Args:         []any{req},

@@ -54,28 +54,31 @@ var ErrForbidden = errors.New("forbidden")
 // PrincipalUsers returns an Options.UserID resolver over the API server's
 // authenticated caller (for example api.Caller):
 //
-//   - a caller of type "user" acts only as itself: the user is its
-//     principal id, and naming another user is refused;
-//   - any other caller (a service key, the anonymous caller of an open
-//     server) acts for the user it names, or as itself when it names none.
+//   - a caller acts as itself when it names no user or names itself: the
+//     user is its principal id;
+//   - a service principal acts for another user only when its keys-file
+//     grant (auth.Principal.CanActFor) names that user (or "*");
+//   - the anonymous caller of an open server (no keys: nobody is
+//     authenticated) acts for the user it names;
+//   - anything else is refused (ErrForbidden, 403).
+//
+// Executions are then scoped to that user: their ids derive from it and
+// fetching or cancelling another user's execution answers 404.
 func PrincipalUsers(caller func(ctx context.Context) *auth.Principal) func(r *http.Request, requested string) (string, error) {
 	return func(r *http.Request, requested string) (string, error) {
 		p := caller(r.Context())
-		if p == nil {
+		if p == nil || p.Type == auth.TypeAnonymous {
 			if requested == "" {
 				return DefaultUserID, nil
 			}
 			return requested, nil
 		}
-		if p.Type == "user" {
-			if requested != "" && requested != p.ID {
-				return "", fmt.Errorf("%w: user %q cannot act for user %q", ErrForbidden, p.ID, requested)
-			}
+		if requested == "" || requested == p.ID {
 			return p.ID, nil
 		}
-		if requested != "" {
+		if p.Type == auth.TypeService && p.ActsFor(&auth.Principal{ID: requested, Type: auth.TypeUser}) {
 			return requested, nil
 		}
-		return p.ID, nil
+		return "", fmt.Errorf("%w: %s %q cannot act for user %q (a service acts for users only when its key's canActFor names them)", ErrForbidden, p.Type, p.ID, requested)
 	}
 }

@@ -252,11 +252,36 @@ func TestPrincipalUsers(t *testing.T) {
 	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
 		t.Fatal(err)
 	}
+	if u, err := f(r, "alice"); u != "alice" || err != nil {
+		t.Fatal(u, err)
+	}
+	// A service acts for users only when its keys-file grant says so.
 	p = &auth.Principal{ID: "api-key", Type: "service"}
-	if u, _ := f(r, "bob"); u != "bob" {
-		t.Fatal(u)
+	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("service without a grant acting for bob: %v", err)
 	}
 	if u, _ := f(r, ""); u != "api-key" {
+		t.Fatal(u)
+	}
+	p = &auth.Principal{ID: "billing", Type: "service", CanActFor: []string{"bob"}}
+	if u, err := f(r, "bob"); u != "bob" || err != nil {
+		t.Fatal(u, err)
+	}
+	if _, err := f(r, "carol"); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("service granted bob acting for carol: %v", err)
+	}
+	p = &auth.Principal{ID: "ops", Type: "service", CanActFor: []string{auth.AnyUser}}
+	if u, err := f(r, "carol"); u != "carol" || err != nil {
+		t.Fatal(u, err)
+	}
+	// A user's grant (not loadable from a keys file) is ignored.
+	p = &auth.Principal{ID: "mallory", Type: "user", CanActFor: []string{auth.AnyUser}}
+	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+		t.Fatal(err)
+	}
+	// The anonymous caller of an open server names its user.
+	p = &auth.Principal{ID: "anonymous", Type: "anonymous"}
+	if u, _ := f(r, "bob"); u != "bob" {
 		t.Fatal(u)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,6 +26,32 @@ type Limits struct {
 	// CachedWorkflows bounds the sticky workflow cache (process-wide). A
 	// parked session costs nothing once evicted; it is replayed on resume.
 	CachedWorkflows int
+	// StopTimeout is how long a stopping worker (SIGINT/SIGTERM) lets
+	// in-flight activities finish before it cancels them (Temporal's
+	// WorkerStopTimeout). A tool that finishes in time reports its result,
+	// so it does not run again on another worker. 0 means
+	// DefaultStopTimeout. Give the process manager's grace period (e.g.
+	// Kubernetes' terminationGracePeriodSeconds) a few seconds more.
+	StopTimeout time.Duration
+}
+
+// DefaultStopTimeout is the worker stop timeout when none is set.
+const DefaultStopTimeout = 30 * time.Second
+
+// EffectiveStopTimeout is StopTimeout, or DefaultStopTimeout when it is 0.
+func (l Limits) EffectiveStopTimeout() time.Duration {
+	if l.StopTimeout == 0 {
+		return DefaultStopTimeout
+	}
+	return l.StopTimeout
+}
+
+// envDuration returns a duration variable (Go syntax, e.g. "45s"), or def.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
 }
 
 // Bind registers the limit flags, defaulting from the environment.
@@ -33,6 +60,7 @@ func (l *Limits) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&l.LocalActivities, "max-concurrent-local-activities", config.EnvInt("EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES", 200), "local activities run at once (env EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES)")
 	fs.IntVar(&l.WorkflowTasks, "max-concurrent-workflow-tasks", config.EnvInt("EVE_MAX_CONCURRENT_WORKFLOW_TASKS", 100), "workflow tasks run at once (env EVE_MAX_CONCURRENT_WORKFLOW_TASKS)")
 	fs.IntVar(&l.CachedWorkflows, "max-cached-workflows", config.EnvInt("EVE_MAX_CACHED_WORKFLOWS", 2000), "sessions and turns kept in the worker's cache (env EVE_MAX_CACHED_WORKFLOWS)")
+	fs.DurationVar(&l.StopTimeout, "stop-timeout", envDuration("EVE_WORKER_STOP_TIMEOUT", DefaultStopTimeout), "on SIGINT/SIGTERM, how long in-flight tools may finish before they are cancelled (env EVE_WORKER_STOP_TIMEOUT)")
 }
 
 // Validate rejects limits that cannot work.
@@ -44,6 +72,9 @@ func (l Limits) Validate() error {
 		if v < 1 {
 			return fmt.Errorf("%s must be at least 1, got %d", name, v)
 		}
+	}
+	if l.StopTimeout < 0 {
+		return fmt.Errorf("--stop-timeout must not be negative, got %s", l.StopTimeout)
 	}
 	if l.WorkflowTasks < 2 {
 		return fmt.Errorf("--max-concurrent-workflow-tasks must be at least 2 (sticky and normal queues each need a poller), got %d", l.WorkflowTasks)
@@ -82,6 +113,7 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 		MaxConcurrentActivityExecutionSize:      l.Activities,
 		MaxConcurrentLocalActivityExecutionSize: l.LocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  l.WorkflowTasks,
+		WorkerStopTimeout:                       l.EffectiveStopTimeout(),
 	})
 	if err := agent.Register(w, a); err != nil {
 		return nil, err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
@@ -51,4 +54,34 @@ func TestNewGivesAgentTheClientsStore(t *testing.T) {
 
 func limits() workerhost.Limits {
 	return workerhost.Limits{Activities: 4, LocalActivities: 4, WorkflowTasks: 4, CachedWorkflows: 10}
+}
+
+func TestStopTimeoutFlagAndEnv(t *testing.T) {
+	parse := func(args ...string) workerhost.Limits {
+		var l workerhost.Limits
+		fs := pflag.NewFlagSet("w", pflag.ContinueOnError)
+		l.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if l := parse(); l.StopTimeout != workerhost.DefaultStopTimeout || workerhost.DefaultStopTimeout != 30*time.Second {
+		t.Fatalf("default %s", l.StopTimeout)
+	}
+	t.Setenv("EVE_WORKER_STOP_TIMEOUT", "45s")
+	if l := parse(); l.StopTimeout != 45*time.Second {
+		t.Fatalf("env %s", l.StopTimeout)
+	}
+	if l := parse("--stop-timeout", "2m"); l.StopTimeout != 2*time.Minute {
+		t.Fatalf("flag %s", l.StopTimeout)
+	}
+	if (workerhost.Limits{}).EffectiveStopTimeout() != workerhost.DefaultStopTimeout {
+		t.Fatal("zero is not the default")
+	}
+	l := limits()
+	l.StopTimeout = -time.Second
+	if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "stop-timeout") {
+		t.Fatalf("negative: %v", err)
+	}
 }

@@ -1,0 +1,287 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/toolsapi"
+)
+
+func serverWith(t *testing.T, mut func(*Options)) *Server {
+	t.Helper()
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := toolsapi.New(toolsapi.Options{Agent: a, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Tools: svc, Logger: quiet()}
+	if mut != nil {
+		mut(&o)
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// rawHTTP posts JSON-RPC to a streamable HTTP endpoint.
+type rawHTTP struct {
+	t   *testing.T
+	url string
+	sid string
+	n   int
+}
+
+func (c *rawHTTP) post(method string, params any, edit func(*http.Request)) (int, string) {
+	c.t.Helper()
+	c.n++
+	msg := map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+	if !strings.HasPrefix(method, "notifications/") {
+		msg["id"] = c.n
+	}
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	if edit != nil {
+		edit(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && c.sid == "" {
+		c.sid = sid
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+func (c *rawHTTP) initialize() {
+	c.t.Helper()
+	st, body := c.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"},
+		"capabilities": map[string]any{"tasks": map[string]any{}}}, nil)
+	if st != 200 || c.sid == "" {
+		c.t.Fatalf("initialize: %d %s", st, body)
+	}
+	c.post("notifications/initialized", nil, nil)
+}
+
+// Every request passes the SDK's Host, Origin, Content-Type and Accept
+// checks before anything looks at it, task-augmented tools/call included.
+func TestHTTPChecksComeFirst(t *testing.T) {
+	s := serverWith(t, nil)
+	hs := httptest.NewServer(s.HTTPHandler(nil)) // a loopback listener
+	defer hs.Close()
+	c := &rawHTTP{t: t, url: hs.URL}
+	c.initialize()
+	call := map[string]any{"name": "demo.get_weather", "arguments": map[string]any{"city": "Paris"}, "task": map[string]any{}}
+	for _, tc := range []struct {
+		name   string
+		edit   func(*http.Request)
+		status int
+		says   string
+	}{
+		{"host", func(r *http.Request) { r.Host = "attacker.example" }, 403, "invalid Host header"},
+		{"host with port", func(r *http.Request) { r.Host = "attacker.example:80" }, 403, "invalid Host header"},
+		{"origin", func(r *http.Request) { r.Header.Set("Origin", "http://attacker.example") }, 403, "cross-origin"},
+		{"fetch metadata", func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, 403, "cross-origin"},
+		{"rebinding with matching origin", func(r *http.Request) {
+			r.Host = "attacker.example"
+			r.Header.Set("Origin", "http://attacker.example")
+		}, 403, "invalid Host header"},
+		{"text/plain", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, 415, "Content-Type must be 'application/json'"},
+		{"form", func(r *http.Request) { r.Header.Set("Content-Type", "application/x-www-form-urlencoded") }, 415, "Content-Type"},
+		{"no content type", func(r *http.Request) { r.Header.Del("Content-Type") }, 415, "Content-Type"},
+		{"accept", func(r *http.Request) { r.Header.Set("Accept", "application/json") }, 400, "Accept must contain"},
+	} {
+		for _, method := range []string{"tools/call", "tasks/list"} {
+			st, body := c.post(method, call, tc.edit)
+			if st != tc.status || !strings.Contains(body, tc.says) || strings.Contains(body, "jsonrpc") {
+				t.Fatalf("%s %s: %d %s", tc.name, method, st, body)
+			}
+		}
+	}
+	if n := s.tasks.len(); n != 0 {
+		t.Fatalf("%d tasks recorded by refused requests", n)
+	}
+	// The same request that passes the checks reaches the Tasks layer
+	// (executions are unavailable here: no Temporal).
+	if st, body := c.post("tasks/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, `"tasks":[]`) {
+		t.Fatalf("valid request: %d %s", st, body)
+	}
+	// A loopback Host with its port, localhost and [::1] pass.
+	for _, h := range []string{"localhost", "127.0.0.1", "[::1]:8080", strings.TrimPrefix(hs.URL, "http://")} {
+		if st, body := c.post("tasks/list", map[string]any{}, func(r *http.Request) { r.Host = h }); st != 200 {
+			t.Fatalf("host %s: %d %s", h, st, body)
+		}
+	}
+	// A trusted origin passes.
+	s2 := serverWith(t, func(o *Options) { o.TrustedOrigins = []string{"https://app.example.com"} })
+	hs2 := httptest.NewServer(s2.HTTPHandler(nil))
+	defer hs2.Close()
+	c2 := &rawHTTP{t: t, url: hs2.URL}
+	c2.initialize()
+	if st, body := c2.post("tasks/list", map[string]any{}, func(r *http.Request) { r.Header.Set("Origin", "https://app.example.com") }); st != 200 {
+		t.Fatalf("trusted origin: %d %s", st, body)
+	}
+}
+
+// Idle HTTP sessions expire, task requests keep them alive, and an
+// expired session's tasks are forgotten.
+func TestHTTPIdleSessionExpires(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	s := serverWith(t, func(o *Options) { o.SessionTimeout = timeout })
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	defer hs.Close()
+	c := &rawHTTP{t: t, url: hs.URL}
+	c.initialize()
+	owner := "http:" + c.sid + "\x00" + s.opts.UserID
+	if err := s.tasks.reserve(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.tasks.add(owner, "exe_kept_alive")
+	// Task requests only (the SDK never sees them) keep it alive...
+	for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 4) {
+		if st, body := c.post("tasks/get", map[string]any{"taskId": "exe_unknown"}, nil); st != 200 {
+			t.Fatalf("kept alive: %d %s", st, body)
+		}
+	}
+	// ...for the SDK too.
+	if st, body := c.post("tools/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "demo.get_weather") {
+		t.Fatalf("tools/list on a live session: %d %s", st, body)
+	}
+	if s.tasks.len() != 1 {
+		t.Fatal("the live session's task is gone")
+	}
+	time.Sleep(timeout + 300*time.Millisecond)
+	for _, m := range []string{"tasks/list", "tools/list"} {
+		if st, body := c.post(m, map[string]any{}, nil); st != 404 || !strings.Contains(body, "session not found") {
+			t.Fatalf("%s after expiry: %d %s", m, st, body)
+		}
+	}
+	if n := s.tasks.len(); n != 0 {
+		t.Fatalf("%d tasks of the expired session remain", n)
+	}
+	// A DELETE ends a session at once, with its tasks.
+	c2 := &rawHTTP{t: t, url: hs.URL}
+	c2.initialize()
+	s.tasks.reserve(nil)
+	s.tasks.add("http:"+c2.sid+"\x00"+s.opts.UserID, "exe_deleted")
+	req, _ := http.NewRequest(http.MethodDelete, hs.URL, nil)
+	req.Header.Set("Mcp-Session-Id", c2.sid)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	if s.tasks.len() != 0 {
+		t.Fatal("the deleted session's task remains")
+	}
+	if (Options{}).SessionTimeout != 0 || serverWith(t, nil).opts.SessionTimeout != DefaultSessionTimeout {
+		t.Fatal("default session timeout")
+	}
+}
+
+func TestTaskStoreBound(t *testing.T) {
+	ts := newTaskStore(3)
+	for i := range 3 {
+		if err := ts.reserve(nil); err != nil {
+			t.Fatal(err)
+		}
+		ts.add("o", fmt.Sprint("t", i))
+		time.Sleep(time.Millisecond) // distinct creation times
+	}
+	full := func(err error) bool {
+		var we *jsonrpc.Error
+		return errors.As(err, &we) && we.Code == CodeTaskStoreFull && strings.Contains(we.Message, "at most 3")
+	}
+	if err := ts.reserve(nil); !full(err) {
+		t.Fatalf("full store: %v", err)
+	}
+	// A finished task makes room (the oldest finished one goes).
+	ts.observe("t2", true)
+	ts.observe("t1", true)
+	if err := ts.reserve(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts.get("o", "t1"); ok {
+		t.Fatal("the oldest finished task was kept")
+	}
+	if _, ok := ts.get("o", "t2"); !ok {
+		t.Fatal("a newer finished task went first")
+	}
+	ts.add("o", "t3")
+	// Full again: the finished t2 goes without asking anyone.
+	if err := ts.reserve(func(string) bool { t.Fatal("asked"); return false }); err != nil {
+		t.Fatal(err)
+	}
+	ts.add("o", "t4")
+	// Full of working tasks: the oldest are asked about (a client may never have polled them).
+	var asked []string
+	err := ts.reserve(func(id string) bool { asked = append(asked, id); return id == "t3" })
+	if err != nil || len(asked) != 3 || asked[0] != "t0" {
+		t.Fatalf("refresh: %v asked %v", err, asked)
+	}
+	if _, ok := ts.get("o", "t3"); ok {
+		t.Fatal("the finished task was kept")
+	}
+	// A reserved slot is not handed out twice; release gives it back.
+	if err := ts.reserve(func(string) bool { return false }); !full(err) {
+		t.Fatalf("over-reserved: %v (len %d, reserved %d)", err, ts.len(), ts.reserved)
+	}
+	ts.release()
+	if err := ts.reserve(nil); err != nil {
+		t.Fatal(err)
+	}
+	ts.release()
+	if ts.len() != 2 {
+		t.Fatalf("len %d", ts.len())
+	}
+	ts.dropOwners("o")
+	if ts.len() != 0 || len(ts.list("o")) != 0 {
+		t.Fatal("dropOwners")
+	}
+}
+
+// A full store refuses a task-augmented call with a clear JSON-RPC error,
+// before anything executes.
+func TestTaskCallRefusedWhenFull(t *testing.T) {
+	s := serverWith(t, func(o *Options) { o.MaxTasks = 2 })
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	defer hs.Close()
+	c := &rawHTTP{t: t, url: hs.URL}
+	c.initialize()
+	for _, id := range []string{"a", "b"} {
+		s.tasks.reserve(nil)
+		s.tasks.add("someone", toolsapi.ExecutionIDPrefix+id) // working, as far as anyone knows
+	}
+	st, body := c.post("tools/call", map[string]any{"name": "demo.get_weather", "arguments": map[string]any{"city": "Paris"}, "task": map[string]any{}}, nil)
+	var resp struct {
+		Error *jsonrpc.Error `json:"error"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &resp) != nil || resp.Error == nil || resp.Error.Code != CodeTaskStoreFull || !strings.Contains(resp.Error.Message, "too many tasks") {
+		t.Fatalf("%d %s", st, body)
+	}
+	if s.tasks.len() != 2 || s.tasks.reserved != 0 {
+		t.Fatalf("store changed: %d tasks, %d reserved", s.tasks.len(), s.tasks.reserved)
+	}
+}
