@@ -382,10 +382,12 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		dlv = "dlv_" + workflow.GetCurrentUpdateInfo(ctx).ID
 	}
 	seq, dup := s.st.Deliveries[dlv]
+	offered := false
 	if !dup && s.active != nil && s.prompts {
-		if s.offerToTurn(ctx, req, dlv) {
-			return signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: s.active.TurnID, Sequence: s.active.Sequence}, nil
-		}
+		// Offered to the running turn: a waiting sender gets the outcome of
+		// the turn that reads it (this one, or its own if it is re-queued).
+		offered = s.offerToTurn(ctx, req, dlv)
+		seq = s.active.Sequence
 	} else if !dup && s.active != nil {
 		if resp, ok := s.answersOpenQuestion(req.Message); ok {
 			// A message while the turn waits on a question answers it; it
@@ -396,7 +398,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 			return signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: s.active.TurnID, Sequence: s.active.Sequence}, nil
 		}
 	}
-	if !dup {
+	if !dup && !offered {
 		seq = s.st.NextSeq
 		s.st.NextSeq++
 		s.st.Deliveries[dlv] = seq
@@ -529,6 +531,16 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		o := out.Outcome
 		o.LastEvent = s.total() - 1
 		s.outcomes[msg.DeliveryID] = &o
+	}
+	if s.prompts {
+		// Messages the turn read (answers, steering) end with it.
+		for dlv, n := range s.waiters {
+			if n > 0 && s.outcomes[dlv] == nil && s.st.Deliveries[dlv] == msg.Sequence {
+				o := out.Outcome
+				o.LastEvent = s.total() - 1
+				s.outcomes[dlv] = &o
+			}
+		}
 	}
 }
 
