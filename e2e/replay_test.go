@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,8 +17,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/workflows"
@@ -31,12 +34,16 @@ import (
 // reference), with:
 //
 //	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=ref- go test ./e2e -run TestRecordHistories
+//
+// It records every scenario; keep the files of new paths and delete those
+// that repeat a scenario already saved for the same code.
 const historyDir = "testdata/histories"
 
 func replayer(t *testing.T, rt *workflows.Runtime) worker.WorkflowReplayer {
 	t.Helper()
 	r := worker.NewWorkflowReplayer()
 	rt.Register(r)
+	workflows.RegisterExecutions(r)
 	return r
 }
 
@@ -57,11 +64,37 @@ func TestReplaySavedHistories(t *testing.T) {
 	r := replayer(t, &workflows.Runtime{})
 	for _, f := range historyFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			if err := replayFile(r, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})
 	}
+}
+
+// replayFile replays a saved history as the workflow it was recorded from:
+// ids derived from the workflow id (delegated actions') must match, so a
+// history saved with its id (f + ".id": "<workflow id> <run id>") replays
+// under it; older files replay under the replayer's default id.
+func replayFile(r worker.WorkflowReplayer, f string) error {
+	idLine, err := os.ReadFile(f + ".id")
+	if os.IsNotExist(err) {
+		return r.ReplayWorkflowHistoryFromJSONFile(nil, f)
+	}
+	if err != nil {
+		return err
+	}
+	wid, run, _ := strings.Cut(strings.TrimSpace(string(idLine)), " ")
+	file, err := os.Open(f)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	h, err := client.HistoryFromJSON(file, client.HistoryJSONOptions{})
+	if err != nil {
+		return err
+	}
+	return r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: wid, RunID: run}})
 }
 
 // A deliberately non-deterministic change must fail the replay test: the
@@ -200,9 +233,39 @@ func TestRecordHistories(t *testing.T) {
 	save("turn-message-answers", id3+"/turn_0")
 	save("session-steered", id4)
 	save("turn-steered", id4+"/turn_0")
+
+	// A delegated action finished through its completion URL, and a tools
+	// API execution (execute, then the same key again), on their own queue.
+	denv := newDelegatedEnv(t, evetest.New(t), time.Minute, true)
+	da := denv.mk()
+	startExecutionWorker(t, denv.Env, da)
+	dres, err := denv.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "report", Wait: true})
+	if err != nil || dres.Outcome == nil || dres.Outcome.Status != signals.TurnStatusCompleted {
+		t.Fatalf("delegated turn: %+v, %v", dres.Outcome, err)
+	}
+	save("turn-delegated", dres.SessionID+"/turn_0")
+	svc, err := toolsapi.New(toolsapi.Options{Client: denv.Client, TaskQueue: denv.TaskQueue, Agent: da, RunTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := svc.RunResult(ctx, "test.run_report", json.RawMessage(`{"spec":"q4"}`), toolsapi.RunOptions{IdempotencyKey: "history:1"})
+	if err != nil || ex.Status != catalog.StatusSucceeded {
+		t.Fatalf("execution: %+v, %v", ex, err)
+	}
+	save("execution-delegated", ex.ID)
 }
 
 func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {
+	if runID == "" {
+		d, err := c.DescribeWorkflowExecution(ctx, wid, "")
+		if err != nil {
+			return err
+		}
+		runID = d.WorkflowExecutionInfo.Execution.RunId
+	}
+	if err := os.WriteFile(path+".id", []byte(wid+" "+runID+"\n"), 0o644); err != nil {
+		return err
+	}
 	it := c.GetWorkflowHistory(ctx, wid, runID, false, 0)
 	h := &historypb.History{}
 	for it.HasNext() {

@@ -45,6 +45,9 @@ func registerActionHandlers(ctx workflow.Context, find func(id string) *actionSt
 	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateSettleAction,
 		func(ctx workflow.Context, req signals.SettleAction) (signals.SettleDecision, error) {
 			a := find(req.ActionID)
+			if a == nil { // the validator refuses these; replays skip it
+				return signals.SettleDecision{}, temporal.NewApplicationError(fmt.Sprintf("unknown action %q", req.ActionID), signals.ErrActionUnknown)
+			}
 			if a.State == signals.ActionPending {
 				a.State = signals.ActionSettling
 				a.Hash = signals.HashSettle(req)
