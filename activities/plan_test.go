@@ -26,7 +26,9 @@ func planTools() []*tools.Tool {
 		Retry: &tools.RetryPolicy{InitialInterval: time.Second}, MaxOutputBytes: 4096,
 		Execute: func(*tools.Context, json.RawMessage) (any, error) { return map[string]int{}, nil }}
 	report := tools.DefineDelegated("report", "Report.", obj, json.RawMessage(`{"type":"object"}`),
-		tools.Delegated{Deadline: time.Hour, Delegate: func(*tools.Context, json.RawMessage, tools.Action) (tools.Pending, error) { return tools.Pending{}, nil }})
+		tools.Delegated{Deadline: time.Hour, Delegate: func(*tools.Context, json.RawMessage, tools.Action) (tools.Pending, error) {
+			return tools.Pending{}, nil
+		}})
 	return []*tools.Tool{authored, refund, report, tools.AskQuestion()}
 }
 

@@ -29,9 +29,13 @@ func TestRegisterEnforcesCatalogRules(t *testing.T) {
 		{func(t *Tool) { t.Version = "v1" }, catalog.RuleVersion, "set Version"},
 		{func(t *Tool) { t.Annotations.ReadOnly, t.Annotations.Destructive = true, true }, catalog.RuleAnnotations, "Annotations.ReadOnly"},
 		{func(t *Tool) { t.Description = strings.Repeat("x", catalog.MaxDescriptionLen+1) }, catalog.RuleDescriptionLen, "shorten"},
-		{func(t *Tool) { t.InputSchema = json.RawMessage(`{"type":"object","properties":{"a":{}},"required":["b"]}`) }, catalog.RuleInputUndeclared, "declare every required property"},
+		{func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","properties":{"a":{}},"required":["b"]}`)
+		}, catalog.RuleInputUndeclared, "declare every required property"},
 		{func(t *Tool) { t.InputSchema = json.RawMessage(`{"type":"object","type":"object"}`) }, catalog.RuleInputJSON, "duplicate keys"},
-		{func(t *Tool) { t.InputSchema = json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`) }, catalog.RuleInputDialect, "drop \"$schema\""},
+		{func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`)
+		}, catalog.RuleInputDialect, "drop \"$schema\""},
 		{func(t *Tool) { t.OutputSchema = json.RawMessage(`{"type":"string"}`) }, catalog.RuleOutputObject, "leave OutputSchema empty"},
 	}
 	for _, c := range cases {
