@@ -161,12 +161,19 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 		if err != nil {
 			return ModelStepOutput{}, fmt.Errorf("find tool %s: %w", c.Name, err)
 		}
-		out.Plans = append(out.Plans, a.plan(c, t))
+		out.Plans = append(out.Plans, PlanCall(t, c))
 	}
 	return out, nil
 }
 
-func (a *Activities) plan(c model.ToolCall, t *tools.Tool) CallPlan {
+// PlanCall is how a call of t runs: the one call-plan builder, used by the
+// model step for a turn's calls and by the tools API for executions. A nil
+// t (a tool the agent does not have) gives an unknown call. Input that
+// breaks t's schema, or for which a delegated tool cannot compute its
+// deadline or a client tool its request, sets InputError. The plan is
+// recorded in history: what it computes for a tool and an input must not
+// change between releases (tests pin it).
+func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	if t == nil {
 		return CallPlan{Call: c, Timeout: tools.DefaultTimeout, Retry: tools.RetryPolicy{MaximumAttempts: 1}}
 	}

@@ -35,7 +35,7 @@ func TestExecuteToolOutputLimit(t *testing.T) {
 	reg.MustRegister(
 		sized("read_file", 0, ""),
 		sized("big_file", 2<<20, ""),
-		sized("tiny", 10, `{"type":"integer"}`), // the size check comes before the schema check
+		sized("tiny", 10, `{"type":"object","required":["never"]}`), // the size check comes before the schema check (a string breaks this schema)
 	)
 	var logs bytes.Buffer
 	a := &Activities{Tools: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
@@ -96,13 +96,12 @@ func TestExecuteToolOutputLimit(t *testing.T) {
 }
 
 func TestPlanCarriesOutputLimit(t *testing.T) {
-	a := &Activities{}
 	def, big := sized("a", 0, ""), sized("b", 3<<20, "")
 	tools.NewRegistry().MustRegister(def, big)
-	if p := a.plan(model.ToolCall{ID: "c", Name: "a", Input: json.RawMessage(`{}`)}, def); p.MaxOutputBytes != tools.DefaultMaxOutputBytes {
+	if p := PlanCall(def, model.ToolCall{ID: "c", Name: "a", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != tools.DefaultMaxOutputBytes {
 		t.Fatalf("default plan limit %d", p.MaxOutputBytes)
 	}
-	if p := a.plan(model.ToolCall{ID: "c", Name: "b", Input: json.RawMessage(`{}`)}, big); p.MaxOutputBytes != 3<<20 {
+	if p := PlanCall(big, model.ToolCall{ID: "c", Name: "b", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != 3<<20 {
 		t.Fatalf("override plan limit %d", p.MaxOutputBytes)
 	}
 }

@@ -70,9 +70,15 @@ type Agent struct {
 // Builtins are the tools eve adds to every agent unless disabled.
 func Builtins() []*tools.Tool { return []*tools.Tool{tools.AskQuestion()} }
 
-// registry merges the agent's tools with the built-ins it keeps.
-func (a *Agent) registry() (*tools.Registry, error) {
+// Tools is the registry an agent serves — to its turns, the tools API and
+// MCP alike: the agent's own tools (minus those it disables) and the
+// built-ins it keeps. An agent's own tool of a built-in's name replaces the
+// built-in. Disabling a name that no tool or built-in has is an error.
+func Tools(a *Agent) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
+	if a == nil {
+		return reg, nil
+	}
 	var static []*tools.Tool
 	if a.Tools != nil {
 		static = a.Tools.List()
@@ -125,7 +131,7 @@ func Register(w worker.Registry, a *Agent) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")
 	}
-	reg, err := a.registry()
+	reg, err := Tools(a)
 	if err != nil {
 		return fmt.Errorf("register agent %s: %w", a.Name, err)
 	}

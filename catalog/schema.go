@@ -5,26 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/eve-temporal/eve/internal/schema"
 )
 
 // Dialect is the only JSON Schema dialect the catalog accepts.
 const Dialect = "https://json-schema.org/draft/2020-12/schema"
-
-var printer = message.NewPrinter(language.English)
-
-// errExternalRef is what the compiler's loader answers for every URL the
-// schema does not define itself: catalog schemas are self-contained.
-var errExternalRef = errors.New("external references are not allowed; catalog schemas must be self-contained")
-
-type refusingLoader struct{}
-
-func (refusingLoader) Load(string) (any, error) { return nil, errExternalRef }
 
 // schemaRules picks the input or output variant of each schema rule.
 type schemaRules struct {
@@ -41,26 +28,18 @@ var (
 type compiledSchema struct {
 	raw  json.RawMessage // compact
 	tree *object
-	sch  *jsonschema.Schema
+	sch  *schema.Schema
 }
 
-// schemaCompiler compiles schemas one by one; it is not safe for concurrent
-// use (the loader builds one per worker).
+// schemaCompiler compiles schemas one by one with the project's one
+// schema stack (internal/schema); it is not safe for concurrent use (the
+// loader builds one per worker).
 type schemaCompiler struct {
-	c *jsonschema.Compiler
-	n int
+	c *schema.Compiler
 }
 
 func newSchemaCompiler() *schemaCompiler {
-	return &schemaCompiler{c: newJSONSchemaCompiler()}
-}
-
-func newJSONSchemaCompiler() *jsonschema.Compiler {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(refusingLoader{})
-	return c
+	return &schemaCompiler{c: schema.NewCompiler()}
 }
 
 // checkSchema applies every schema rule to raw and compiles it. It returns
@@ -92,36 +71,20 @@ func (sc *schemaCompiler) checkSchema(raw json.RawMessage, rules schemaRules, ad
 			return nil
 		}
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(compact.Bytes()))
+	sch, err := sc.c.Compile("catalog", compact.Bytes())
 	if err != nil {
-		add(rules.json, "not valid JSON: %v", err)
-		return nil
-	}
-	sc.n++
-	url := fmt.Sprintf("urn:eve-catalog:schema:%d", sc.n)
-	if err := sc.c.AddResource(url, doc); err != nil {
-		add(rules.compile, "%v", err)
-		return nil
-	}
-	sch, err := sc.c.Compile(url)
-	if err != nil {
-		var sve *jsonschema.SchemaValidationError
-		var lue *jsonschema.LoadURLError
+		var me *schema.MetaError
+		var re *schema.RefError
 		switch {
-		case errors.As(err, &sve):
-			var ve *jsonschema.ValidationError
-			if errors.As(sve.Err, &ve) {
-				add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %s", joinViolations(violations(ve, false)))
-			} else {
-				add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %v", sve.Err)
-			}
-		case errors.As(err, &lue):
-			add(rules.ref, "$ref to %q cannot be resolved: %v", lue.URL, errExternalRef)
+		case errors.As(err, &me) && len(me.Violations) > 0:
+			add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %s", joinViolations(fromSchema(me.Violations)))
+		case errors.As(err, &me):
+			add(rules.meta, "does not meta-validate against JSON Schema 2020-12: %v", me)
+		case errors.As(err, &re):
+			add(rules.ref, "$ref to %q cannot be resolved: %v", re.Ref, schema.ErrExternalRef)
 		default:
-			add(rules.compile, "does not compile: %v", err)
+			add(rules.compile, "%v", err)
 		}
-		// A compiler that failed midway may hold partial state; start afresh.
-		sc.c = newJSONSchemaCompiler()
 		return nil
 	}
 	walkSchemas(root, "", func(node *object, ptr string) {
@@ -268,49 +231,13 @@ func joinViolations(vs []Violation) string {
 	return strings.Join(parts, "; ")
 }
 
-// violations flattens a validation error to its leaves, in a stable order.
-// With keywords, each leaf gets its keyword location in the tool's schema
-// (meta-validation errors point into the metaschema, so they do not).
-func violations(ve *jsonschema.ValidationError, keywords bool) []Violation {
-	var out []Violation
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			kw := ""
-			if keywords {
-				if _, frag, ok := strings.Cut(e.SchemaURL, "#"); ok {
-					kw = frag
-				}
-				kw += pointerOf(e.ErrorKind.KeywordPath())
-			}
-			out = append(out, Violation{
-				InstanceLocation: pointerOf(e.InstanceLocation),
-				KeywordLocation:  kw,
-				Message:          e.ErrorKind.LocalizedString(printer),
-			})
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+// fromSchema converts the schema stack's violations.
+func fromSchema(vs []schema.Violation) []Violation {
+	out := make([]Violation, len(vs))
+	for i, v := range vs {
+		out[i] = Violation{InstanceLocation: v.InstanceLocation, KeywordLocation: v.KeywordLocation, Message: v.Message}
 	}
-	walk(ve)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].InstanceLocation != out[j].InstanceLocation {
-			return out[i].InstanceLocation < out[j].InstanceLocation
-		}
-		return out[i].KeywordLocation < out[j].KeywordLocation
-	})
 	return out
-}
-
-func pointerOf(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(escapePtr(t))
-	}
-	return b.String()
 }
 
 // validateValue checks JSON data against a compiled schema.
@@ -318,16 +245,12 @@ func validateValue(cs *compiledSchema, tool string, output bool, data json.RawMe
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	vs, err := cs.sch.Violations(data)
 	if err != nil {
 		return &InputError{Tool: tool, Output: output, Violations: []Violation{{Message: "not valid JSON: " + err.Error()}}}
 	}
-	if err := cs.sch.Validate(v); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return &InputError{Tool: tool, Output: output, Violations: violations(ve, true)}
-		}
-		return &InputError{Tool: tool, Output: output, Violations: []Violation{{Message: err.Error()}}}
+	if len(vs) > 0 {
+		return &InputError{Tool: tool, Output: output, Violations: fromSchema(vs)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eve-temporal/eve/model"
 )
@@ -10,12 +11,13 @@ import (
 // Registry holds an agent's tools, validated and compiled once.
 type Registry struct {
 	byName map[string]*Tool
+	folded map[string]string // lowercase name -> name
 	order  []string
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{byName: map[string]*Tool{}}
+	return &Registry{byName: map[string]*Tool{}, folded: map[string]string{}}
 }
 
 // RegistrationError names the tool and every rule it broke.
@@ -28,10 +30,14 @@ func (e *RegistrationError) Error() string { return fmt.Sprintf("register tool %
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
 // Register validates and adds tools. Nothing is added if any tool is invalid;
-// the error lists every problem of every tool.
+// the error lists every problem of every tool, each naming the tool and the
+// rule and saying how to fix it. A tool must pass the turn's rules and the
+// catalog's (docs/catalog.md: names, capability, version, annotations,
+// schemas), so every registered tool can be served to turns, the tools API
+// and MCP alike. Names are unique case-insensitively.
 func (r *Registry) Register(ts ...*Tool) error {
 	var errs []error
-	seen := map[string]bool{}
+	seen := map[string]string{} // lowercase name -> name, in this call
 	for _, t := range ts {
 		if t == nil {
 			errs = append(errs, errors.New("register tool: nil tool"))
@@ -41,17 +47,27 @@ func (r *Registry) Register(ts ...*Tool) error {
 			errs = append(errs, &RegistrationError{Tool: t.Name, Err: err})
 			continue
 		}
-		if _, dup := r.byName[t.Name]; dup || seen[t.Name] {
-			errs = append(errs, &RegistrationError{Tool: t.Name, Err: errors.New("duplicate name: tool names must be unique within an agent")})
+		key := strings.ToLower(t.Name)
+		prev, dup := r.folded[key]
+		if !dup {
+			prev, dup = seen[key]
+		}
+		if dup {
+			msg := "duplicate name: tool names must be unique within an agent"
+			if prev != t.Name {
+				msg = fmt.Sprintf("name.duplicate: differs only in case from tool %q; rename one (names are unique case-insensitively)", prev)
+			}
+			errs = append(errs, &RegistrationError{Tool: t.Name, Err: errors.New(msg)})
 			continue
 		}
-		seen[t.Name] = true
+		seen[key] = t.Name
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	for _, t := range ts {
 		r.byName[t.Name] = t
+		r.folded[strings.ToLower(t.Name)] = t.Name
 		r.order = append(r.order, t.Name)
 	}
 	return nil

@@ -59,7 +59,8 @@ func (r Resolver) Validate() error {
 	return nil
 }
 
-// Compile validates tools a resolver returned, as Register would.
+// Compile validates tools a resolver returned, as Register would (the
+// turn's rules and the catalog's).
 func Compile(ts ...*Tool) error {
 	var errs []error
 	for _, t := range ts {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/schema"
 )
 
@@ -170,6 +171,27 @@ type Tool struct {
 	// retried).
 	Local bool
 
+	// Catalog metadata: how the tools API and MCP describe the tool
+	// (docs/catalog.md). Register checks them, and the rest of the tool,
+	// against the catalog's rules, so every registered tool can be served
+	// to turns, the tools API and MCP alike.
+
+	// Toolkit is the toolkit slug of the tool's canonical name
+	// "<toolkit>.<Name>" (lowercase words joined by "_" or "-", such as
+	// "billing"). Empty: the toolkit of the catalog the tool is listed in
+	// (the tools API uses the agent's name as a slug).
+	Toolkit string
+	// Capability groups tools by what they do, such as "email.send"
+	// (default: the toolkit slug).
+	Capability string
+	// Version is the tool's semantic version (default catalog.DefaultVersion, "1.0.0").
+	Version string
+	// Annotations describe the tool's behaviour to clients: ReadOnly,
+	// Destructive (not both), Idempotent, OpenWorld. The catalog also marks
+	// a tool Idempotent when the tool is, and a delegated tool Async and
+	// OpenWorld.
+	Annotations catalog.Annotations
+
 	input  *schema.Schema
 	output *schema.Schema
 }
@@ -206,7 +228,10 @@ func Func[In, Out any](name, description string, fn func(ctx *Context, in In) (O
 	if err != nil {
 		t.InputSchema = json.RawMessage(fmt.Sprintf(`{"$comment":%q}`, "cannot derive schema: "+err.Error()))
 	}
-	if out, err := jsonschema.For[Out](nil); err == nil {
+	// Tool results are JSON objects in the catalog (and MCP's
+	// structuredContent): an output schema is kept only for a Go type whose
+	// schema is an object (a struct or a map); other results are not checked.
+	if out, err := jsonschema.For[Out](nil); err == nil && out.Type == "object" {
 		if b, err := json.Marshal(out); err == nil {
 			t.OutputSchema = b
 		}
@@ -265,7 +290,12 @@ func (t *Tool) compile() error {
 	if t.Local && t.HeartbeatTimeout > 0 {
 		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// The catalog's rules, once the turn's pass (they overlap on the
+	// description and the schemas).
+	return t.checkCatalog()
 }
 
 // ValidateInput checks model input against the input schema.
@@ -332,5 +362,29 @@ func (t *Tool) DisplayTitle() string {
 	return strings.Join(words, " ")
 }
 
-// OutputSchemaCompiled returns the compiled output schema, or nil.
-func (t *Tool) OutputSchemaCompiled() *schema.Schema { return t.output }
+// Definition is the tool's canonical catalog definition: its name is
+// "<toolkit>.<Name>", where toolkit is the tool's own Toolkit or, when that
+// is empty, the one given. Capability defaults to the toolkit, Version to
+// catalog.DefaultVersion; the annotations are the tool's, with Idempotent
+// set for an Idempotent tool and Async and OpenWorld for a delegated one.
+func (t *Tool) Definition(toolkit string) catalog.Definition {
+	if t.Toolkit != "" {
+		toolkit = t.Toolkit
+	}
+	ann := t.Annotations
+	if t.Idempotent {
+		ann.Idempotent = true
+	}
+	if t.Delegated != nil {
+		// A delegated tool's result arrives later: async by nature.
+		ann.Async, ann.OpenWorld = true, true
+	}
+	d := catalog.FromTool(toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
+	if t.Capability != "" {
+		d.Capability = t.Capability
+	}
+	if t.Version != "" {
+		d.Version = t.Version
+	}
+	return d
+}

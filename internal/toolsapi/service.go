@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -63,20 +62,17 @@ type Options struct {
 	Client client.Client
 	// TaskQueue of the workers that serve the agent (default "eve").
 	TaskQueue string
-	// Agent supplies the tools: its registry plus the built-ins it keeps
-	// (ask_question unless disabled). Tools adds more (or replaces Agent).
+	// Agent supplies the tools: agent.Tools, its registry plus the
+	// built-ins it keeps (ask_question unless disabled), exactly what its
+	// turns see. Tools adds more (or replaces Agent); they are registered
+	// after the agent's, under the same rules.
 	Agent *agent.Agent
 	Tools []*tools.Tool
-	// Toolkit is the toolkit slug of the agent's tools, the part before the
-	// dot of each canonical name (default: the agent's name as a slug, or
-	// "tools").
+	// Toolkit is the toolkit slug of the tools that set no Toolkit of their
+	// own, the part before the dot of each canonical name (default: the
+	// agent's name as a slug, or "tools"). Each tool's capability, version
+	// and annotations are its own (tools.Tool.Definition).
 	Toolkit string
-	// Capabilities maps a tool's name to its capability slug (default: the
-	// toolkit slug).
-	Capabilities map[string]string
-	// Describe, when set, adjusts each tool's definition before the catalog
-	// loads (capability, annotations, version, description).
-	Describe func(t *tools.Tool, d *catalog.Definition)
 	// Extra adds definitions for discovery only (get, search): executing
 	// one that no tool backs fails with not_executable.
 	Extra []catalog.Definition
@@ -112,15 +108,17 @@ type Options struct {
 type Service struct {
 	opts    Options
 	log     *slog.Logger
+	reg     *tools.Registry
 	cat     *catalog.Catalog
 	toolkit string
 	byName  map[string]*tools.Tool // canonical name -> tool
-	skipped []catalog.Problem
 }
 
-// New builds the catalog from the agent's tools and returns the service.
-// Tools whose definitions the catalog refuses (a name that is not a valid
-// catalog tool slug, say) are left out and logged; Skipped lists why.
+// New builds the catalog from the agent's tools (the registry's catalog
+// view, tools.Registry.Catalog) and returns the service. Registration has
+// checked every tool against the catalog's rules, so every tool the agent
+// serves to its turns is in the catalog; an invalid Toolkit or Extra
+// definition, or tools whose canonical names clash, is an error.
 func New(opts Options) (*Service, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = DefaultTaskQueue
@@ -147,14 +145,14 @@ func New(opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	ts, err := agentTools(opts.Agent)
+	reg, err := agent.Tools(opts.Agent)
 	if err != nil {
-		return nil, err
-	}
-	if err := tools.Compile(opts.Tools...); err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
 	}
-	ts = append(ts, opts.Tools...)
+	if err := reg.Register(opts.Tools...); err != nil {
+		return nil, fmt.Errorf("toolsapi: %w", err)
+	}
+	s.reg = reg
 	s.toolkit = opts.Toolkit
 	if s.toolkit == "" {
 		name := ""
@@ -166,86 +164,13 @@ func New(opts Options) (*Service, error) {
 	if !catalog.ToolkitPattern.MatchString(s.toolkit) {
 		return nil, fmt.Errorf("toolsapi: toolkit %q must match %s", s.toolkit, catalog.ToolkitPattern)
 	}
-	defs := make([]catalog.Definition, 0, len(ts)+len(opts.Extra))
-	seen := map[string]bool{}
-	for _, t := range ts {
-		if seen[t.Name] {
-			return nil, fmt.Errorf("toolsapi: two tools are named %q", t.Name)
-		}
-		seen[t.Name] = true
-		d := s.define(t)
-		defs = append(defs, d)
-		s.byName[d.Name] = t
-	}
-	defs = append(defs, opts.Extra...)
-	s.cat, err = catalog.New(defs...)
-	var le *catalog.LoadError
-	if errors.As(err, &le) {
-		// Leave out what the catalog refuses, rather than the whole agent.
-		bad := map[string]bool{}
-		for _, p := range le.Problems {
-			bad[p.Tool] = true
-			s.log.Warn("toolsapi: tool left out of the catalog", "tool", p.Tool, "rule", p.Rule, "problem", p.Message)
-		}
-		s.skipped = le.Problems
-		keep := defs[:0]
-		for i, d := range defs {
-			if !bad[d.Name] && !bad[fmt.Sprintf("#%d", i)] {
-				keep = append(keep, d)
-			} else {
-				delete(s.byName, d.Name)
-			}
-		}
-		s.cat, err = catalog.New(keep...)
-	}
-	if err != nil {
+	if s.cat, err = reg.Catalog(s.toolkit, opts.Extra...); err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
 	}
+	for _, t := range reg.List() {
+		s.byName[t.Definition(s.toolkit).Name] = t
+	}
 	return s, nil
-}
-
-// agentTools lists the agent's tools and the built-ins it keeps, as the
-// agent's worker registers them. The registry's tools are compiled already.
-func agentTools(a *agent.Agent) ([]*tools.Tool, error) {
-	if a == nil {
-		return nil, nil
-	}
-	var out []*tools.Tool
-	have := map[string]bool{}
-	if a.Tools != nil {
-		out = a.Tools.List()
-	}
-	for _, t := range out {
-		have[t.Name] = true
-	}
-	var builtins []*tools.Tool
-	for _, b := range agent.Builtins() {
-		if !have[b.Name] && !slices.Contains(a.Disable, b.Name) {
-			builtins = append(builtins, b)
-		}
-	}
-	if err := tools.Compile(builtins...); err != nil {
-		return nil, fmt.Errorf("toolsapi: built-in tools: %w", err)
-	}
-	out = slices.DeleteFunc(out, func(t *tools.Tool) bool { return slices.Contains(a.Disable, t.Name) })
-	return append(out, builtins...), nil
-}
-
-// define builds a tool's canonical definition.
-func (s *Service) define(t *tools.Tool) catalog.Definition {
-	ann := catalog.Annotations{}
-	if t.Delegated != nil {
-		// A delegated tool's result arrives later: async by nature.
-		ann.Async, ann.OpenWorld = true, true
-	}
-	d := catalog.FromTool(s.toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
-	if c := s.opts.Capabilities[t.Name]; c != "" {
-		d.Capability = c
-	}
-	if s.opts.Describe != nil {
-		s.opts.Describe(t, &d)
-	}
-	return d
 }
 
 var slugJunk = regexp.MustCompile(`[^a-z0-9]+`)
@@ -271,8 +196,9 @@ func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 // Toolkit returns the agent's toolkit slug.
 func (s *Service) Toolkit() string { return s.toolkit }
 
-// Skipped lists the problems of tools left out of the catalog.
-func (s *Service) Skipped() []catalog.Problem { return slices.Clone(s.skipped) }
+// Registry returns the tools the service runs: the agent's (agent.Tools)
+// and Options.Tools.
+func (s *Service) Registry() *tools.Registry { return s.reg }
 
 // Tool returns the runtime tool behind a canonical name, if any.
 func (s *Service) Tool(name string) (*tools.Tool, bool) {
@@ -458,34 +384,10 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 	return res, out, nil
 }
 
-// plan is how the execution workflow runs a tool (the turn's CallPlan, as
-// the model step would record it).
+// plan is how the execution workflow runs a tool: the turn's plan
+// (activities.PlanCall) of a call with the execution's call id.
 func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
-	p := activities.CallPlan{
-		Call:             model.ToolCall{ID: workflows.ExecutionCallID, Name: t.Name, Input: input},
-		Known:            true,
-		Kind:             activities.KindAuthored,
-		Approval:         t.Approval.Kind(),
-		Title:            t.DisplayTitle(),
-		Local:            t.Local,
-		Timeout:          t.EffectiveTimeout(),
-		HeartbeatTimeout: t.HeartbeatTimeout,
-		Retry:            t.EffectiveRetry(),
-		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
-	}
-	if t.Delegated != nil {
-		p.Kind = activities.KindDelegated
-		p.OutputSchema = t.OutputSchema
-		d, err := t.DeadlineOf(input)
-		if err != nil {
-			p.InputError = fmt.Sprintf("tool %s cannot compute a deadline for this input: %v", t.Name, err)
-		}
-		p.Deadline = d
-	}
-	if t.Client != nil {
-		p.Kind = activities.KindClient
-	}
-	return p
+	return activities.PlanCall(t, model.ToolCall{ID: workflows.ExecutionCallID, Name: t.Name, Input: input})
 }
 
 // described is what Describe tells about an execution.

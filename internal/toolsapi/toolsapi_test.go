@@ -10,15 +10,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -46,15 +50,8 @@ func TestCatalogFromAgent(t *testing.T) {
 	}) (map[string]string, error) {
 		return map[string]string{"text": in.Text}, nil
 	})
-	s := demoService(t, func(o *Options) {
-		o.Tools = []*tools.Tool{extra}
-		o.Capabilities = map[string]string{"get_weather": "weather.read"}
-		o.Describe = func(tl *tools.Tool, d *catalog.Definition) {
-			if tl.Name == "get_weather" {
-				d.Annotations.ReadOnly, d.Annotations.Idempotent = true, true
-			}
-		}
-	})
+	extra.Capability, extra.Version, extra.Annotations.ReadOnly = "text.echo", "2.1.0", true
+	s := demoService(t, func(o *Options) { o.Tools = []*tools.Tool{extra} })
 	if s.Toolkit() != "demo" {
 		t.Fatalf("toolkit = %q", s.Toolkit())
 	}
@@ -66,12 +63,16 @@ func TestCatalogFromAgent(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("names = %v", names)
 	}
+	e, _ := s.Catalog().Lookup("demo.echo")
+	if e.Capability != "text.echo" || e.Version != "2.1.0" || !e.Annotations.ReadOnly || e.Toolkit != "demo" {
+		t.Fatalf("echo = %+v", e)
+	}
 	w, _ := s.Catalog().Lookup("demo.get_weather")
-	if w.Capability != "weather.read" || !w.Annotations.ReadOnly || w.Toolkit != "demo" {
+	if w.Capability != "demo" || w.Version != catalog.DefaultVersion || w.Annotations.ReadOnly {
 		t.Fatalf("get_weather = %+v", w)
 	}
 	r, _ := s.Catalog().Lookup("demo.run_report")
-	if !r.Annotations.Async || len(r.OutputSchema) == 0 {
+	if !r.Annotations.Async || !r.Annotations.OpenWorld || len(r.OutputSchema) == 0 {
 		t.Fatalf("run_report = %+v", r)
 	}
 	if tl, ok := s.Tool("demo.get_weather"); !ok || tl.Name != "get_weather" {
@@ -79,19 +80,110 @@ func TestCatalogFromAgent(t *testing.T) {
 	}
 }
 
-func TestCatalogSkipsBadTools(t *testing.T) {
+// The catalog of an agent lists exactly the tools its turns get
+// (agent.Tools: its own minus the disabled, plus the built-ins it keeps),
+// each under its own toolkit when it names one.
+func TestCatalogIsTheAgentsRegistry(t *testing.T) {
+	own := tools.Func("lookup_order", "Look up an order by id.", func(ctx *tools.Context, in struct {
+		ID string `json:"id"`
+	}) (map[string]string, error) {
+		return map[string]string{"id": in.ID}, nil
+	})
+	own.Toolkit, own.Capability = "orders", "orders.read"
+	for _, disable := range [][]string{nil, {"ask_question"}, {"get_weather"}, {"get_weather", "ask_question"}} {
+		reg := tools.NewRegistry()
+		reg.MustRegister(demo.GetWeather(), demo.RefundCharge(), own)
+		a := &agent.Agent{Name: "Shop", Tools: reg, Disable: disable}
+		turns, err := agent.Tools(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Agent: a, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []string
+		for _, tl := range turns.List() {
+			want = append(want, tl.Definition("shop").Name)
+		}
+		slices.Sort(want)
+		for _, d := range s.Catalog().Definitions() {
+			got = append(got, d.Name)
+			// The same tool (built-ins are made afresh for each registry).
+			if tl, ok := s.Tool(d.Name); !ok || !reflect.DeepEqual(tl.Definition("shop"), mustGet(t, turns, tl.Name).Definition("shop")) ||
+				(tl.Name != "ask_question" && tl != mustGet(t, turns, tl.Name)) {
+				t.Fatalf("%s: not backed by the agent's tool", d.Name)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("disable %v: catalog %v, turns %v", disable, got, want)
+		}
+		if slices.Contains(disable, "ask_question") == slices.Contains(got, "shop.ask_question") {
+			t.Fatalf("disable %v: built-in in catalog = %v", disable, slices.Contains(got, "shop.ask_question"))
+		}
+		if d, ok := s.Catalog().Lookup("orders.lookup_order"); !ok || d.Capability != "orders.read" {
+			t.Fatalf("own toolkit: %+v", d)
+		}
+	}
+}
+
+func mustGet(t *testing.T, r *tools.Registry, name string) *tools.Tool {
+	t.Helper()
+	tl, ok := r.Get(name)
+	if !ok {
+		t.Fatalf("no tool %s", name)
+	}
+	return tl
+}
+
+// A tool the catalog would refuse is refused at registration, naming the
+// tool and the rule, rather than left out of the tools API with a log line.
+func TestCatalogRulesAtRegistration(t *testing.T) {
 	bad := tools.Func("_hidden", "A tool whose name is no catalog slug.", func(ctx *tools.Context, in struct{}) (struct{}, error) { return struct{}{}, nil })
-	reg := tools.NewRegistry()
-	reg.MustRegister(bad, demo.GetWeather())
-	s, err := New(Options{Agent: &agent.Agent{Name: "My Agent!", Tools: reg, Disable: []string{"ask_question"}}, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
+	err := tools.NewRegistry().Register(bad, demo.GetWeather())
+	if err == nil || !strings.Contains(err.Error(), `"_hidden"`) || !strings.Contains(err.Error(), string(catalog.RuleNameFormat)) {
+		t.Fatalf("err = %v", err)
 	}
-	if s.Toolkit() != "my_agent" {
-		t.Fatalf("toolkit = %q", s.Toolkit())
+	// Through the service: an extra tool that breaks a rule fails New.
+	odd := tools.Func("odd", "Odd version.", func(ctx *tools.Context, in struct{}) (struct{}, error) { return struct{}{}, nil })
+	odd.Version = "v1"
+	if _, err := New(Options{Tools: []*tools.Tool{odd}, Logger: quiet()}); err == nil || !strings.Contains(err.Error(), string(catalog.RuleVersion)) {
+		t.Fatalf("New: %v", err)
 	}
-	if s.Catalog().Len() != 1 || len(s.Skipped()) == 0 || s.Skipped()[0].Tool != "my_agent._hidden" {
-		t.Fatalf("len %d, skipped %+v", s.Catalog().Len(), s.Skipped())
+	// A toolkit slug that is not one is an error too.
+	if _, err := New(Options{Toolkit: "Not A Slug", Logger: quiet()}); err == nil {
+		t.Fatal("bad toolkit accepted")
+	}
+}
+
+// The tools API runs a tool with the plan a turn's model step records for
+// the same tool and input (activities.PlanCall), under the execution's call id.
+func TestExecutionPlanIsTheTurnPlan(t *testing.T) {
+	s := demoService(t, nil)
+	cases := []struct{ name, in string }{
+		{"demo.get_weather", `{"city":"Paris"}`},
+		{"demo.get_weather", `{"city":""}`}, // invalid: the plan says so
+		{"demo.refund_charge", `{"chargeId":"ch_1","amount":5}`},
+		{"demo.issue_credit", `{"tenantId":"t1","amount":10}`},
+		{"demo.run_report", `{"name":"sales"}`},
+		{"demo.choose_plan", `{"accountId":"a1"}`},
+		{"demo.pick_addons", `{}`},
+		{"demo.ask_question", `{"question":"which?","options":["a","b"]}`},
+	}
+	for _, c := range cases {
+		name, in := c.name, c.in
+		tl, ok := s.Tool(name)
+		if !ok {
+			t.Fatalf("no tool %s", name)
+		}
+		call := model.ToolCall{ID: workflows.ExecutionCallID, Name: tl.Name, Input: json.RawMessage(in)}
+		turn := activities.PlanCall(tl, call)
+		if got := plan(tl, json.RawMessage(in)); !reflect.DeepEqual(got, turn) {
+			t.Fatalf("%s: execution plan %+v, turn plan %+v", name, got, turn)
+		}
+		if !turn.Known || turn.Title == "" {
+			t.Fatalf("%s: plan %+v", name, turn)
+		}
 	}
 }
 
