@@ -295,3 +295,51 @@ func TestInlineConversationMovesToTheStore(t *testing.T) {
 		t.Fatalf("conversation %+v, %v", msgs, err)
 	}
 }
+
+// A session with workflows.MaxQueuedMessages messages waiting refuses the
+// next with 429 and Retry-After (nothing recorded); every message it
+// accepted gets its turn.
+func TestAPIQueueFullIsTooManyRequests(t *testing.T) {
+	env := evetest.New(t)
+	started := make(chan struct{}, 1)
+	env.StartWorker(blockingAgent(t, started))
+	e := newAPIEnv(t, env, nil)
+	ctx := e.Ctx(3 * time.Minute)
+	acc, err := e.C.CreateAndSend(ctx, "block")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	for i := range workflows.MaxQueuedMessages {
+		r := e.do(t, "POST", "/eve/v1/session/"+acc.SessionID, map[string]any{"message": fmt.Sprintf("short %d", i), "turnPolicy": "queue"}, nil)
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("message %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := e.do(t, "POST", "/eve/v1/session/"+acc.SessionID, map[string]any{"message": "one too many", "turnPolicy": "queue"}, nil)
+	wantError(t, r, http.StatusTooManyRequests, "session_busy", "MaxQueuedMessages")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	if _, err := e.C.Cancel(ctx, acc.SessionID, ""); err != nil {
+		t.Fatal(err)
+	}
+	// All the accepted messages run; the refused one never does.
+	var evs []protocol.Event
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		evs = e.snapshot(t, acc.SessionID)
+		if len(evetest.Of(evs, protocol.TurnCompleted)) == workflows.MaxQueuedMessages || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != workflows.MaxQueuedMessages {
+		t.Fatalf("%d of %d queued messages completed", n, workflows.MaxQueuedMessages)
+	}
+	for _, ev := range evetest.Of(evs, protocol.MessageReceived) {
+		if strings.Contains(string(ev.Data), "one too many") {
+			t.Fatal("the refused message ran")
+		}
+	}
+}

@@ -39,6 +39,10 @@ const (
 	QueryTurnEvents = "eve.turn.events"
 )
 
+// ErrSessionBusy is the application error type of a send refused because
+// too many messages wait for their turn (HTTP 429).
+const ErrSessionBusy = "SessionBusy"
+
 // SendRequest is one user message.
 type SendRequest struct {
 	Message string `json:"message"`

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
@@ -371,7 +372,7 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
 	}
 	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.byRef && len(s.st.Queue) >= MaxQueuedMessages {
-		return fmt.Errorf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue))
+		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue)), signals.ErrSessionBusy)
 	}
 	return nil
 }

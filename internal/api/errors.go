@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -29,6 +30,7 @@ const (
 	CodeInputNotPending  = "input_not_pending"
 	CodeRejected         = "rejected"
 	CodeUnavailable      = "unavailable"
+	CodeSessionBusy      = "session_busy"
 	CodeInternal         = "internal_error"
 )
 
@@ -54,6 +56,10 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, ErrorBody{OK: false, Error: msg, Code: code})
 }
 
+// overloadRetryAfter is the Retry-After (seconds) of a 503 or 429 that
+// sets none of its own.
+const overloadRetryAfter = 2
+
 // httpError is a failure with its status and code.
 type httpError struct {
 	status int
@@ -70,6 +76,10 @@ func errorf(status int, code, format string, args ...any) *httpError {
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
+		if (he.status == http.StatusServiceUnavailable || he.status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
+			// Overload and unavailability are temporary: say when to retry.
+			w.Header().Set("Retry-After", strconv.Itoa(overloadRetryAfter))
+		}
 		writeError(w, he.status, he.code, he.msg)
 		return
 	}

@@ -396,8 +396,18 @@ func (s *Server) temporalError(what, id string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
+		if appErr.Type() == signals.ErrSessionBusy {
+			return errorf(http.StatusTooManyRequests, CodeSessionBusy, "could not %s: %s", what, appErr.Message())
+		}
 		// An update validator refused the request; nothing was recorded.
 		return errorf(http.StatusBadRequest, CodeRejected, "could not %s: %s", what, appErr.Message())
+	}
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	if errors.As(err, &deadline) || errors.As(err, &exhausted) || strings.Contains(err.Error(), "waiting for update") {
+		// Temporal gave up before a worker took the request: workers (or the
+		// cluster) are saturated. Temporary, so 503 with Retry-After.
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s: the session's workers did not answer in time (they may be overloaded). Retry after Retry-After with the same Idempotency-Key header, so a message taken meanwhile is not sent twice", what)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s within %s: is a worker running on task queue %q?", what, writeTimeout, s.opts.Sessions.TaskQueue)
