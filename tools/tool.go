@@ -331,6 +331,3 @@ func (t *Tool) DisplayTitle() string {
 	}
 	return strings.Join(words, " ")
 }
-
-// OutputSchemaCompiled returns the compiled output schema, or nil.
-func (t *Tool) OutputSchemaCompiled() *schema.Schema { return t.output }
