@@ -37,6 +37,10 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			if !cmd.Flags().Changed("public-url") && os.Getenv("EVE_PUBLIC_URL") == "" {
+				// Jobs reach this process's API server, wherever --addr puts it.
+				af.actions.PublicURL = "http://" + af.addr
+			}
 			a, err := app.agent()
 			if err != nil {
 				return err
