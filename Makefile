@@ -14,7 +14,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-examples dev bench fmt vet clean distclean
 
 all: build
 
@@ -35,11 +35,16 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: $(TEMPORAL_BIN) test-go test-node
+test: $(TEMPORAL_BIN) test-go test-examples test-node
 
 test-go: $(TEMPORAL_BIN)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# Example apps, each its own module (replace => ../..): built, vetted, and
+# their flows run over HTTP against their own binary's `dev`.
+test-examples: $(TEMPORAL_BIN)
+	cd examples/shop && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
 # The official eve client (npm eve@0.80.1, pinned by test/node/package-lock.json)
 # driving eve serve + a worker + a dev server that the suite starts itself.

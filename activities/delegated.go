@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,14 +18,33 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-// ActionsConfig is what a worker needs to hand out completion URLs.
+// ActionsConfig is what a worker needs to hand out completion URLs of
+// delegated tools. Build it with NewActionsConfig.
 type ActionsConfig struct {
-	Signer *capability.Signer
+	signer *capability.Signer
 	// BaseURL is the API server as jobs reach it, e.g. http://127.0.0.1:4111.
 	BaseURL string
 	// Grace keeps a URL valid after the deadline, so a late job is told 410
 	// rather than 401 (default 1 h).
 	Grace time.Duration
+}
+
+// NewActionsConfig signs completion URLs with secret (at least 16 bytes,
+// the same EVE_ACTION_SECRET the API servers verify them with) and roots
+// them at publicURL, the API server as external jobs reach it
+// (EVE_PUBLIC_URL, e.g. https://eve.example.com).
+func NewActionsConfig(secret []byte, publicURL string) (*ActionsConfig, error) {
+	if len(secret) == 0 {
+		return nil, errors.New("EVE_ACTION_SECRET is not set: delegated tools cannot hand out completion URLs")
+	}
+	if publicURL == "" {
+		return nil, errors.New("EVE_PUBLIC_URL is empty: jobs need the API server's URL")
+	}
+	s, err := capability.NewSigner(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &ActionsConfig{signer: s, BaseURL: publicURL}, nil
 }
 
 // DefaultGrace is how long a completion URL outlives its action's deadline.
@@ -68,7 +88,7 @@ func DecodeActionResult(raw json.RawMessage) ActionResult {
 }
 
 func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools.Tool, in ExecuteToolInput) (ToolOutcome, error) {
-	if a.Actions == nil || a.Actions.Signer == nil {
+	if a.Actions == nil || a.Actions.signer == nil {
 		return ToolOutcome{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tool %s is delegated, but this worker has no action secret: set EVE_ACTION_SECRET (shared with the API server) and EVE_PUBLIC_URL", t.Name),
 			ErrTypeBadConfig, nil)
@@ -78,7 +98,7 @@ func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	token := a.Actions.Signer.Sign(capability.Claims{
+	token := a.Actions.signer.Sign(capability.Claims{
 		Namespace: info.WorkflowNamespace, SessionID: in.Session.ID,
 		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
 		ActionID: in.ActionID, Tool: t.Name, Expires: in.Deadline.Add(grace).Unix(),

@@ -88,7 +88,12 @@ rules:
 
 func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
 	tq := env.Queue("eve-complete")
-	signer, err := capability.NewSigner([]byte("bench secret of at least 16 bytes"))
+	secret := []byte("bench secret of at least 16 bytes")
+	signer, err := capability.NewSigner(secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	actionsCfg, err := activities.NewActionsConfig(secret, "http://bench.invalid")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,7 +112,7 @@ func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), erro
 	}
 	w := worker.New(env.Client, tq, env.WorkerOptions)
 	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store,
-		Actions: &activities.ActionsConfig{Signer: signer, BaseURL: "http://bench.invalid"}}); err != nil {
+		Actions: actionsCfg}); err != nil {
 		return nil, nil, err
 	}
 	if err := w.Start(); err != nil {

@@ -1,42 +1,12 @@
-// Command eve is eve's CLI: `eve dev` runs the whole stack locally, `eve
-// session ...` talks to sessions, and `eve serve` runs the API server.
+// Command eve is eve's CLI for the demo agent: `eve dev` runs the whole
+// stack locally, `eve session ...` talks to sessions, `eve serve` runs the
+// API server and `eve worker` a worker. Your own agent's binary gets the
+// same commands from eve.Main.
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/cobra"
+	"github.com/eve-temporal/eve"
+	"github.com/eve-temporal/eve/demo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := newRootCommand().ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "eve:", err)
-		os.Exit(1)
-	}
-}
-
-func newRootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "eve",
-		Short:         "eve for Go on Temporal: durable AI-agent tools",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(
-		newDevCommand(),
-		newDoctorCommand(),
-		newSessionCommand(),
-		newServeCommand(),
-		newActionCommand(),
-		newToolsCommand(),
-		newMCPCommand(),
-	)
-	return root
-}
+func main() { eve.Main(demo.Agent) }

@@ -60,12 +60,8 @@ func (a Actions) Signer() (*capability.Signer, error) {
 
 // Worker returns the worker-side config, or ErrNoSecret.
 func (a Actions) Worker() (*activities.ActionsConfig, error) {
-	s, err := a.Signer()
-	if err != nil {
-		return nil, err
+	if a.Secret == "" {
+		return nil, ErrNoSecret
 	}
-	if a.PublicURL == "" {
-		return nil, errors.New("EVE_PUBLIC_URL is empty: jobs need the API server's URL")
-	}
-	return &activities.ActionsConfig{Signer: s, BaseURL: a.PublicURL}, nil
+	return activities.NewActionsConfig([]byte(a.Secret), a.PublicURL)
 }

@@ -58,20 +58,32 @@ func FindBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The nearest module root's bin/temporal, else an enclosing module's
+	// (an app in examples/ of the eve repository uses the repository's),
+	// else temporal on PATH.
+	var firstErr error
 	for dir := wd; ; {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			bin := filepath.Join(dir, "bin", "temporal")
 			if st, err := os.Stat(bin); err == nil && !st.IsDir() {
 				return bin, nil
 			}
-			return "", fmt.Errorf("%w at %s: run `make bin/temporal` (builds the pinned Temporal CLI %s from the Go module proxy), or set %s",
-				ErrBinaryNotFound, bin, PinnedCLIVersion, BinaryEnv)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w at %s: run `make bin/temporal` (builds the pinned Temporal CLI %s from the Go module proxy), or set %s",
+					ErrBinaryNotFound, bin, PinnedCLIVersion, BinaryEnv)
+			}
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			break
 		}
 		dir = parent
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	if firstErr != nil {
+		return "", firstErr
 	}
 	return "", fmt.Errorf("%w: no go.mod at or above %s to find bin/temporal in: run `make bin/temporal` (builds the pinned Temporal CLI %s from the Go module proxy) in the eve repository, or set %s",
 		ErrBinaryNotFound, wd, PinnedCLIVersion, BinaryEnv)

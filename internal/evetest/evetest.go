@@ -143,7 +143,8 @@ func Join(evs []protocol.Event) string { return strings.Join(Types(evs), " ") }
 // server and returns the config a worker needs.
 func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) {
 	e.T.Helper()
-	signer, err := capability.NewSigner([]byte("test secret, 16+ bytes long"))
+	secret := []byte("test secret, 16+ bytes long")
+	signer, err := capability.NewSigner(secret)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -152,5 +153,9 @@ func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) 
 	mux.Handle(activities.ActionsPath, svc)
 	srv := httptest.NewServer(mux)
 	e.T.Cleanup(srv.Close)
-	return &activities.ActionsConfig{Signer: signer, BaseURL: srv.URL}, svc, srv.URL
+	cfg, err := activities.NewActionsConfig(secret, srv.URL)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return cfg, svc, srv.URL
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/config"
@@ -52,7 +52,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.insecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
 	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
-	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the demo agent's)")
+	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
 }
 
 // envBool reads a boolean variable (1, true, yes, on); unset or anything else is false.
@@ -87,7 +87,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-func newServeCommand() *cobra.Command {
+func newServeCommand(app App) *cobra.Command {
 	var (
 		tc       config.Temporal
 		af       apiFlags
@@ -114,13 +114,17 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			a, err := app.agent()
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, err := tc.Dial(ctx, logger, nil)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af)
+			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a)
 			if err != nil {
 				return err
 			}
@@ -136,18 +140,15 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 	return cmd
 }
 
-// startAPIServer listens on af.addr and serves the session protocol until
-// stop is called. It returns the server's base URL.
-func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags) (string, func(), error) {
+// startAPIServer listens on af.addr and serves the session protocol (and
+// a's tools API) until stop is called. It returns the server's base URL.
+func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags, a *agent.Agent) (string, func(), error) {
 	keys, err := af.checkOpen()
 	if err != nil {
 		return "", nil, err
 	}
-	info := api.Info{}
-	if a, err := demo.Agent(); err == nil {
-		info = api.AgentInfo(a)
-		info.ModelProvider = "scripted"
-	}
+	info := api.AgentInfo(a)
+	info.ModelProvider = modelProvider(info.ModelID)
 	if af.agentName != "" {
 		info.AgentName = af.agentName
 	}
@@ -163,11 +164,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	} else {
 		actionsHandler = &actionsvc.Service{Client: c, Signer: signer, Logger: logger}
 	}
-	agentForTools, err := demo.Agent()
-	if err != nil {
-		return "", nil, err
-	}
-	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: agentForTools, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, UserID: toolsapi.PrincipalUsers(api.Caller)})
 	if err != nil {
 		return "", nil, fmt.Errorf("tools API: %w", err)
 	}
@@ -227,4 +224,13 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		<-done
 	}
 	return url, stop, nil
+}
+
+// modelProvider is the provider part of a model id ("anthropic:claude-…"
+// → "anthropic"); ids without one are scripted models.
+func modelProvider(id string) string {
+	if p, _, ok := strings.Cut(id, ":"); ok && (p == "anthropic" || p == "openai") {
+		return p
+	}
+	return "scripted"
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -24,7 +23,7 @@ import (
 // MCPPath is where `eve mcp --http` serves streamable HTTP.
 const MCPPath = "/mcp"
 
-func newMCPCommand() *cobra.Command {
+func newMCPCommand(app App) *cobra.Command {
 	var (
 		tc        config.Temporal
 		httpAddr  string
@@ -39,7 +38,7 @@ func newMCPCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the agent's tools over MCP: stdio by default, streamable HTTP with --http",
-		Long: `eve mcp serves the demo agent's tool catalog to MCP clients with the official
+		Long: `mcp serves the agent's tool catalog to MCP clients with the official
 Go SDK. Every tools/call runs as a durable execution workflow on the workers of
 --task-queue (run cmd/worker or eve dev beside it), exactly like the tools API.
 
@@ -65,16 +64,16 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			}
 			// stdout carries the protocol on stdio: log to stderr only.
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			a, err := app.agent()
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, err := tc.Dial(ctx, logger, nil)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			a, err := demo.Agent()
-			if err != nil {
-				return err
-			}
 			svc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tc.TaskQueue, Agent: a, Logger: logger})
 			if err != nil {
 				return err

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/visibility"
@@ -18,7 +18,7 @@ import (
 	"github.com/eve-temporal/eve/payloadstore"
 )
 
-func newDevCommand() *cobra.Command {
+func newDevCommand(app App) *cobra.Command {
 	var (
 		tc          config.Temporal
 		limits      workerhost.Limits
@@ -30,14 +30,22 @@ func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole stack locally: Temporal dev server (SQLite under .eve/), worker and API server",
-		Long: `eve dev starts the Temporal dev server from ./bin/temporal (or reuses one that
+		Long: `dev starts the Temporal dev server from ./bin/temporal (or reuses one that
 already answers at --address), keeping its state in .eve/temporal.db so sessions
-survive a restart, then runs eve's worker with the demo agent and the eve API
+survive a restart, then runs eve's worker with this binary's agent and the eve API
 server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr, af)
+			if !cmd.Flags().Changed("public-url") && os.Getenv("EVE_PUBLIC_URL") == "" {
+				// Jobs reach this process's API server, wherever --addr puts it.
+				af.actions.PublicURL = "http://" + af.addr
+			}
+			a, err := app.agent()
+			if err != nil {
+				return err
+			}
+			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr, af, a)
 		},
 	}
 	tc.Bind(cmd.Flags())
@@ -49,7 +57,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 	return cmd
 }
 
-func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags) error {
+func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
 	if err := tc.Validate(); err != nil {
 		return err
 	}
@@ -98,10 +106,6 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	if metricsURL != "" {
 		fmt.Printf("Metrics      %s\n", metricsURL)
 	}
-	a, err := demo.Agent()
-	if err != nil {
-		return err
-	}
 	a.Logger = logger
 	if err := workerhost.UseModelFromEnv(a); err != nil {
 		return err
@@ -111,8 +115,10 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	if err := af.actions.LoadOrCreateSecret(stateDir); err != nil {
 		return fmt.Errorf("action secret: %w", err)
 	}
-	if a.Actions, err = af.actions.Worker(); err != nil {
-		return err
+	if a.Actions == nil {
+		if a.Actions, err = af.actions.Worker(); err != nil {
+			return err
+		}
 	}
 	// The dev stack registers eve's search attributes itself, so parked
 	// sessions show up in the Temporal UI by status.
@@ -128,14 +134,18 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	}
 	defer w.Stop()
 	fmt.Printf("Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
-	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af)
+	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
 	fmt.Printf("eve API      %s/eve/v1/\n", apiURL)
 	_ = uiURL
-	fmt.Println(`Try:         eve session send "what's the weather in Paris"`)
+	if a.Name == "demo" {
+		fmt.Println(`Try:         eve session send "what's the weather in Paris"`)
+	} else {
+		fmt.Printf("Try:         %s session send \"hello\"\n", filepath.Base(os.Args[0]))
+	}
 	<-ctx.Done()
 	fmt.Println("shutting down")
 	return nil

@@ -1,0 +1,145 @@
+package eve_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eve-temporal/eve"
+	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/client"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/toolsclient"
+)
+
+func TestMain(m *testing.M) { devtest.Main(m) }
+
+const rules = `
+name: lib
+rules:
+  - match: '^pack'
+    steps:
+      - calls: [{tool: pack, input: {}}]
+      - reply: "packed in {{result.pack.box}}"
+  - match: '^refund'
+    steps:
+      - calls: [{tool: refund, input: {}}]
+      - reply: "{{result.refund.status}}"
+`
+
+func libAgent(t *testing.T) *agent.Agent {
+	m, err := scripted.Parse([]byte(rules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund := tools.Func("refund", "Refund.", func(ctx *tools.Context, in struct{}) (map[string]string, error) {
+		return map[string]string{"status": "refunded"}, nil
+	})
+	refund.Approval = approval.Always()
+	pack := tools.DefineDelegated("pack", "Pack.", json.RawMessage(`{"type":"object"}`), nil,
+		tools.Delegated{Delegate: func(ctx *tools.Context, _ json.RawMessage, a tools.Action) (tools.Pending, error) {
+			go actions.Complete(context.Background(), a.Completion, map[string]string{"box": "b7"})
+			return a.Pending(), nil
+		}})
+	reg := tools.NewRegistry()
+	if err := reg.Register(refund, pack); err != nil {
+		t.Fatal(err)
+	}
+	return &agent.Agent{Name: "lib", Model: m, Tools: reg, LocalModel: true}
+}
+
+// NewWorker and NewHandler compose a whole process from the public API:
+// approvals, and a delegated tool completed through its completion URL
+// (signed by the worker with ActionSecret, verified by the handler).
+func TestNewWorkerAndHandler(t *testing.T) {
+	srv := devtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	temporal := eve.Temporal{Address: srv.Addr, Namespace: srv.Namespace, TaskQueue: devtest.TaskQueue(t), PayloadStore: "file:" + t.TempDir()}
+	const secret = "a secret of at least 16 bytes"
+	c, store, err := eve.Dial(ctx, temporal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if store == nil {
+		t.Fatal("no store")
+	}
+	h, err := eve.NewHandler(c, libAgent(t), eve.ServerOptions{TaskQueue: temporal.TaskQueue, ActionSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+
+	w, err := eve.NewWorker(ctx, libAgent(t), eve.WorkerOptions{Temporal: temporal, Limits: eve.Limits{StopTimeout: time.Second}, ActionSecret: secret, PublicURL: hs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wctx, stopWorker := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+
+	cl := client.New(hs.URL)
+	turn, err := cl.SendAndWait(ctx, "", "pack it", nil)
+	if err != nil || turn.Status != client.TurnCompleted || turn.Reply != "packed in b7" {
+		t.Fatalf("delegated: %+v %v", turn, err)
+	}
+	turn, err = cl.SendAndWait(ctx, "", "refund it", nil)
+	if err != nil || turn.Status != client.TurnWaiting || len(turn.Open) != 1 {
+		t.Fatalf("approval: %+v %v", turn, err)
+	}
+	_, turn, err = cl.RespondAndWait(ctx, turn.SessionID, []protocol.InputResponse{{RequestID: turn.Open[0].RequestID, OptionID: "approve"}}, nil)
+	if err != nil || turn.Reply != "refunded" {
+		t.Fatalf("approved: %+v %v", turn, err)
+	}
+	res, err := toolsclient.New(hs.URL, "").Tools.Get(ctx, catalog.GetToolsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.NameMap.CanonicalToWire["lib.pack"]; !ok {
+		t.Fatalf("tools API: %v", res.NameMap.CanonicalToWire)
+	}
+	stopWorker()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Main's command tree has every command with today's flags.
+func TestCommandTree(t *testing.T) {
+	root := eve.Command("shop", func() (*agent.Agent, error) { return libAgent(t), nil })
+	var names []string
+	for _, c := range root.Commands() {
+		names = append(names, c.Name())
+	}
+	for _, want := range []string{"dev", "worker", "serve", "mcp", "doctor", "session", "tools", "action"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("commands %v lack %s", names, want)
+		}
+	}
+	worker, _, err := root.Find([]string{"worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"address", "namespace", "api-key", "tls-cert", "tls-key", "tls-ca", "tls-server-name", "task-queue", "payload-store",
+		"max-concurrent-activities", "stop-timeout", "action-secret", "public-url", "metrics-addr", "log-level"} {
+		if worker.Flags().Lookup(flag) == nil {
+			t.Fatalf("worker lacks --%s", flag)
+		}
+	}
+	if !strings.HasPrefix(root.Use, "shop") {
+		t.Fatalf("use %q", root.Use)
+	}
+}

@@ -1,0 +1,87 @@
+// Package cli holds the commands of an eve binary — dev, worker, serve,
+// mcp, doctor, session, tools and action — for any agent. Package eve
+// (eve.Main) and cmd/eve, cmd/worker use it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eve-temporal/eve/agent"
+)
+
+// App is the agent an eve binary serves.
+type App struct {
+	// Name is the binary's name in usage lines and errors (default "eve").
+	Name string
+	// Agent returns a new agent definition. Each command that serves the
+	// agent (dev, worker, serve, mcp) calls it once; the commands set its
+	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
+	Agent func() (*agent.Agent, error)
+}
+
+func (a App) name() string {
+	if a.Name == "" {
+		return "eve"
+	}
+	return a.Name
+}
+
+func (a App) agent() (*agent.Agent, error) {
+	if a.Agent == nil {
+		return nil, errors.New("this binary has no agent: pass one to eve.Main")
+	}
+	ag, err := a.Agent()
+	if err != nil {
+		return nil, fmt.Errorf("build the agent: %w", err)
+	}
+	if ag == nil {
+		return nil, errors.New("build the agent: it returned no agent")
+	}
+	return ag, nil
+}
+
+// Main runs cmd with SIGINT/SIGTERM cancelling its context, and exits 1
+// with "<name>: <error>" when it fails.
+func Main(name string, cmd *cobra.Command) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := cmd.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// NewRootCommand returns the binary's command tree.
+func NewRootCommand(app App) *cobra.Command {
+	root := &cobra.Command{
+		Use:           app.name(),
+		Short:         "eve for Go on Temporal: durable AI-agent tools",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newDevCommand(app),
+		newWorkerCommand(app, "worker"),
+		newDoctorCommand(),
+		newSessionCommand(),
+		newServeCommand(app),
+		newActionCommand(),
+		newToolsCommand(),
+		newMCPCommand(app),
+	)
+	return root
+}
+
+// NewWorkerCommand returns the worker command alone, for a binary that is
+// only a worker (cmd/worker): its flags are the binary's.
+func NewWorkerCommand(app App) *cobra.Command {
+	return newWorkerCommand(app, app.name())
+}

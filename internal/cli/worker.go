@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/workerhost"
+)
+
+func newWorkerCommand(app App, use string) *cobra.Command {
+	var (
+		tc          config.Temporal
+		limits      workerhost.Limits
+		metricsAddr string
+		logLevel    string
+		actions     config.Actions
+	)
+	cmd := &cobra.Command{
+		Use:           use,
+		Short:         "Run eve's Temporal worker (workflows and activities of the agent)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			a, err := app.agent()
+			if err != nil {
+				return err
+			}
+			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, a)
+		},
+	}
+	tc.Bind(cmd.Flags())
+	limits.Bind(cmd.Flags())
+	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where /metrics listens; empty disables it (env EVE_METRICS_ADDR)")
+	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// RunWorker dials Temporal (metrics, tracing, the payload store), serves a
+// on a worker until ctx ends, then stops gracefully: in-flight tools get
+// limits' stop timeout to finish.
+func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr string, a *agent.Agent) error {
+	if err := limits.Validate(); err != nil {
+		return err
+	}
+	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	if metricsURL != "" {
+		logger.Info("metrics", "url", metricsURL)
+	}
+	a.Logger = logger
+	// The store the client offloads payloads to (tc's copies share it).
+	if a.Store, err = tc.Store(ctx); err != nil {
+		return err
+	}
+	if err := workerhost.UseModelFromEnv(a); err != nil {
+		return err
+	}
+	if a.Actions == nil {
+		if a.Actions, err = actions.Worker(); err != nil {
+			logger.Warn("delegated tools will fail until this is fixed", "err", err)
+		}
+	}
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
+	if err != nil {
+		return err
+	}
+	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location())
+	stopCh := make(chan any)
+	go func() {
+		<-ctx.Done()
+		logger.Info("worker stopping: in-flight tools may finish", "stopTimeout", limits.EffectiveStopTimeout())
+		close(stopCh)
+	}()
+	if err := w.Run(stopCh); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}

@@ -1,0 +1,141 @@
+package eve_test
+
+import (
+	"fmt"
+	"go/types"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// No exported API of a public package exposes a type from an internal
+// package: an app in another module could not name it.
+func TestNoInternalTypesInPublicAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks the module")
+	}
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports | packages.NeedDeps}, "github.com/eve-temporal/eve/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	checked := 0
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 {
+			t.Fatalf("%s: %v", p.PkgPath, p.Errors)
+		}
+		if isInternal(p.PkgPath) || p.Name == "main" {
+			continue
+		}
+		checked++
+		bad = append(bad, internalRefs(p.Types)...)
+	}
+	if checked < 10 {
+		t.Fatalf("checked only %d packages", checked)
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		t.Fatalf("exported API exposes internal types:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+func isInternal(path string) bool {
+	return strings.HasPrefix(path, "github.com/eve-temporal/eve/") && strings.Contains(path+"/", "/internal/")
+}
+
+// internalRefs lists every exported identifier of pkg whose type mentions
+// a type of an internal package.
+func internalRefs(pkg *types.Package) []string {
+	var out []string
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		obj := scope.Lookup(name)
+		if !obj.Exported() {
+			continue
+		}
+		where := pkg.Path() + "." + name
+		w := &walker{seen: map[types.Type]bool{}}
+		switch o := obj.(type) {
+		case *types.TypeName:
+			if named, ok := o.Type().(*types.Named); ok {
+				w.walk(where, named.Underlying())
+				for i := 0; i < named.NumMethods(); i++ {
+					m := named.Method(i)
+					if m.Exported() {
+						w.walk(where+"."+m.Name(), m.Type())
+					}
+				}
+			} else {
+				w.walk(where, o.Type())
+			}
+		default:
+			w.walk(where, obj.Type())
+		}
+		out = append(out, w.found...)
+	}
+	return out
+}
+
+type walker struct {
+	seen  map[types.Type]bool
+	found []string
+}
+
+func (w *walker) walk(where string, t types.Type) {
+	if t == nil || w.seen[t] {
+		return
+	}
+	w.seen[t] = true
+	switch t := t.(type) {
+	case *types.Named:
+		if p := t.Obj().Pkg(); p != nil && isInternal(p.Path()) {
+			w.found = append(w.found, fmt.Sprintf("%s: %s", where, t))
+		}
+		for i := 0; i < t.TypeArgs().Len(); i++ {
+			w.walk(where, t.TypeArgs().At(i))
+		}
+		// Types of other packages are checked where they are declared.
+	case *types.Alias:
+		if p := t.Obj().Pkg(); p != nil && isInternal(p.Path()) {
+			w.found = append(w.found, fmt.Sprintf("%s: %s", where, t))
+		}
+		w.walk(where, types.Unalias(t))
+	case *types.Pointer:
+		w.walk(where, t.Elem())
+	case *types.Slice:
+		w.walk(where, t.Elem())
+	case *types.Array:
+		w.walk(where, t.Elem())
+	case *types.Map:
+		w.walk(where, t.Key())
+		w.walk(where, t.Elem())
+	case *types.Chan:
+		w.walk(where, t.Elem())
+	case *types.Signature:
+		w.walk(where, t.Params())
+		w.walk(where, t.Results())
+	case *types.Tuple:
+		for i := 0; i < t.Len(); i++ {
+			w.walk(where, t.At(i).Type())
+		}
+	case *types.Struct:
+		for i := 0; i < t.NumFields(); i++ {
+			f := t.Field(i)
+			if f.Exported() || f.Embedded() {
+				w.walk(where+"."+f.Name(), f.Type())
+			}
+		}
+	case *types.Interface:
+		for i := 0; i < t.NumMethods(); i++ {
+			m := t.Method(i)
+			if m.Exported() {
+				w.walk(where+"."+m.Name(), m.Type())
+			}
+		}
+		for i := 0; i < t.NumEmbeddeds(); i++ {
+			w.walk(where, t.EmbeddedType(i))
+		}
+	}
+}
