@@ -3,7 +3,11 @@ package eve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +114,40 @@ func TestNewWorkerAndHandler(t *testing.T) {
 	}
 	if _, ok := res.NameMap.CanonicalToWire["lib.pack"]; !ok {
 		t.Fatalf("tools API: %v", res.NameMap.CanonicalToWire)
+	}
+
+	// Per-session authorization through the public hook: with two keyed
+	// users, bob may read alice's session (the hook allows streams) but not
+	// write to it.
+	keys := filepath.Join(t.TempDir(), "keys.yaml")
+	if err := os.WriteFile(keys, []byte("keys:\n  key-alice: {principalId: alice}\n  key-bob: {principalId: bob}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	hk, err := eve.NewHandler(c, libAgent(t), eve.ServerOptions{TaskQueue: temporal.TaskQueue, KeysFile: keys,
+		AuthorizeSession: func(_ context.Context, a eve.SessionAccess) bool {
+			asked = append(asked, a.Action+":"+a.Caller.ID+"->"+a.Owner.ID)
+			return a.Action == "stream"
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hks := httptest.NewServer(hk)
+	defer hks.Close()
+	alice, bob := client.New(hks.URL, client.WithAPIKey("key-alice")), client.New(hks.URL, client.WithAPIKey("key-bob"))
+	turn, err = alice.SendAndWait(ctx, "", "pack it", nil)
+	if err != nil || turn.Status != client.TurnCompleted {
+		t.Fatalf("alice: %+v %v", turn, err)
+	}
+	var apiErr *client.Error
+	if _, err := bob.Send(ctx, turn.SessionID, "pack it"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden {
+		t.Fatalf("bob's send to alice's session: %v", err)
+	}
+	if evs, _, err := bob.Events(ctx, turn.SessionID, 0); err != nil || len(evs) == 0 {
+		t.Fatalf("bob's stream (allowed by the hook): %d events, %v", len(evs), err)
+	}
+	if !slices.Equal(asked, []string{"send:bob->alice", "stream:bob->alice"}) {
+		t.Fatalf("the hook was asked %v", asked)
 	}
 	stopWorker()
 	if err := <-done; err != nil {
