@@ -23,7 +23,8 @@ FROM alpine:3.22
 # CA certificates for model providers and Temporal Cloud; tzdata for timers in
 # local time; wget (busybox) serves the health checks.
 RUN apk add --no-cache ca-certificates tzdata && \
-    addgroup -S -g 10001 eve && adduser -S -D -H -u 10001 -G eve eve
+    addgroup -S -g 10001 eve && adduser -S -D -H -u 10001 -G eve eve && \
+    mkdir -p /var/lib/eve && chown eve:eve /var/lib/eve
 COPY --from=build /out/eve /out/worker /usr/local/bin/
 USER eve:eve
 ENV EVE_ADDR=0.0.0.0:4111 \
