@@ -218,7 +218,7 @@ func newCluster(t *testing.T) *cluster {
 			}
 		}
 		c.close()
-		if os.Getenv("EVE_CLUSTER_KEEP") != "" {
+		if os.Getenv("EVE_CLUSTER_KEEP") != "" { // keep the logs and data to look at
 			t.Logf("kept %s", dir)
 			return
 		}
