@@ -4,7 +4,9 @@
 #   docker run eve worker         # Temporal worker (workflows + activities)
 #   docker run eve eve serve      # the HTTP API (eve session protocol, tools API)
 # Configuration comes from the environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-# TEMPORAL_API_KEY, TEMPORAL_TLS_*, EVE_TASK_QUEUE, EVE_ADDR, EVE_API_KEY.
+# TEMPORAL_API_KEY, TEMPORAL_TLS_*, EVE_TASK_QUEUE, EVE_ADDR, EVE_API_KEY, and,
+# the same on every worker and API server, EVE_ACTION_SECRET, EVE_PUBLIC_URL and
+# EVE_PAYLOAD_STORE (docker-compose.yml keeps a file: store in /var/lib/eve).
 
 # --- build -------------------------------------------------------------------
 FROM golang:1.26 AS build

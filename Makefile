@@ -32,7 +32,9 @@ bin/temporal:
 # The Temporal server and its SQL schema tool for `make test-cluster`: a
 # separate build (the server module does not build beside eve's SDK in one
 # module), once, from the Go module proxy; same temporary-directory-then-rename
-# rule as bin/temporal.
+# rule as bin/temporal. Measured on 2 cores from empty module and build caches:
+# about 4 minutes; the whole `make test-cluster` from there, eve's own build
+# included, 11.5 minutes (about 1 minute once built).
 TEMPORAL_SERVER_VERSION := v1.29.1
 TEMPORAL_SERVER_MODULE := go.temporal.io/server
 
