@@ -327,10 +327,22 @@ func (c *cluster) scenarioKillAPI(t *testing.T, a *accounts) {
 		t.Fatal(err)
 	}
 	a.turnsSent.Add(1)
+	// The turn is in flight once its job is spooled, and stays so (held):
+	// read everything up to the tail, then kill the server mid-stream.
+	for c.runner.pending() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("run_report's job was never spooled")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tail, err := doomed.Tail(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	next := 0
 	s := doomed.Stream(ctx, sid, 0, &client.StreamOptions{MaxReconnects: 1})
-	for c.runner.pending() == 0 || len(ids) < 6 {
+	for next <= tail {
 		if !s.Next() {
 			t.Fatalf("stream ended before the tool call: %v", s.Err())
 		}
