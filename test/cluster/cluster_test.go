@@ -286,10 +286,10 @@ func (c *cluster) scenarioKillWorker(t *testing.T, a *accounts) {
 	}
 	finished := time.Since(killed)
 	// Every turn's last workflow task was completed by the survivor.
-	bySurvivor := 0
+	bySurvivor, moved := 0, 0
 	for _, s := range ss {
 		it := c.tc.GetWorkflowHistory(ctx, s.sid+"/turn_0", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		last := ""
+		last, byVictim := "", false
 		for it.HasNext() {
 			e, err := it.Next()
 			if err != nil {
@@ -297,16 +297,20 @@ func (c *cluster) scenarioKillWorker(t *testing.T, a *accounts) {
 			}
 			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
 				last = e.GetWorkflowTaskCompletedEventAttributes().GetIdentity()
+				byVictim = byVictim || workerIdentityPid(last) == victimPid
 			}
 		}
 		if workerIdentityPid(last) == survivorPid {
 			bySurvivor++
+			if byVictim {
+				moved++
+			}
 		} else {
 			t.Errorf("turn of %s finished by %q, want the surviving worker (pid %d)", s.sid, last, survivorPid)
 		}
 	}
-	t.Logf("(b) %d turns with a run_report call in flight (%d started by worker %d, %d by worker %d); SIGKILL worker %d: worker %d finished %d/%d turns, the last %.1fs after the kill",
-		n, byPid[victimPid], victim+1, byPid[survivorPid], survivor+1, victim+1, survivor+1, bySurvivor, n, finished.Seconds())
+	t.Logf("(b) %d turns with a run_report call in flight (%d started by worker %d, %d by worker %d); SIGKILL worker %d: worker %d finished %d/%d turns (%d of them begun by the killed worker), the last %.1fs after the kill",
+		n, byPid[victimPid], victim+1, byPid[survivorPid], survivor+1, victim+1, survivor+1, bySurvivor, n, moved, finished.Seconds())
 	c.startWorker(victim)
 }
 
