@@ -4,7 +4,9 @@
 #   docker run eve worker         # Temporal worker (workflows + activities)
 #   docker run eve eve serve      # the HTTP API (eve session protocol, tools API)
 # Configuration comes from the environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-# TEMPORAL_API_KEY, TEMPORAL_TLS_*, EVE_TASK_QUEUE, EVE_ADDR, EVE_API_KEY.
+# TEMPORAL_API_KEY, TEMPORAL_TLS_*, EVE_TASK_QUEUE, EVE_ADDR, EVE_API_KEY, and,
+# the same on every worker and API server, EVE_ACTION_SECRET, EVE_PUBLIC_URL and
+# EVE_PAYLOAD_STORE (docker-compose.yml keeps a file: store in /var/lib/eve).
 
 # --- build -------------------------------------------------------------------
 FROM golang:1.26 AS build
@@ -23,7 +25,8 @@ FROM alpine:3.22
 # CA certificates for model providers and Temporal Cloud; tzdata for timers in
 # local time; wget (busybox) serves the health checks.
 RUN apk add --no-cache ca-certificates tzdata && \
-    addgroup -S -g 10001 eve && adduser -S -D -H -u 10001 -G eve eve
+    addgroup -S -g 10001 eve && adduser -S -D -H -u 10001 -G eve eve && \
+    mkdir -p /var/lib/eve && chown eve:eve /var/lib/eve
 COPY --from=build /out/eve /out/worker /usr/local/bin/
 USER eve:eve
 ENV EVE_ADDR=0.0.0.0:4111 \
