@@ -218,7 +218,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.owners.put(res.SessionID, caller)
-	s.wakes.wake(res.SessionID)
+	s.hub.wake(res.SessionID)
 	accepted(w, Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
@@ -262,7 +262,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, s.temporalError("send the message", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	accepted(w, Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
@@ -359,7 +359,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		s.fail(w, s.temporalError("deliver the answers", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	accepted(w, Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
 }
 
@@ -451,7 +451,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.Con
 		s.fail(w, s.temporalError(req.Op+" the session", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	w.Header().Set("x-eve-session-id", id)
 	switch res.Status {
 	case signals.ControlAccepted:
