@@ -93,6 +93,10 @@ type Options struct {
 	// server wakes the session's reader at once.
 	PollInterval     time.Duration
 	IdlePollInterval time.Duration
+	// RequestTimeout bounds a write's Temporal calls (default 20 s, under
+	// the 30 s most HTTP clients wait): past it the answer is 503 with
+	// Retry-After.
+	RequestTimeout time.Duration
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// CORSOrigins lists the origins browsers may call from; empty means
@@ -146,6 +150,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.IdlePollInterval < opts.PollInterval {
 		opts.IdlePollInterval = opts.PollInterval
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

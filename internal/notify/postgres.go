@@ -24,14 +24,12 @@ const maxPayload = 7000
 // reconnect with backoff; after the listener reconnects, subscribers hear
 // "" (anything may have changed).
 type Postgres struct {
-	url    string
-	log    *slog.Logger
-	local  *Local
-	mu     sync.Mutex
-	queue  map[string]int
-	kick   chan struct{}
-	ready  chan struct{} // closed once the listener first listens
-	readyO sync.Once
+	url   string
+	log   *slog.Logger
+	local *Local
+	mu    sync.Mutex
+	queue map[string]int
+	kick  chan struct{}
 }
 
 // OpenPostgres connects to url and runs the bus until ctx ends. It returns
@@ -40,7 +38,7 @@ func OpenPostgres(ctx context.Context, url string, logger *slog.Logger) (*Postgr
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Postgres{url: url, log: logger, local: NewLocal(), queue: map[string]int{}, kick: make(chan struct{}, 1), ready: make(chan struct{})}
+	p := &Postgres{url: url, log: logger, local: NewLocal(), queue: map[string]int{}, kick: make(chan struct{}, 1)}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, url)
