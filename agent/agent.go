@@ -57,6 +57,10 @@ type Agent struct {
 	// worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE).
 	// Required.
 	Store payloadstore.Store
+	// Notifier, when set, hears "session X now holds N events" as the
+	// workflows record events, so API servers stream by push instead of
+	// polling (internal/notify; eve's worker sets it from EVE_NOTIFY).
+	Notifier workflows.Notifier
 	// ContextWindow is the model's context window in tokens (default
 	// 200,000). The conversation is compacted automatically when it
 	// reaches CompactAt of it.
@@ -166,7 +170,7 @@ func Register(w worker.Registry, a *Agent) error {
 		LocalModel:              a.LocalModel,
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
-	}}
+	}, Notifier: a.Notifier}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,

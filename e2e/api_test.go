@@ -36,7 +36,7 @@ type apiEnv struct {
 // adjusts the server's options (nil: defaults, open server).
 func newAPIEnv(t testing.TB, env *evetest.Env, mut func(*api.Options)) *apiEnv {
 	t.Helper()
-	opts := api.Options{Sessions: env.Sessions, PollInterval: 5 * time.Millisecond}
+	opts := api.Options{Sessions: env.Sessions, PollInterval: 5 * time.Millisecond, Notify: env.Bus}
 	if mut != nil {
 		mut(&opts)
 	}
@@ -48,6 +48,7 @@ func newAPIEnv(t testing.TB, env *evetest.Env, mut func(*api.Options)) *apiEnv {
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
+		srv.Close()
 	})
 	return &apiEnv{Env: env, URL: hs.URL, Server: srv, HTTP: hs, C: client.New(hs.URL)}
 }

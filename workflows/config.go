@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // Config is recorded in a session's history when it starts and carried
@@ -98,4 +99,24 @@ func (c Config) modelRetry() *temporal.RetryPolicy {
 // Runtime carries the worker's configuration into the workflows it registers.
 type Runtime struct {
 	Config Config
+	// Notifier, when set, hears that a session recorded events (streams
+	// learn of changes from it instead of polling). Nil: nobody is told.
+	Notifier Notifier
+}
+
+// Notifier hears "session sessionID now holds events events". It is a side
+// effect outside workflow state, like logging: it is called when an event
+// is recorded, never during replay, and must not block. A notification may
+// arrive before the workflow task that holds the event completes: readers
+// re-read until they see the count.
+type Notifier interface {
+	Notify(sessionID string, events int)
+}
+
+// notify tells the Notifier, if any, outside replay.
+func (r *Runtime) notify(ctx workflow.Context, sessionID string, events int) {
+	if r == nil || r.Notifier == nil || workflow.IsReplaying(ctx) {
+		return
+	}
+	r.Notifier.Notify(sessionID, events)
 }

@@ -66,6 +66,7 @@ type QueuedMessage struct {
 }
 
 type session struct {
+	rt        *Runtime // notifies streams (never workflow state)
 	id        string
 	initiator *auth.Principal
 	st        *SessionState
@@ -119,6 +120,7 @@ func (s *session) emit(ctx workflow.Context, typ string, data any) {
 	now := workflow.Now(ctx)
 	idx := s.total()
 	s.record(protocol.NewEvent(typ, data, protocol.EventID(now, s.id, idx), now, nil))
+	s.rt.notify(ctx, s.id, s.total())
 }
 
 func (s *session) record(evs ...protocol.Event) {
@@ -137,6 +139,7 @@ func turnID(seq int) string { return fmt.Sprintf("turn_%d", seq) }
 func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
 		outcomes: map[string]*signals.TurnOutcome{}, waiters: map[string]int{}}
+	s.rt = r
 	if s.st == nil {
 		var cfg Config
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.WithDefaults() }).Get(&cfg); err != nil {

@@ -64,6 +64,7 @@ const (
 )
 
 type turn struct {
+	rt     *Runtime // notifies streams (never workflow state)
 	in     TurnInput
 	cfg    Config
 	parent *workflow.Execution
@@ -117,6 +118,7 @@ func (t *turn) emit(ctx workflow.Context, typ string, data any) {
 	now := workflow.Now(ctx)
 	idx := t.in.EventBase + len(t.events)
 	t.events = append(t.events, protocol.NewEvent(typ, data, protocol.EventID(now, t.in.SessionID, idx), now, t.in.DeliveryIDs))
+	t.rt.notify(ctx, t.in.SessionID, idx+1)
 }
 
 func (t *turn) add(m model.Message) {
@@ -204,6 +206,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
 	t := &turn{in: in, cfg: cfg,
 		stepDone: -1, byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
+	t.rt = r
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
 		t.parent = p
 	}

@@ -197,7 +197,7 @@ func TestPollInterval(t *testing.T) {
 		{true, protocol.TurnWaiting, long, DefaultIdlePollInterval},
 		{false, protocol.SessionWaiting, long, DefaultIdlePollInterval},
 	} {
-		if got := s.interval(c.active, c.last, c.activity); got != c.want {
+		if got := s.hub.interval(c.active, c.last, c.activity); got != c.want {
 			t.Errorf("interval(%v, %s, %v) = %v, want %v", c.active, c.last, c.activity, got, c.want)
 		}
 	}

@@ -5,8 +5,9 @@
 //
 // Every route lives under /eve/v1/ (a named mount /eve/<agent>/v1/ is
 // served the same). All routes but health need a bearer key when keys are
-// configured. Writes go to sessions.Service (Temporal Updates); the stream
-// polls the workflows' event logs with queries (see docs/events.md).
+// configured. Writes go to sessions.Service (Temporal Updates); streams
+// read the workflows' event logs with queries, one reader per session,
+// when told the session changed (see docs/events.md).
 package api
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/actionsvc"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
 )
 
@@ -80,12 +82,21 @@ type Options struct {
 	// HeartbeatInterval is how often an idle stream writes a blank line
 	// (default 10 s; the client gives up after 15 s without bytes).
 	HeartbeatInterval time.Duration
-	// PollInterval is how often a stream reads a running turn's events
-	// (default 10 ms); IdlePollInterval how often it looks at an idle
-	// session (default 250 ms). A write through this server wakes the
-	// session's streams at once.
+	// Notify delivers "session X changed" from the workers
+	// (internal/notify): streams read a session only when it changes, so
+	// idle streams cost no query. Nil: each session with open streams is
+	// polled by one reader (PollInterval, IdlePollInterval).
+	Notify notify.Bus
+	// PollInterval is how often a session's reader polls a running turn's
+	// events without Notify (default 10 ms); IdlePollInterval how often it
+	// looks at an idle session (default 250 ms). A write through this
+	// server wakes the session's reader at once.
 	PollInterval     time.Duration
 	IdlePollInterval time.Duration
+	// RequestTimeout bounds a write's Temporal calls (default 20 s, under
+	// the 30 s most HTTP clients wait): past it the answer is 503 with
+	// Retry-After.
+	RequestTimeout time.Duration
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// CORSOrigins lists the origins browsers may call from; empty means
@@ -115,7 +126,7 @@ type Server struct {
 	log     *slog.Logger
 	keys    keyIndex
 	mux     *http.ServeMux
-	wakes   *wakeHub
+	hub     *hub
 	owners  *ownerCache
 	streams *streamCounter
 }
@@ -139,6 +150,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.IdlePollInterval < opts.PollInterval {
 		opts.IdlePollInterval = opts.PollInterval
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -167,11 +181,16 @@ func New(opts Options) (*Server, error) {
 			"Set EVE_API_KEY (--eve-api-key) or EVE_API_KEYS_FILE (--keys-file), listen on a loopback address "+
 			"(EVE_ADDR=127.0.0.1:4111), or accept the risk with --insecure-open (EVE_INSECURE_OPEN=1)", ErrInsecureOpen, opts.Addr)
 	}
-	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(), wakes: newWakeHub(),
+	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(),
 		owners: newOwnerCache(opts.OwnerCacheSize), streams: &streamCounter{open: map[string]int{}}}
+	s.hub = newHub(opts.Sessions, opts.Notify, opts.PollInterval, opts.IdlePollInterval, opts.Logger)
 	s.routes()
 	return s, nil
 }
+
+// Close stops listening to Options.Notify (open streams end with their
+// requests).
+func (s *Server) Close() { s.hub.close() }
 
 // Open reports whether the server runs without keys (every caller anonymous).
 func (s *Server) Open() bool { return len(s.keys) == 0 }
@@ -287,44 +306,6 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 }
 
 const exposedHeaders = "x-eve-session-id, x-eve-stream-version, x-eve-stream-tail-index, x-eve-stream-format, www-authenticate, retry-after"
-
-// wakeHub lets writes through this server wake the streams of a session,
-// so their next poll happens at once instead of after the idle interval.
-type wakeHub struct {
-	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
-}
-
-func newWakeHub() *wakeHub { return &wakeHub{subs: map[string]map[chan struct{}]struct{}{}} }
-
-func (h *wakeHub) subscribe(id string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	h.mu.Lock()
-	if h.subs[id] == nil {
-		h.subs[id] = map[chan struct{}]struct{}{}
-	}
-	h.subs[id][ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs[id], ch)
-		if len(h.subs[id]) == 0 {
-			delete(h.subs, id)
-		}
-		h.mu.Unlock()
-	}
-}
-
-func (h *wakeHub) wake(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs[id] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
 
 // streamCounter counts each principal's open streams.
 type streamCounter struct {

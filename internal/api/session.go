@@ -19,10 +19,11 @@ import (
 	"github.com/eve-temporal/eve/workflows"
 )
 
-// writeTimeout bounds how long a write (a message, answers, a control)
-// waits for the session workflow to accept it. A session whose worker is
-// down answers 503 after this.
-const writeTimeout = 30 * time.Second
+// DefaultRequestTimeout bounds how long a write (a create, a message,
+// answers, a control) waits for Temporal and the session workflow to
+// accept it: shorter than the 30 s most HTTP clients wait, so saturated or
+// absent workers answer 503 with Retry-After, never a client-side timeout.
+const DefaultRequestTimeout = 20 * time.Second
 
 // Accepted is the body of an accepted create, message or answer batch.
 type Accepted struct {
@@ -192,7 +193,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caller := Caller(r.Context())
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
 	// With an Idempotency-Key the session id, the Update ID and the
 	// delivery id derive from it (and the caller): a retry joins the
@@ -218,7 +219,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.owners.put(res.SessionID, caller)
-	s.wakes.wake(res.SessionID)
+	s.hub.wake(res.SessionID)
 	accepted(w, Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
@@ -245,7 +246,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caller := Caller(r.Context())
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
 	// A message may answer an open prompt: it is checked like every send.
 	if _, err := s.authorize(ctx, id, ActionSend, SessionAccess{Caller: caller, Message: in.message}); err != nil {
@@ -262,14 +263,14 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, s.temporalError("send the message", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	accepted(w, Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
 // respond authorizes and delivers a batch of answers.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs []protocol.InputResponse) {
 	caller := Caller(r.Context())
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
 	sum, err := s.opts.Sessions.Summary(ctx, id)
 	if err != nil {
@@ -359,7 +360,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		s.fail(w, s.temporalError("deliver the answers", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	accepted(w, Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
 }
 
@@ -372,8 +373,19 @@ func rejectionMessage(err error) string {
 	return err.Error()
 }
 
-// temporalError maps an error of sessions.Service to an HTTP error.
+// temporalError maps an error of sessions.Service to an HTTP error. A
+// session found ended or gone wakes its streams' reader, so they end too
+// (a terminated workflow records no event to be notified of).
 func (s *Server) temporalError(what, id string, err error) error {
+	he := s.mapTemporalError(what, id, err)
+	var h *httpError
+	if id != "" && errors.As(he, &h) && (h.status == http.StatusGone || h.status == http.StatusNotFound) {
+		s.hub.wake(id)
+	}
+	return he
+}
+
+func (s *Server) mapTemporalError(what, id string, err error) error {
 	var he *httpError
 	if errors.As(err, &he) {
 		return he
@@ -409,14 +421,15 @@ func (s *Server) temporalError(what, id string, err error) error {
 		// cluster) are saturated. Temporary, so 503 with Retry-After.
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s: the session's workers did not answer in time (they may be overloaded). Retry after Retry-After with the same Idempotency-Key header, so a message taken meanwhile is not sent twice", what)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s within %s: is a worker running on task queue %q?", what, writeTimeout, s.opts.Sessions.TaskQueue)
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded") {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s within %s: the session's workers may be overloaded, or none runs on task queue %q. Retry after Retry-After with the same Idempotency-Key header", what, s.opts.RequestTimeout, s.opts.Sessions.TaskQueue)
 	}
 	if errors.Is(err, context.Canceled) {
 		return errorf(499, "cancelled", "the request was cancelled")
 	}
 	var unavailable *serviceerror.Unavailable
-	if errors.As(err, &unavailable) {
+	var canceled *serviceerror.Canceled
+	if errors.As(err, &unavailable) || errors.As(err, &canceled) {
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s: Temporal is unavailable: %v", what, unavailable)
 	}
 	s.log.Error("api: request failed", "what", what, "session", id, "err", err)
@@ -440,7 +453,7 @@ func endedError(e *sessions.EndedError) *httpError {
 func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.ControlRequest) {
 	id := r.PathValue("id")
 	req.Caller = Caller(r.Context())
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
 	if _, err := s.authorize(ctx, id, req.Op, SessionAccess{Caller: req.Caller}); err != nil {
 		s.fail(w, s.temporalError(req.Op+" the session", id, err))
@@ -451,7 +464,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.Con
 		s.fail(w, s.temporalError(req.Op+" the session", id, err))
 		return
 	}
-	s.wakes.wake(id)
+	s.hub.wake(id)
 	w.Header().Set("x-eve-session-id", id)
 	switch res.Status {
 	case signals.ControlAccepted:

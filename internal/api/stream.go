@@ -27,7 +27,7 @@ const (
 // control (streamControlVersion=1); the client reconnects from its cursor.
 const LeaseEndedLine = `{"$eve":"stream.lease-ended","version":1}` + "\n"
 
-// fastWindow keeps a stream polling fast for a while after its last event
+// fastWindow keeps a polling feed fast for a while after its last event
 // or write, so the first events of a turn are not delayed by the idle interval.
 const fastWindow = 2 * time.Second
 
@@ -83,14 +83,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, he)
 		return
 	}
-	wake, unsubscribe := s.wakes.subscribe(id)
-	defer unsubscribe()
 	if err != nil {
 		var ended *sessions.EndedError
 		switch {
 		case errors.Is(err, sessions.ErrNotFound):
 			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+id+" not found")
 		case errors.As(err, &ended):
+			s.hub.wake(id) // streams still open on it end too
 			s.fail(w, endedError(ended))
 		case ctx.Err() != nil:
 		default:
@@ -152,39 +151,44 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cursor := page.Next()
-	lastType := ""
-	if n := len(page.Events); n > 0 {
-		lastType = page.Events[n-1].Type
-	}
-	if !follow {
-		// Up to the tail as it was at the first read, a page at a time.
-		end := page.Total
-		for cursor < end {
+	// readOn reads from cursor by itself, up to the tail as it was at the
+	// first read (end) or, for end < 0, until it has caught up.
+	readOn := func(end int) (ok bool) {
+		for end < 0 || cursor < end {
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
 			next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page)
 			cancel()
 			if err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !errors.Is(err, sessions.ErrNotFound) && !errors.Is(err, sessions.ErrEnded) {
 					s.log.Warn("api: stream read failed", "session", id, "cursor", cursor, "err", err)
 				}
-				return // the client resumes from its cursor
-			}
-			if len(next.Events) == 0 {
-				return // the log shrank (a turn workflow that died)
+				return false // the client resumes from its cursor
 			}
 			page = next
 			if ok, ended := writeEvents(page.Events); !ok || ended {
-				return
+				return false
 			}
 			cursor = page.Next()
+			if len(page.Events) == 0 || (end < 0 && !page.More()) {
+				return end < 0 // caught up (or the log shrank: a turn workflow that died)
+			}
 		}
+		return true
+	}
+	if !follow {
+		// Up to the tail as it was at the first read, a page at a time.
+		readOn(page.Total)
+		return
+	}
+	if page.More() && !readOn(-1) {
 		return
 	}
 
-	now := time.Now()
-	lastActivity := now
-	lastWrite := now
-	active := page.Active
+	// Caught up: the session's feed (one reader per session on this
+	// server) hands this stream the events that follow.
+	sub := s.hub.subscribe(id, cursor)
+	defer sub.close()
+	lastWrite := time.Now()
 	var leaseEnd <-chan time.Time
 	if control {
 		t := time.NewTimer(s.opts.LeaseDuration)
@@ -193,12 +197,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTimer(s.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
-	first := s.interval(active, lastType, lastActivity)
-	if page.More() {
-		first = 0
-	}
-	poll := time.NewTimer(first)
-	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -215,61 +213,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			}
 			heartbeat.Reset(s.opts.HeartbeatInterval - time.Since(lastWrite))
 			continue
-		case <-wake:
-			lastActivity = time.Now()
-		case <-poll.C:
+		case <-sub.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, readTimeout)
-		next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, sessions.ErrNotFound), errors.Is(err, sessions.ErrEnded):
-			// Gone: end the response; a reconnect answers 404 or 410.
-			return
-		case err != nil:
-			s.log.Debug("api: stream read failed; retrying", "session", id, "err", err)
-			active = false
-		default:
-			page = next
-			active = page.Active
-			if len(page.Events) > 0 {
-				ok, ended := writeEvents(page.Events)
-				if !ok || ended {
+		for {
+			evs, behind, ended := sub.since(cursor)
+			if behind {
+				// Further back than the feed keeps: read on alone.
+				if !readOn(-1) {
 					return
 				}
-				cursor = page.Next()
-				lastType = page.Events[len(page.Events)-1].Type
-				lastActivity = time.Now()
-				lastWrite = lastActivity
+				continue
 			}
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
+			if ended {
+				return // gone: a reconnect answers 404 or 410
 			}
-		}
-		if err == nil && page.More() {
-			poll.Reset(0) // a page cut at the size bound: read on at once
-		} else {
-			poll.Reset(s.interval(active, lastType, lastActivity))
+			if len(evs) == 0 {
+				break
+			}
+			ok, end := writeEvents(evs)
+			if !ok || end {
+				return
+			}
+			cursor += len(evs)
+			lastWrite = time.Now()
 		}
 	}
-}
-
-// interval is the wait before the next poll: PollInterval while events
-// flow (within fastWindow of the last event or write), five times that
-// while a turn runs quietly (a long tool or model call), and
-// IdlePollInterval when the session is idle or the turn is parked on input
-// (its answer comes through a write, which wakes the stream).
-func (s *Server) interval(active bool, lastType string, lastActivity time.Time) time.Duration {
-	switch {
-	case time.Since(lastActivity) < fastWindow:
-		return s.opts.PollInterval
-	case active && lastType != protocol.TurnWaiting:
-		return min(5*s.opts.PollInterval, s.opts.IdlePollInterval)
-	}
-	return s.opts.IdlePollInterval
 }

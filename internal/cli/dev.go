@@ -13,6 +13,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -125,6 +126,16 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	if err := visibility.Register(ctx, c, tc.Namespace); err != nil {
 		logger.Warn("could not register eve's search attributes", "err", err)
 	}
+	// The worker tells the API server of new events: in process, or
+	// through EVE_NOTIFY when set (then other API servers hear too).
+	bus, err := notify.Open(ctx, af.notify, logger)
+	if err != nil {
+		return fmt.Errorf("--notify: %w", err)
+	}
+	if bus == nil {
+		bus = notify.NewLocal()
+	}
+	a.Notifier = bus
 	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
 	if err != nil {
 		return err
@@ -134,7 +145,7 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	}
 	defer w.Stop()
 	fmt.Printf("Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
-	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a)
+	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
@@ -38,6 +39,12 @@ type apiFlags struct {
 	actions      config.Actions
 	insecureOpen bool
 	maxStreams   int
+	notify       string
+}
+
+// bindNotify registers --notify (EVE_NOTIFY).
+func bindNotify(fs *pflag.FlagSet, v *string) {
+	fs.StringVar(v, "notify", config.Env("EVE_NOTIFY", ""), "bus that tells API servers a session has new events, so streams do not poll: postgres://user@host:port/db (PostgreSQL LISTEN/NOTIFY), set alike on workers and API servers; empty: eve dev uses an in-process bus, eve serve polls (one reader per session) (env EVE_NOTIFY)")
 }
 
 func (f *apiFlags) Bind(fs *pflag.FlagSet) {
@@ -51,6 +58,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
 	fs.BoolVar(&f.insecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
 	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
+	bindNotify(fs, &f.notify)
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
 }
@@ -124,7 +132,11 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 				return err
 			}
 			defer c.Close()
-			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a)
+			bus, err := notify.Open(ctx, af.notify, logger)
+			if err != nil {
+				return fmt.Errorf("--notify: %w", err)
+			}
+			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
 			if err != nil {
 				return err
 			}
@@ -142,7 +154,8 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 
 // startAPIServer listens on af.addr and serves the session protocol (and
 // a's tools API) until stop is called. It returns the server's base URL.
-func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags, a *agent.Agent) (string, func(), error) {
+// bus, when set, tells streams that sessions changed (nil: they poll).
+func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags, a *agent.Agent, bus notify.Bus) (string, func(), error) {
 	keys, err := af.checkOpen()
 	if err != nil {
 		return "", nil, err
@@ -179,6 +192,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		LeaseDuration:          af.lease,
 		HeartbeatInterval:      af.heartbeat,
 		PollInterval:           af.poll,
+		Notify:                 bus,
 		MaxBodyBytes:           af.maxBodyBytes,
 		CORSOrigins:            origins,
 		Logger:                 logger,
@@ -222,6 +236,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 			hs.Close()
 		}
 		<-done
+		srv.Close()
 	}
 	return url, stop, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
@@ -20,6 +21,7 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 		metricsAddr string
 		logLevel    string
 		actions     config.Actions
+		notifyURL   string
 	)
 	cmd := &cobra.Command{
 		Use:           use,
@@ -36,13 +38,14 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, a)
+			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, notifyURL, a)
 		},
 	}
 	tc.Bind(cmd.Flags())
 	limits.Bind(cmd.Flags())
 	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where /metrics listens; empty disables it (env EVE_METRICS_ADDR)")
+	bindNotify(cmd.Flags(), &notifyURL)
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd
 }
@@ -57,10 +60,20 @@ func newLogger(level string) (*slog.Logger, error) {
 
 // RunWorker dials Temporal (metrics, tracing, the payload store), serves a
 // on a worker until ctx ends, then stops gracefully: in-flight tools get
-// limits' stop timeout to finish.
-func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr string, a *agent.Agent) error {
+// limits' stop timeout to finish. notifyURL (EVE_NOTIFY) names the bus
+// that tells API servers of new events ("": none).
+func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
 	if err := limits.Validate(); err != nil {
 		return err
+	}
+	if a.Notifier == nil {
+		bus, err := notify.Open(ctx, notifyURL, logger)
+		if err != nil {
+			return fmt.Errorf("--notify: %w", err)
+		}
+		if bus != nil {
+			a.Notifier = bus
+		}
 	}
 	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
@@ -34,6 +35,9 @@ type Env struct {
 	Client    client.Client
 	TaskQueue string
 	Sessions  *sessions.Service
+	// Bus carries the workers' change notifications in process: workers
+	// started by StartWorker tell it, API servers may listen (api.Options.Notify).
+	Bus *notify.Local
 }
 
 // New uses the package's shared dev server (see devtest.Main).
@@ -46,7 +50,7 @@ func NewOn(t testing.TB, srv *devserver.Server) *Env {
 	t.Helper()
 	c := devtest.Client(t, srv)
 	tq := devtest.TaskQueue(t)
-	return &Env{T: t, Server: srv, Client: c, TaskQueue: tq, Sessions: &sessions.Service{Client: c, TaskQueue: tq}}
+	return &Env{T: t, Server: srv, Client: c, TaskQueue: tq, Sessions: &sessions.Service{Client: c, TaskQueue: tq}, Bus: notify.NewLocal()}
 }
 
 // Agent builds an agent from scripted rules (YAML) and tools.
@@ -70,6 +74,9 @@ func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	e.T.Helper()
 	if a.Store == nil {
 		a.Store = e.Server.PayloadStore() // the store e.Client offloads to
+	}
+	if a.Notifier == nil {
+		a.Notifier = e.Bus
 	}
 	w := worker.New(e.Client, e.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
