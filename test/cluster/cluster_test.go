@@ -5,8 +5,11 @@ package cluster
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +21,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/protocol"
 )
@@ -33,7 +37,7 @@ func TestCluster(t *testing.T) {
 	d := c.startServer()
 	t.Logf("%-44s %6.1fs", fmt.Sprintf("Temporal server %s (%d shards) at %s", serverVersion, numHistoryShards, c.frontend), d.Seconds())
 	c.createNamespace()
-	c.buildEve()
+	c.buildApp()
 	start := time.Now()
 	c.runner = newJobRunner(c.jobsDir)
 	c.startWorker(0)
@@ -223,9 +227,152 @@ func workerIdentityPid(id string) int {
 	return p
 }
 
-// (b) SIGKILL the worker that ran in-flight tool calls (run_report's jobs,
-// held); the other worker finishes every turn.
+// slowMarker is one of slow_step's marker files (test/cluster/clusteragent).
+type slowMarker struct {
+	Tag     string `json:"tag"`
+	Worker  string `json:"worker"`
+	Pid     int    `json:"pid"`
+	Attempt int32  `json:"attempt"`
+	Phase   string `json:"phase"`
+	at      time.Time
+}
+
+// slowMarkers reads tag's marker files of phase ("start" or "done").
+func (c *cluster) slowMarkers(t *testing.T, tag, phase string) []slowMarker {
+	files, _ := filepath.Glob(filepath.Join(c.markersDir, tag+".*."+phase+".json"))
+	var ms []slowMarker
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m slowMarker
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("marker %s: %v", f, err)
+		}
+		if fi, err := os.Stat(f); err == nil {
+			m.at = fi.ModTime()
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Attempt < ms[j].Attempt })
+	return ms
+}
+
+// (b) SIGKILL one worker mid-tool; the other worker finishes the turn.
+// First a true mid-tool kill: slow_step (Idempotent, heartbeating, 4 s)
+// is killed with the worker running it, and its next attempt runs on the
+// other worker. Then the worker that ran in-flight delegated calls
+// (run_report's jobs, held) is killed; the other one finishes those turns.
 func (c *cluster) scenarioKillWorker(t *testing.T, a *accounts) {
+	if !t.Run("slow_step", func(t *testing.T) { c.scenarioKillWorkerMidTool(t, a) }) {
+		return
+	}
+	t.Run("delegated", func(t *testing.T) { c.scenarioKillWorkerDelegated(t, a) })
+}
+
+func (c *cluster) workerByPid(pid int) int {
+	for i, w := range c.workers {
+		if w != nil && w.pid() == pid {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *cluster) scenarioKillWorkerMidTool(t *testing.T, a *accounts) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const tag = "b1"
+	api := c.api(0)
+	sent := time.Now()
+	acc, err := api.CreateAndSend(ctx, "slow step "+tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.session(acc.SessionID)
+	a.turnsSent.Add(1)
+	// Wait until a worker has started the tool.
+	var first slowMarker
+	for {
+		if ms := c.slowMarkers(t, tag, "start"); len(ms) > 0 {
+			first = ms[0]
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("slow_step never started (no marker in %s)", c.markersDir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	started := time.Since(sent)
+	victim := c.workerByPid(first.Pid)
+	if victim < 0 || first.Attempt != 1 {
+		t.Fatalf("slow_step started by pid %d (attempt %d), which is neither worker (%d, %d)", first.Pid, first.Attempt, c.workers[0].pid(), c.workers[1].pid())
+	}
+	survivor := 1 - victim
+	survivorPid := c.workers[survivor].pid()
+	if done := c.slowMarkers(t, tag, "done"); len(done) > 0 {
+		t.Fatalf("slow_step finished before the kill: %+v", done)
+	}
+	c.workers[victim].kill()
+	killed := time.Now()
+	tr, err := api.WaitTurn(ctx, acc.SessionID, acc.DeliveryID, 0, nil)
+	turnDone := time.Since(killed)
+	if err != nil || tr.Status != client.TurnCompleted {
+		t.Fatalf("session %s after the kill: %v %+v", acc.SessionID, err, tr)
+	}
+	a.completed.Add(1)
+	survivorName := fmt.Sprintf("worker-%d", survivor+1)
+	if want := "slow step " + tag + " finished by " + survivorName + " on attempt "; !strings.HasPrefix(tr.Reply, want) {
+		t.Errorf("reply %q, want %q…", tr.Reply, want)
+	}
+	// The markers: started by the victim, run again and finished by the
+	// survivor, never finished by the victim.
+	starts, dones := c.slowMarkers(t, tag, "start"), c.slowMarkers(t, tag, "done")
+	if len(dones) != 1 || dones[0].Pid != survivorPid || dones[0].Attempt < 2 {
+		t.Fatalf("slow_step finished %+v, want once, by %s (pid %d), on attempt >= 2 (started: %+v)", dones, survivorName, survivorPid, starts)
+	}
+	retry := starts[len(starts)-1]
+	if retry.Pid != survivorPid || retry.Attempt != dones[0].Attempt {
+		t.Errorf("last attempt started %+v, finished %+v", retry, dones[0])
+	}
+	// Temporal's history agrees: the tool's last attempt ran on the survivor.
+	var activity string
+	lastAttempt, completedBy := int32(0), 0
+	it := c.tc.GetWorkflowHistory(ctx, acc.SessionID+"/turn_0", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	tools := map[int64]bool{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s/turn_0: %v", acc.SessionID, err)
+		}
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			if name := e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(); name == activities.ExecuteToolName {
+				tools[e.GetEventId()], activity = true, name
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if at := e.GetActivityTaskStartedEventAttributes(); tools[at.GetScheduledEventId()] {
+				lastAttempt = at.GetAttempt()
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if at := e.GetActivityTaskCompletedEventAttributes(); tools[at.GetScheduledEventId()] {
+				completedBy = workerIdentityPid(at.GetIdentity())
+			}
+		}
+	}
+	if len(tools) != 1 || lastAttempt < 2 || completedBy != survivorPid {
+		t.Errorf("history: %d %s activities, last attempt %d completed by pid %d; want 1, attempt >= 2, pid %d", len(tools), activity, lastAttempt, completedBy, survivorPid)
+	}
+	t.Logf("(b1) slow_step (4 s, heartbeat timeout 2 s) started on worker %d %.1fs after the send; SIGKILL worker %d mid-tool: attempt %d started on worker %d %.1fs after the kill, finished %.1fs after the kill; turn completed %.1fs after the kill: %q",
+		victim+1, started.Seconds(), victim+1, retry.Attempt, survivor+1, retry.at.Sub(killed).Seconds(), dones[0].at.Sub(killed).Seconds(), turnDone.Seconds(), tr.Reply)
+	c.startWorker(victim)
+	c.waitPollers(2)
+}
+
+// The worker that ran in-flight delegated calls (run_report's jobs, held)
+// is killed; the other worker finishes every turn.
+func (c *cluster) scenarioKillWorkerDelegated(t *testing.T, a *accounts) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const n = 10
@@ -309,7 +456,7 @@ func (c *cluster) scenarioKillWorker(t *testing.T, a *accounts) {
 			t.Errorf("turn of %s finished by %q, want the surviving worker (pid %d)", s.sid, last, survivorPid)
 		}
 	}
-	t.Logf("(b) %d turns with a run_report call in flight (%d started by worker %d, %d by worker %d); SIGKILL worker %d: worker %d finished %d/%d turns (%d of them begun by the killed worker), the last %.1fs after the kill",
+	t.Logf("(b2) %d turns with a run_report call in flight (%d started by worker %d, %d by worker %d); SIGKILL worker %d: worker %d finished %d/%d turns (%d of them begun by the killed worker), the last %.1fs after the kill",
 		n, byPid[victimPid], victim+1, byPid[survivorPid], survivor+1, victim+1, survivor+1, bySurvivor, n, moved, finished.Seconds())
 	c.startWorker(victim)
 }
@@ -577,7 +724,7 @@ func (c *cluster) scenarioAccounting(t *testing.T, a *accounts) {
 
 // eve doctor passes against the cluster.
 func (c *cluster) doctor(t *testing.T) {
-	cmd := exec.Command(c.eveBin, "doctor", "--url", c.apiURL(0))
+	cmd := exec.Command(c.appBin, "doctor", "--url", c.apiURL(0))
 	v := c.eveValues()
 	cmd.Env = envFor(t, []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "EVE_TASK_QUEUE"}, v)
 	cmd.Dir = c.dir

@@ -164,7 +164,11 @@ type cluster struct {
 	dir  string // temporary directory of everything
 	logs string
 
-	serverBin, sqlToolBin, cliBin, eveBin, workerBin string
+	serverBin, sqlToolBin, cliBin string
+	// appBin is test/cluster/clusteragent, the demo agent plus slow_step
+	// on eve.Main: the workers (`appBin worker`), the API servers
+	// (`appBin serve`) and `appBin doctor`.
+	appBin string
 
 	pgBin, pgDir string
 	pgPort       int
@@ -174,6 +178,7 @@ type cluster struct {
 	server     *proc
 
 	secret, apiKey, payloadDir, jobsDir string
+	markersDir                          string // slow_step's marker files
 	workers                             [2]*proc
 	workerMetrics                       [2]int
 	apis                                [2]*proc
@@ -205,8 +210,10 @@ func newCluster(t *testing.T) *cluster {
 		cliBin:     binOr("EVE_TEMPORAL_BIN", filepath.Join(root, "bin", "temporal")),
 		secret:     randomHex(32), apiKey: randomHex(24),
 		payloadDir: filepath.Join(dir, "payloads"), jobsDir: filepath.Join(dir, "jobs"),
+		markersDir: filepath.Join(dir, "markers"),
 	}
 	os.MkdirAll(c.logs, 0o755)
+	os.MkdirAll(c.markersDir, 0o755)
 	// Known before any worker starts: EVE_PUBLIC_URL names API server 1.
 	c.apiPorts = [2]int{freePort(t), freePort(t)}
 	t.Cleanup(func() {
@@ -256,13 +263,14 @@ func (c *cluster) close() {
 
 // --- binaries ---------------------------------------------------------------
 
-func (c *cluster) buildEve() {
+// buildApp builds the one binary of every eve process: an app on eve.Main
+// (test/cluster/clusteragent), whose worker and serve commands are
+// cmd/worker's and `eve serve`'s.
+func (c *cluster) buildApp() {
 	start := time.Now()
-	bin := filepath.Join(c.dir, "bin")
-	c.eveBin, c.workerBin = filepath.Join(bin, "eve"), filepath.Join(bin, "worker")
-	run(c.t, c.root, os.Environ(), "go", "build", "-o", c.eveBin, "./cmd/eve")
-	run(c.t, c.root, os.Environ(), "go", "build", "-o", c.workerBin, "./cmd/worker")
-	phase(c.t, "build eve and worker", start)
+	c.appBin = filepath.Join(c.dir, "bin", "clusteragent")
+	run(c.t, c.root, os.Environ(), "go", "build", "-o", c.appBin, "./test/cluster/clusteragent")
+	phase(c.t, "build clusteragent (demo agent + slow_step)", start)
 }
 
 // --- PostgreSQL -------------------------------------------------------------
@@ -532,7 +540,11 @@ func (c *cluster) startWorker(i int) {
 	}
 	v := c.eveValues()
 	v["EVE_METRICS_ADDR"] = fmt.Sprintf("127.0.0.1:%d", c.workerMetrics[i])
-	c.workers[i] = startProc(c.t, c.logs, fmt.Sprintf("worker-%d", i+1), envFor(c.t, workerEnvKeys, v), c.dir, c.workerBin)
+	name := fmt.Sprintf("worker-%d", i+1)
+	// The topology's environment, plus slow_step's (test only): where its
+	// markers go and the worker's name in them.
+	env := append(envFor(c.t, workerEnvKeys, v), "EVE_CLUSTER_MARKERS="+c.markersDir, "EVE_CLUSTER_WORKER="+name)
+	c.workers[i] = startProc(c.t, c.logs, name, env, c.dir, c.appBin, "worker")
 }
 
 func (c *cluster) startAPI(i int) {
@@ -541,7 +553,7 @@ func (c *cluster) startAPI(i int) {
 	}
 	v := c.eveValues()
 	v["EVE_ADDR"] = fmt.Sprintf("127.0.0.1:%d", c.apiPorts[i])
-	c.apis[i] = startProc(c.t, c.logs, fmt.Sprintf("api-%d", i+1), envFor(c.t, apiEnvKeys, v), c.dir, c.eveBin, "serve")
+	c.apis[i] = startProc(c.t, c.logs, fmt.Sprintf("api-%d", i+1), envFor(c.t, apiEnvKeys, v), c.dir, c.appBin, "serve")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(c.apiURL(i) + "/eve/v1/health")
