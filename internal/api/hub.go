@@ -224,10 +224,11 @@ func (f *feed) run() {
 			retry++
 		case !f.h.push:
 			wait = f.h.interval(page.Active, lastType, lastActivity)
-		case short:
-			f.mu.Lock()
-			f.want = f.next // give up on that count; the next change reads again
-			f.mu.Unlock()
+		case short || err != nil:
+			// Still behind what a notification announced (a loaded worker or
+			// cluster): keep reading at the slowest retry pace until the
+			// events are there, so a stream never stalls on a missed read.
+			wait = retryDelays[len(retryDelays)-1]
 		}
 		if wait >= 0 {
 			timer.Reset(wait)
