@@ -90,6 +90,7 @@ dev: $(TEMPORAL_BIN)
 bench: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/bench
 	$(GO) run ./cmd/parkbench -n 1000,10000
+	$(GO) run ./cmd/streambench -n 1000
 	EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./internal/toolsapi/
 
 fmt:

@@ -263,7 +263,7 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 				if a.failed {
 					continue
 				}
-				cpu := startCPU(a.t.env.Server.PID())
+				cpu := benchkit.StartCPU(a.t.env.Server.PID())
 				base := next
 				st, err := benchkit.ThroughputFor(ctx, f.concurrency, per, f.tbudget/time.Duration(bursts), func(ctx context.Context, i int) error {
 					_, err := call(a, base+i)
@@ -277,7 +277,7 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 				a.n += st.N
 				a.wall += st.Wall
 				a.rated += st.PerSec * st.Wall.Seconds()
-				srv, self, ok := cpu.delta()
+				srv, self, ok := cpu.Delta()
 				a.cpuServer += srv
 				a.cpuSelf += self
 				a.cpuOK = ok && (b == 0 || a.cpuOK)

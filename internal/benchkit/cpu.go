@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// cpuTime returns the user+system CPU time a process has used so far, from
+// CPUTime returns the user+system CPU time a process has used so far, from
 // /proc (Linux only; ok is false elsewhere). pid 0 means this process.
-func cpuTime(pid int) (d time.Duration, ok bool) {
+func CPUTime(pid int) (d time.Duration, ok bool) {
 	p := "self"
 	if pid != 0 {
 		p = strconv.Itoa(pid)
@@ -37,27 +37,27 @@ func cpuTime(pid int) (d time.Duration, ok bool) {
 	return time.Duration(ut+st) * time.Second / ticks, true
 }
 
-// cpuMeter measures CPU used by the dev server and by this process.
-type cpuMeter struct {
+// CPUMeter measures CPU used by the dev server and by this process.
+type CPUMeter struct {
 	pid              int
 	server, self     time.Duration
 	okServer, okSelf bool
 }
 
-func startCPU(serverPID int) *cpuMeter {
-	m := &cpuMeter{pid: serverPID}
-	m.server, m.okServer = cpuTime(serverPID)
-	m.self, m.okSelf = cpuTime(0)
+func StartCPU(serverPID int) *CPUMeter {
+	m := &CPUMeter{pid: serverPID}
+	m.server, m.okServer = CPUTime(serverPID)
+	m.self, m.okSelf = CPUTime(0)
 	return m
 }
 
-// delta returns the CPU time the dev server and this process used since startCPU.
-func (m *cpuMeter) delta() (server, self time.Duration, ok bool) {
+// Delta returns the CPU time the dev server and this process used since StartCPU.
+func (m *CPUMeter) Delta() (server, self time.Duration, ok bool) {
 	if !m.okServer || !m.okSelf {
 		return 0, 0, false
 	}
-	srv, ok1 := cpuTime(m.pid)
-	me, ok2 := cpuTime(0)
+	srv, ok1 := CPUTime(m.pid)
+	me, ok2 := CPUTime(0)
 	if !ok1 || !ok2 {
 		return 0, 0, false
 	}
