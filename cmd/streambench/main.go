@@ -46,6 +46,7 @@ func main() {
 	n := flag.Int("n", 1000, "open streams (one per idle session)")
 	idle := flag.Duration("idle", 10*time.Second, "how long the streams idle while CPU and queries are measured")
 	samples := flag.Int("samples", 20, "new event → stream latency samples")
+	modes := flag.String("modes", "push,poll", "what to measure: push (change notifications), poll (no bus), or both")
 	flag.Parse()
 	raiseFileLimit()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -56,7 +57,7 @@ func main() {
 	}
 	defer srv.Stop()
 	var rows []row
-	for _, mode := range []string{"push", "poll"} {
+	for _, mode := range strings.Split(*modes, ",") {
 		r, err := measure(ctx, srv, mode, *n, *idle, *samples)
 		if err != nil {
 			fatal(fmt.Errorf("%s: %w", mode, err))
