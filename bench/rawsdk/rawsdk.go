@@ -217,6 +217,11 @@ func WithEagerStart() RunOption {
 	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = true }
 }
 
+// WithID starts the workflow with this ID instead of a generated one.
+func WithID(id string) RunOption {
+	return func(o *client.StartWorkflowOptions) { o.ID = id }
+}
+
 func startOptions(kind, taskQueue string, opts []RunOption) client.StartWorkflowOptions {
 	o := client.StartWorkflowOptions{ID: NextWorkflowID(kind), TaskQueue: taskQueue}
 	for _, f := range opts {

@@ -33,7 +33,7 @@ func init() {
 	} {
 		v := v
 		scenarios = append(scenarios, scenario{
-			name: v.name, baseline: v.baseline, latency: true, throughput: true,
+			name: v.name, baseline: v.baseline, latency: true, throughput: true, hops: true,
 			setup: eveSetup(v.localModel, v.tool, false),
 		})
 	}
@@ -51,7 +51,7 @@ func init() {
 	} {
 		v := v
 		scenarios = append(scenarios, scenario{
-			name: v.name, baseline: v.baseline, latency: true,
+			name: v.name, baseline: v.baseline, latency: true, hops: true,
 			setup: eveSetup(v.localModel, v.tool, true),
 		})
 	}
@@ -105,7 +105,7 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 		svc := &sessions.Service{Client: env.Client, TaskQueue: tq}
 		if !park {
 			return func(ctx context.Context, i int) (time.Duration, error) {
-				res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
+				res, err := svc.CreateAndSend(ctx, hopSession(ctx), nil, signals.SendRequest{Message: "weather", Wait: true})
 				if err != nil {
 					return 0, err
 				}
@@ -116,7 +116,7 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 			}, w.Stop, nil
 		}
 		return func(ctx context.Context, i int) (time.Duration, error) {
-			res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
+			res, err := svc.CreateAndSend(ctx, hopSession(ctx), nil, signals.SendRequest{Message: "weather", Wait: true})
 			if err != nil {
 				return 0, err
 			}
@@ -175,4 +175,14 @@ func eveSameSessionSetup(ctx context.Context, env *benchEnv) (runFunc, func(), e
 		}
 		return 0, nil
 	}, w.Stop, nil
+}
+
+// hopSession names the session of a counted call ("" otherwise: generated).
+func hopSession(ctx context.Context) string {
+	if !hopsRequested(ctx) {
+		return ""
+	}
+	id := sessions.NewID("ses")
+	recordHop(ctx, id)
+	return id
 }

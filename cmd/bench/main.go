@@ -54,6 +54,9 @@ type scenario struct {
 	// extra scenarios run only when -scenarios names them (or with -sweep
 	// when listed in sweepScenarios).
 	extra bool
+	// hops: after the measurements, one more call is made and the histories
+	// of the workflows it names (recordHop) are counted (hops.go).
+	hops bool
 	// setup prepares the scenario on env (typically: start a worker on
 	// env.Queue(name)) and returns the measured call and a cleanup.
 	setup func(ctx context.Context, env *benchEnv) (run runFunc, cleanup func(), err error)

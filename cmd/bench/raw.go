@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/worker"
@@ -20,6 +21,7 @@ func init() {
 			baseline:   "raw-turn/regular",
 			latency:    true,
 			throughput: true,
+			hops:       true,
 			setup:      rawSetup(v, false),
 		}
 		if v == rawsdk.Regular {
@@ -35,6 +37,7 @@ func init() {
 			name:     "raw-park/" + string(v),
 			baseline: "raw-park/regular",
 			latency:  true,
+			hops:     true,
 			setup:    rawSetup(v, true),
 		}
 		if v == rawsdk.Regular {
@@ -68,13 +71,21 @@ func rawSetup(v rawsdk.Variant, park bool, opts ...rawsdk.RunOption) func(ctx co
 		if err := w.Start(); err != nil {
 			return nil, nil, err
 		}
+		withID := func(ctx context.Context) []rawsdk.RunOption {
+			if !hopsRequested(ctx) {
+				return opts
+			}
+			id := rawsdk.NextWorkflowID("hops")
+			recordHop(ctx, id)
+			return append(slices.Clone(opts), rawsdk.WithID(id))
+		}
 		if park {
 			return func(ctx context.Context, i int) (time.Duration, error) {
-				return rawsdk.RunPark(ctx, env.Client, tq, v, opts...)
+				return rawsdk.RunPark(ctx, env.Client, tq, v, withID(ctx)...)
 			}, w.Stop, nil
 		}
 		return func(ctx context.Context, i int) (time.Duration, error) {
-			return 0, rawsdk.RunTurn(ctx, env.Client, tq, v, opts...)
+			return 0, rawsdk.RunTurn(ctx, env.Client, tq, v, withID(ctx)...)
 		}, w.Stop, nil
 	}
 }

@@ -299,6 +299,9 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		}
 	}
 	for _, a := range as {
+		measureHops(ctx, a, s)
+	}
+	for _, a := range as {
 		l := a.row.Latency
 		fmt.Fprintf(os.Stderr, "bench: %-30s %-20s n=%d p50=%s p99=%s | %.1f/s %s\n", s.name, a.t.cfg.name,
 			l.N, benchkit.FormatDuration(l.P50), benchkit.FormatDuration(l.P99), a.row.Throughput.PerSec, a.row.Note)

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/internal/benchkit"
+)
+
+// Hops: after a scenario's measurements, runScenario makes one more call
+// with a recorder in its context (withHops); the scenario names the
+// workflows it started (recordHop), and the histories of those workflows
+// and of their children are counted: history events, workflow tasks and
+// Temporal Cloud billable actions. reportHops prints them as a second table,
+// each eve row beside its raw-SDK baseline.
+//
+// Billable actions, per https://docs.temporal.io/cloud/actions, as far as a
+// history shows them:
+//   - workflow started (client start, Update-with-Start, child, continue-as-new): 1
+//   - activity task started: 1 per attempt
+//   - local activities: 1 per workflow task that ran any (their markers)
+//   - side effect recorded: 1; version markers (GetVersion): 0
+//   - search-attribute upsert: 1 per command, unless it sets only TemporalChangeVersion
+//   - timer started: 1; signal received: 1 (counted once, at the receiver)
+//   - update accepted: 1 (rejected updates leave no event and are not counted)
+//
+// Queries leave no history: not counted (the raw park variant polls one to
+// see that it parked; eve's respond does not).
+
+// hopsDump (EVE_BENCH_HOPS_DUMP=1) prints the counted histories' events.
+var hopsDump = os.Getenv("EVE_BENCH_HOPS_DUMP") != ""
+
+type hopRecorder struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+type hopKey struct{}
+
+func withHops(ctx context.Context) (context.Context, *hopRecorder) {
+	r := &hopRecorder{}
+	return context.WithValue(ctx, hopKey{}, r), r
+}
+
+// recordHop notes a workflow a measured call started, when the call is the
+// counted one.
+func recordHop(ctx context.Context, workflowID string) {
+	if r, ok := ctx.Value(hopKey{}).(*hopRecorder); ok {
+		r.mu.Lock()
+		r.ids = append(r.ids, workflowID)
+		r.mu.Unlock()
+	}
+}
+
+func hopsRequested(ctx context.Context) bool {
+	_, ok := ctx.Value(hopKey{}).(*hopRecorder)
+	return ok
+}
+
+// hopCount is what one call cost in Temporal.
+type hopCount struct {
+	Workflows, Events, Tasks, Actions int
+	ByType                            map[string]int // billable actions by kind
+}
+
+func countHops(ctx context.Context, c client.Client, ids []string) (hopCount, error) {
+	h := hopCount{ByType: map[string]int{}}
+	seen := map[string]bool{}
+	for len(ids) > 0 {
+		id := ids[0]
+		ids = ids[1:]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		h.Workflows++
+		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		laTasks := map[int64]bool{}
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return h, fmt.Errorf("history of %s: %w", id, err)
+			}
+			h.Events++
+			if hopsDump {
+				fmt.Fprintf(os.Stderr, "hops %s %d %s\n", id, e.GetEventId(), e.GetEventType())
+			}
+			add := func(kind string, n int) { h.ByType[kind] += n; h.Actions += n }
+			switch e.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				h.Tasks++
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				add("start", 1)
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+				add("activity", int(max(e.GetActivityTaskStartedEventAttributes().GetAttempt(), 1)))
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				a := e.GetMarkerRecordedEventAttributes()
+				switch a.GetMarkerName() {
+				case "LocalActivity":
+					if wt := a.GetWorkflowTaskCompletedEventId(); !laTasks[wt] {
+						laTasks[wt] = true
+						add("local-activity", 1)
+					}
+				case "SideEffect", "MutableSideEffect":
+					add("side-effect", 1)
+				}
+			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+				if onlyChangeVersion(e) {
+					continue
+				}
+				add("upsert", 1)
+			case enumspb.EVENT_TYPE_TIMER_STARTED:
+				add("timer", 1)
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+				add("signal", 1)
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				add("update", 1)
+			case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+				ids = append(ids, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
+			}
+		}
+	}
+	return h, nil
+}
+
+func onlyChangeVersion(e *historypb.HistoryEvent) bool {
+	f := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
+	for k := range f {
+		if k != "TemporalChangeVersion" {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	hopsMu   sync.Mutex
+	hopsRows = map[string]hopCount{} // "scenario@config" → counts
+	hopsErrs = map[string]string{}
+)
+
+// measureHops makes one counted call of a scenario.
+func measureHops(ctx context.Context, a *active, s scenario) {
+	if a.failed || !s.hops {
+		return
+	}
+	key := s.name + "@" + a.t.cfg.name
+	hctx, rec := withHops(ctx)
+	_, err := a.run(hctx, 1<<30)
+	var h hopCount
+	if err == nil {
+		h, err = countHops(ctx, a.t.env.Client, rec.ids)
+	}
+	hopsMu.Lock()
+	defer hopsMu.Unlock()
+	if err != nil {
+		hopsErrs[key] = err.Error()
+		return
+	}
+	hopsRows[key] = h
+}
+
+func init() { reports = append(reports, reportHops) }
+
+// reportHops prints history events and billable actions per call.
+func reportHops(w io.Writer, t *benchkit.Table) {
+	hopsMu.Lock()
+	defer hopsMu.Unlock()
+	if len(hopsRows) == 0 && len(hopsErrs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "per call\tconfig\tworkflows\thistory events\tworkflow tasks\tbillable actions\tvs baseline\tactions by kind\t\n")
+	for _, r := range t.Rows {
+		key := r.Scenario + "@" + r.Config
+		if msg, ok := hopsErrs[key]; ok {
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\terror: %s\t\n", r.Scenario, r.Config, msg)
+			continue
+		}
+		h, ok := hopsRows[key]
+		if !ok {
+			continue
+		}
+		ratio := ""
+		if b, ok := hopsRows[hopBaseline(r.Baseline, r.Config)]; ok && b.Actions > 0 && b.Events > 0 {
+			ratio = fmt.Sprintf("%.2fx events, %.2fx actions", float64(h.Events)/float64(b.Events), float64(h.Actions)/float64(b.Actions))
+		}
+		var kinds []string
+		for k, n := range h.ByType {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", r.Scenario, r.Config, h.Workflows, h.Events, h.Tasks, h.Actions, ratio, strings.Join(kinds, ", "))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "per call: one call after the measurements, counted from the histories of the workflows it started (and their children);\n"+
+		"  park rows count the whole call (start, park, respond, done). billable actions: Temporal Cloud's definition\n"+
+		"  (docs.temporal.io/cloud/actions) as the history shows it; queries are not counted.")
+}
+
+func hopBaseline(baseline, config string) string {
+	if baseline == "" {
+		return ""
+	}
+	if strings.Contains(baseline, "@") {
+		return baseline
+	}
+	return baseline + "@" + config
+}
