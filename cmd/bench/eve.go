@@ -12,6 +12,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -55,6 +56,28 @@ func init() {
 			setup: eveSetup(v.localModel, v.tool, true),
 		})
 	}
+	// With eve's search attributes registered (as eve dev does): sessions
+	// and turns upsert EveStatus, each upsert a billable action.
+	scenarios = append(scenarios,
+		scenario{name: "eve-turn/regular+sa", baseline: "raw-turn/regular", latency: true, hops: true,
+			configs: []string{"fast"}, setup: withSearchAttributes(eveSetup(false, false, false))},
+		scenario{name: "eve-park/regular+sa", baseline: "raw-park/regular", latency: true, hops: true,
+			configs: []string{"fast"}, setup: withSearchAttributes(eveSetup(false, false, true))},
+	)
+}
+
+// searchAttributesKey marks a setup whose agent records search attributes.
+type searchAttributesKey struct{}
+
+// withSearchAttributes registers eve's search attributes on the env's
+// namespace and has the agent use them.
+func withSearchAttributes(setup func(ctx context.Context, env *benchEnv) (runFunc, func(), error)) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		if err := visibility.Register(ctx, env.Client, env.Namespace); err != nil {
+			return nil, nil, fmt.Errorf("register search attributes: %w", err)
+		}
+		return setup(context.WithValue(ctx, searchAttributesKey{}, true), env)
+	}
 }
 
 const benchRules = `
@@ -94,9 +117,10 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 		if err := reg.Register(weatherTool(localTool, park)); err != nil {
 			return nil, nil, err
 		}
-		tq := env.Queue(fmt.Sprintf("eve-%v-%v-%v", localModel, localTool, park))
+		sa, _ := ctx.Value(searchAttributesKey{}).(bool)
+		tq := env.Queue(fmt.Sprintf("eve-%v-%v-%v-%v", localModel, localTool, park, sa))
 		w := worker.New(env.Client, tq, env.WorkerOptions)
-		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel, Store: env.Store}); err != nil {
+		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel, Store: env.Store, SearchAttributes: sa}); err != nil {
 			return nil, nil, err
 		}
 		if err := w.Start(); err != nil {
