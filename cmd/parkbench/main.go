@@ -36,12 +36,15 @@ func main() {
 	counts := flag.String("n", "1000,10000", "numbers of parked sessions to measure, comma-separated (cumulative)")
 	cache := flag.Int("cache", 2000, "worker workflow cache size (eve's default)")
 	conc := flag.Int("c", 32, "sessions parked concurrently")
+	flag.BoolVar(&autoscale, "autoscale", false, "autoscaling workflow and activity task pollers instead of the SDK's 2 each")
 	flag.Parse()
 	if err := run(*counts, *cache, *conc); err != nil {
 		fmt.Fprintln(os.Stderr, "parkbench:", err)
 		os.Exit(1)
 	}
 }
+
+var autoscale bool
 
 func run(counts string, cacheSize, conc int) error {
 	var targets []int
@@ -72,7 +75,12 @@ func run(counts string, cacheSize, conc int) error {
 		Execute: func(*tools.Context, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil }})
 	worker.SetStickyWorkflowCacheSize(cacheSize)
 	tq := fmt.Sprintf("parkbench-%d", time.Now().UnixNano())
-	w := worker.New(c, tq, worker.Options{})
+	wo := worker.Options{}
+	if autoscale {
+		wo.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+		wo.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	w := worker.New(c, tq, wo)
 	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore()}); err != nil {
 		return err
 	}
@@ -84,13 +92,15 @@ func run(counts string, cacheSize, conc int) error {
 
 	base := measure()
 	fmt.Printf("worker workflow cache: %d workflows (a parked session is 2: session + turn)\n\n", cacheSize)
-	fmt.Printf("%-16s %-12s %-12s %-12s %-11s %s\n", "parked sessions", "heap in use", "RSS", "goroutines", "parked/s", "per session (heap)")
-	fmt.Printf("%-16d %-12s %-12s %-12d %-11s %s\n", 0, mib(base.heap), mib(base.rss), base.goroutines, "-", "-")
+	fmt.Printf("%-16s %-12s %-12s %-12s %-11s %-20s %s\n", "parked sessions", "heap in use", "RSS", "goroutines", "parked/s", "per session (heap)", "CPU ms per park: server + worker&client")
+	fmt.Printf("%-16d %-12s %-12s %-12d %-11s %-20s %s\n", 0, mib(base.heap), mib(base.rss), base.goroutines, "-", "-", "-")
 	var ids []string
 	var mu sync.Mutex
 	parked := 0
 	for _, target := range targets {
 		start := time.Now()
+		srvCPU0, ok1 := cpuTime(srv.PID())
+		selfCPU0, ok2 := cpuTime(0)
 		todo := target - parked
 		var next atomic.Int64
 		var firstErr atomic.Value
@@ -132,13 +142,19 @@ func run(counts string, cacheSize, conc int) error {
 			return e.(error)
 		}
 		rate := float64(todo) / time.Since(start).Seconds()
+		cpu := "-"
+		if srvCPU1, ok3 := cpuTime(srv.PID()); ok1 && ok2 && ok3 && todo > 0 {
+			selfCPU1, _ := cpuTime(0)
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(todo) }
+			cpu = fmt.Sprintf("%.1f + %.1f", ms(srvCPU1-srvCPU0), ms(selfCPU1-selfCPU0))
+		}
 		parked = target
 		s := measure()
 		per := "-"
 		if parked > 0 && s.heap > base.heap {
 			per = fmt.Sprintf("%.1f KiB", float64(s.heap-base.heap)/1024/float64(parked))
 		}
-		fmt.Printf("%-16d %-12s %-12s %-12d %-11.0f %s\n", parked, mib(s.heap), mib(s.rss), s.goroutines, rate, per)
+		fmt.Printf("%-16d %-12s %-12s %-12d %-11.1f %-20s %s\n", parked, mib(s.heap), mib(s.rss), s.goroutines, rate, per, cpu)
 	}
 	// The oldest session was evicted long ago: it still resumes.
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -179,3 +195,31 @@ func rss() uint64 {
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// cpuTime returns the user+system CPU time a process has used so far, from
+// /proc (Linux only; ok is false elsewhere). pid 0 means this process.
+func cpuTime(pid int) (time.Duration, bool) {
+	p := "self"
+	if pid != 0 {
+		p = strconv.Itoa(pid)
+	}
+	b, err := os.ReadFile("/proc/" + p + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * time.Second / 100, true // USER_HZ
+}

@@ -114,6 +114,14 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 		MaxConcurrentLocalActivityExecutionSize: l.LocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  l.WorkflowTasks,
 		WorkerStopTimeout:                       l.EffectiveStopTimeout(),
+		// The SDK's default (2 pollers, "mixed" sticky/normal) sends every
+		// poll to the sticky queue while the last sticky answer hinted a
+		// backlog: with many parked sessions nothing arrives there, and new
+		// sessions' first workflow tasks waited on the normal queue for up to
+		// a long poll (stalls of 45 s and more in cmd/parkbench). Autoscaling
+		// pollers keep both queues polled (docs/performance.md, Parked sessions).
+		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
 	if err := agent.Register(w, a); err != nil {
 		return nil, err
