@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -154,10 +153,4 @@ func fitTokens(msgs []model.Message, max int) []model.Message {
 		return []model.Message{last}
 	}
 	return msgs[start:]
-}
-
-// IsStoreError reports whether err is a payload store failure.
-func IsStoreError(err error) bool {
-	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == ErrTypeStore
 }

@@ -82,9 +82,6 @@ func New(objects payloadstore.Store) *Store {
 	return &Store{objects: objects, cache: newLRU(DefaultCacheBytes)}
 }
 
-// Objects is the payload store underneath.
-func (s *Store) Objects() payloadstore.Store { return s.objects }
-
 var unsafeKey = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
 
 // sessionPrefix is the key prefix of a session's objects. Ids with other

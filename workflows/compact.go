@@ -57,16 +57,6 @@ func runCompaction(ctx workflow.Context, cfg Config, in activities.CompactInput)
 	// messages beyond it are left out.
 	in.MaxInputTokens = cfg.ContextWindow * 8 / 10
 	var out activities.CompactOutput
-	var f workflow.Future
-	if cfg.LocalModel {
-		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
-		}), activities.CompactName, in)
-	} else {
-		f = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
-		}), activities.CompactName, in)
-	}
-	err := f.Get(ctx, &out)
+	err := modelActivity(ctx, cfg, activities.CompactName, in).Get(ctx, &out)
 	return out, err
 }

@@ -397,22 +397,22 @@ func toolCallAction(c model.ToolCall) protocol.ToolCallAction {
 
 func runModelStep(ctx workflow.Context, cfg Config, in activities.ModelStepInput) (activities.ModelStepOutput, error) {
 	var out activities.ModelStepOutput
-	var f workflow.Future
-	if cfg.LocalModel {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: cfg.ModelTimeout,
-			RetryPolicy:         cfg.modelRetry(),
-		})
-		f = workflow.ExecuteLocalActivity(lctx, activities.ModelStepName, in)
-	} else {
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: cfg.ModelTimeout,
-			RetryPolicy:         cfg.modelRetry(),
-		})
-		f = workflow.ExecuteActivity(actx, activities.ModelStepName, in)
-	}
-	err := f.Get(ctx, &out)
+	err := modelActivity(ctx, cfg, activities.ModelStepName, in).Get(ctx, &out)
 	return out, err
+}
+
+// modelActivity runs an activity that calls the model (a step, a
+// compaction) as the agent runs model steps: local or regular, with the
+// model's timeout and retries.
+func modelActivity(ctx workflow.Context, cfg Config, name string, in any) workflow.Future {
+	if cfg.LocalModel {
+		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
+		}), name, in)
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
+	}), name, in)
 }
 
 func executeTool(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"
@@ -99,8 +100,7 @@ func run(counts string, cacheSize, conc int) error {
 	parked := 0
 	for _, target := range targets {
 		start := time.Now()
-		srvCPU0, ok1 := cpuTime(srv.PID())
-		selfCPU0, ok2 := cpuTime(0)
+		cpuMeter := benchkit.StartCPU(srv.PID())
 		todo := target - parked
 		var next atomic.Int64
 		var firstErr atomic.Value
@@ -143,10 +143,9 @@ func run(counts string, cacheSize, conc int) error {
 		}
 		rate := float64(todo) / time.Since(start).Seconds()
 		cpu := "-"
-		if srvCPU1, ok3 := cpuTime(srv.PID()); ok1 && ok2 && ok3 && todo > 0 {
-			selfCPU1, _ := cpuTime(0)
+		if srvCPU, selfCPU, ok := cpuMeter.Delta(); ok && todo > 0 {
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(todo) }
-			cpu = fmt.Sprintf("%.1f + %.1f", ms(srvCPU1-srvCPU0), ms(selfCPU1-selfCPU0))
+			cpu = fmt.Sprintf("%.1f + %.1f", ms(srvCPU), ms(selfCPU))
 		}
 		parked = target
 		s := measure()
@@ -195,31 +194,3 @@ func rss() uint64 {
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-// cpuTime returns the user+system CPU time a process has used so far, from
-// /proc (Linux only; ok is false elsewhere). pid 0 means this process.
-func cpuTime(pid int) (time.Duration, bool) {
-	p := "self"
-	if pid != 0 {
-		p = strconv.Itoa(pid)
-	}
-	b, err := os.ReadFile("/proc/" + p + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(ut+st) * time.Second / 100, true // USER_HZ
-}
