@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"strconv"
@@ -39,13 +40,6 @@ type DynamicTool struct {
 // ResolveOutput lists the resolved tools.
 type ResolveOutput struct {
 	Tools []DynamicTool `json:"tools"`
-}
-
-// resolverCache keeps resolved tools so executing one does not call its
-// resolver again on the same worker.
-type resolverCache struct {
-	mu sync.Mutex
-	m  map[string]map[string]*tools.Tool
 }
 
 func cacheKey(in ResolveInput, resolver string) string {
@@ -91,18 +85,14 @@ func (a *Activities) disabled(name string) bool {
 	return false
 }
 
+// resolve returns what r returns for in, from the worker's cache when it
+// can: the model step and the tool executions that follow a resolution look
+// its tools up again by name.
 func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveInput) ([]*tools.Tool, error) {
 	key := cacheKey(in, r.Name)
-	a.cache.mu.Lock()
-	if m, ok := a.cache.m[key]; ok {
-		a.cache.mu.Unlock()
-		ts := make([]*tools.Tool, 0, len(m))
-		for _, t := range m {
-			ts = append(ts, t)
-		}
-		return sortTools(ts), nil
+	if ts, ok := a.cache.get(key); ok {
+		return ts, nil
 	}
-	a.cache.mu.Unlock()
 	ts, err := r.Resolve(tools.ResolveContext{Context: ctx, Session: in.Session, TurnID: in.TurnID, StepIndex: in.StepIndex})
 	if err != nil {
 		return nil, fmt.Errorf("resolver %q: %w", r.Name, err)
@@ -110,29 +100,15 @@ func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveIn
 	if err := tools.Compile(ts...); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", r.Name, err), ErrTypeResolve, err)
 	}
-	m := map[string]*tools.Tool{}
+	seen := make(map[string]bool, len(ts))
 	for _, t := range ts {
-		if _, dup := m[t.Name]; dup {
+		if seen[t.Name] {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned two tools named %q", r.Name, t.Name), ErrTypeResolve, nil)
 		}
-		m[t.Name] = t
+		seen[t.Name] = true
 	}
-	a.cache.mu.Lock()
-	if a.cache.m == nil {
-		a.cache.m = map[string]map[string]*tools.Tool{}
-	}
-	a.cache.m[key] = m
-	a.cache.mu.Unlock()
+	a.cache.put(key, ts)
 	return ts, nil
-}
-
-func sortTools(ts []*tools.Tool) []*tools.Tool {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].Name < ts[j-1].Name; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
-	return ts
 }
 
 // lookup finds the tool a call names: a dynamic tool first (it overrides a
@@ -185,4 +161,68 @@ func (a *Activities) descriptors(dynamic []DynamicTool) []model.ToolDescriptor {
 		out = append(out, d.ToolDescriptor)
 	}
 	return out
+}
+
+// resolverCacheEntries bounds the resolver cache. An entry is one
+// resolver's tools for one context (a session, a turn or a step); a busy
+// worker's live contexts fit, and a long-running one no longer grows.
+const resolverCacheEntries = 4096
+
+// resolverCache keeps the most recently used resolutions, so running a
+// resolved tool does not call its resolver again on the same worker. An
+// evicted entry is resolved again: the Resolver contract (the same tools
+// for the same context) makes that safe, and it is what a worker that did
+// not run the resolution does anyway. The zero value is ready to use.
+type resolverCache struct {
+	mu      sync.Mutex
+	limit   int                      // entries kept; 0 means resolverCacheEntries
+	recent  list.List                // of *resolution, most recently used first
+	entries map[string]*list.Element // by cacheKey
+}
+
+type resolution struct {
+	key   string
+	tools []*tools.Tool
+}
+
+func (c *resolverCache) get(key string) ([]*tools.Tool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.recent.MoveToFront(el)
+	return el.Value.(*resolution).tools, true
+}
+
+func (c *resolverCache) put(key string, ts []*tools.Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		// Two activities resolved the same context at once; keep the latest.
+		el.Value.(*resolution).tools = ts
+		c.recent.MoveToFront(el)
+		return
+	}
+	if c.entries == nil {
+		c.entries = map[string]*list.Element{}
+	}
+	c.entries[key] = c.recent.PushFront(&resolution{key: key, tools: ts})
+	limit := c.limit
+	if limit <= 0 {
+		limit = resolverCacheEntries
+	}
+	for c.recent.Len() > limit {
+		oldest := c.recent.Back()
+		c.recent.Remove(oldest)
+		delete(c.entries, oldest.Value.(*resolution).key)
+	}
+}
+
+// len is the number of resolutions kept.
+func (c *resolverCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recent.Len()
 }

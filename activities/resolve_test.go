@@ -1,0 +1,123 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// countingResolver returns one tool, named name, whose description says
+// which context it was resolved for, and counts its calls.
+func countingResolver(name string, scope tools.Scope, calls *atomic.Int64) tools.Resolver {
+	return tools.Resolver{Name: name + "-resolver", Scope: scope, Resolve: func(rc tools.ResolveContext) ([]*tools.Tool, error) {
+		calls.Add(1)
+		return []*tools.Tool{{
+			Name:        name,
+			Description: fmt.Sprintf("%s/%s/%d", rc.Session.ID, rc.TurnID, rc.StepIndex),
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+			Execute:     func(*tools.Context, json.RawMessage) (any, error) { return nil, nil },
+		}}, nil
+	}}
+}
+
+// A long-running worker resolves a new context on every step; the cache
+// must stay bounded, keep what is in use, and still find an evicted tool.
+func TestResolverCacheIsBounded(t *testing.T) {
+	var sessionCalls, stepCalls atomic.Int64
+	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{
+		countingResolver("connections", tools.ScopeSession, &sessionCalls),
+		countingResolver("scratch", tools.ScopeStep, &stepCalls),
+	}}
+	ctx := context.Background()
+	session := auth.Session{ID: "s1"}
+	resolved, err := a.ResolveTools(ctx, ResolveInput{Scope: tools.ScopeSession, Session: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessionTools := resolved.Tools
+
+	const steps = 10_000
+	var first []DynamicTool
+	for i := range steps {
+		out, err := a.ResolveTools(ctx, ResolveInput{Scope: tools.ScopeStep, Session: session, TurnID: "t1", StepIndex: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = out.Tools
+		}
+		// Every step runs the session's tool, as a model step planning
+		// its call does.
+		if tl, err := a.lookup(ctx, "connections", sessionTools); err != nil || tl == nil {
+			t.Fatalf("step %d: lookup of the session tool = %v, %v", i, tl, err)
+		}
+	}
+	if n := a.cache.len(); n > resolverCacheEntries {
+		t.Errorf("cache holds %d resolutions after %d steps, want at most %d", n, steps, resolverCacheEntries)
+	}
+	if n := sessionCalls.Load(); n != 1 {
+		t.Errorf("session resolver called %d times; a resolution in use must stay cached", n)
+	}
+	if n := stepCalls.Load(); n != steps {
+		t.Fatalf("step resolver called %d times, want %d", n, steps)
+	}
+
+	// Step 0's resolution was evicted long ago: the lookup resolves its
+	// context again and finds the tool for that context.
+	tl, err := a.lookup(ctx, "scratch", first)
+	if err != nil || tl == nil {
+		t.Fatalf("lookup after eviction = %v, %v", tl, err)
+	}
+	if tl.Description != "s1/t1/0" {
+		t.Errorf("lookup after eviction found the tool for %q, want s1/t1/0", tl.Description)
+	}
+	if n := stepCalls.Load(); n != steps+1 {
+		t.Errorf("step resolver called %d times, want %d (one re-resolution)", n, steps+1)
+	}
+}
+
+// A lookup after a resolution on the same worker runs the very tool the
+// resolver returned, without calling the resolver again.
+func TestLookupUsesCachedResolution(t *testing.T) {
+	var calls atomic.Int64
+	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("scratch", tools.ScopeTurn, &calls)}}
+	ctx := context.Background()
+	in := ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s1"}, TurnID: "t1"}
+	out, err := a.ResolveTools(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, _ := a.cache.get(cacheKey(in, "scratch-resolver"))
+	tl, err := a.lookup(ctx, "scratch", out.Tools)
+	if err != nil || tl == nil || len(cached) != 1 || tl != cached[0] {
+		t.Fatalf("lookup = %v, %v; cached %v", tl, err, cached)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("resolver called %d times, want 1", n)
+	}
+}
+
+func TestResolverCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := resolverCache{limit: 2}
+	c.put("a", nil)
+	c.put("b", nil)
+	c.get("a")
+	c.put("c", nil)
+	if _, ok := c.get("b"); ok {
+		t.Error("b kept; it was the least recently used")
+	}
+	for _, k := range []string{"a", "c"} {
+		if _, ok := c.get(k); !ok {
+			t.Errorf("%s evicted", k)
+		}
+	}
+	c.put("c", nil)
+	if n := c.len(); n != 2 {
+		t.Errorf("len = %d after putting c again, want 2", n)
+	}
+}
