@@ -21,6 +21,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/model/internal/apierror"
 )
 
 // Environment variables read by New when Options leaves a field empty.
@@ -88,7 +89,7 @@ func New(o Options) (*Model, error) {
 		option.WithBaseURL(o.BaseURL),
 		// Temporal's retry policy is the single retry layer.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(captureErrors),
+		option.WithMiddleware(messagesAPI.Middleware),
 	}
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
@@ -160,10 +161,10 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 		}
 	}
 	if err := s.Err(); err != nil {
-		return model.Response{}, stepError(ctx, err)
+		return model.Response{}, messagesAPI.StepError(ctx, err)
 	}
 	if !stopped && stopReason == "" {
-		return model.Response{}, (&Error{Message: "the response stream ended before the message was complete", Transient: true}).result()
+		return model.Response{}, wrap(&apierror.Failure{Message: "the response stream ended before the message was complete", Transient: true})
 	}
 	resp := model.Response{Text: text.String(), Usage: usage.usage()}
 	for _, b := range blocks {

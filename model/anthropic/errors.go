@@ -1,23 +1,16 @@
 package anthropic
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/model/internal/apierror"
 )
 
 // Error is a failed model step: an error answer from the Messages API, an
@@ -45,27 +38,8 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("anthropic: ")
-	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, "%d ", e.StatusCode)
-	}
-	if e.Type != "" {
-		b.WriteString(e.Type)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Message)
-	if e.Hint != "" {
-		b.WriteString(" — ")
-		b.WriteString(e.Hint)
-	}
-	if e.Delay > 0 {
-		fmt.Fprintf(&b, " (retry after %s)", e.Delay)
-	}
-	if e.RequestID != "" {
-		fmt.Fprintf(&b, " (request-id %s)", e.RequestID)
-	}
-	return b.String()
+	f := apierror.Failure{StatusCode: e.StatusCode, Code: e.Type, Message: e.Message, RequestID: e.RequestID, Hint: e.Hint, Delay: e.Delay}
+	return "anthropic: " + f.Error()
 }
 
 // Unwrap returns the underlying error.
@@ -75,12 +49,25 @@ func (e *Error) Unwrap() error { return e.Err }
 // model.RetryDelay.
 func (e *Error) RetryAfter() time.Duration { return e.Delay }
 
-// result marks e retryable when it is transient.
-func (e *Error) result() error {
+// wrap gives f this package's Error type, retryable when it is transient.
+func wrap(f *apierror.Failure) error {
+	e := &Error{StatusCode: f.StatusCode, Type: f.Code, Message: f.Message, RequestID: f.RequestID, Hint: f.Hint, Delay: f.Delay, Transient: f.Transient, Err: f.Err}
 	if e.Transient {
 		return model.Retryable(e)
 	}
 	return e
+}
+
+// messagesAPI is how the Messages API fails.
+var messagesAPI = &apierror.API{
+	Name:            "anthropic",
+	Server:          "the Messages API",
+	BaseURLEnv:      EnvBaseURL,
+	RequestIDHeader: "request-id",
+	ParseBody:       parseBody,
+	StreamError:     streamError,
+	Classify:        classify,
+	Wrap:            wrap,
 }
 
 // errorBody is Anthropic's error envelope:
@@ -93,127 +80,64 @@ type errorBody struct {
 	RequestID string `json:"request_id"`
 }
 
-// captureErrors turns every error status into an *Error before the SDK sees
-// it, so the status, headers and body are all kept whatever the body's shape
-// (a proxy's HTML page as well as Anthropic's JSON envelope).
-func captureErrors(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res == nil || res.StatusCode < 400 {
-		return res, err
+func parseBody(f *apierror.Failure, body []byte) {
+	var eb errorBody
+	if json.Unmarshal(body, &eb) != nil || (eb.Error.Type == "" && eb.Error.Message == "") {
+		f.Message = apierror.Clip(body)
+		return
 	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	return nil, statusError(res, body, time.Now())
+	f.Code, f.Message = eb.Error.Type, eb.Error.Message
+	if f.RequestID == "" {
+		f.RequestID = eb.RequestID
+	}
 }
 
-func statusError(res *http.Response, body []byte, now time.Time) *Error {
-	e := &Error{StatusCode: res.StatusCode, RequestID: res.Header.Get("request-id")}
+// streamError reads an "event: error" inside the stream; the HTTP status
+// was 200.
+func streamError(err error) (*apierror.Failure, bool) {
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) {
+		return nil, false
+	}
+	f := &apierror.Failure{Code: string(apiErr.Type()), RequestID: apiErr.RequestID, Err: err}
 	var eb errorBody
-	if json.Unmarshal(body, &eb) == nil && (eb.Error.Type != "" || eb.Error.Message != "") {
-		e.Type, e.Message = eb.Error.Type, eb.Error.Message
-		if e.RequestID == "" {
-			e.RequestID = eb.RequestID
-		}
-	} else {
-		e.Message = clip(string(body), 300)
-		if e.Message == "" {
-			e.Message = http.StatusText(res.StatusCode)
-		}
+	if json.Unmarshal([]byte(apiErr.RawJSON()), &eb) == nil {
+		f.Message = eb.Error.Message
 	}
-	if d, ok := model.ParseRetryAfter(res.Header, now); ok {
-		e.Delay = d
+	if f.Message == "" {
+		f.Message = "error event in the response stream"
 	}
-	classify(e)
-	return e
+	return f, true
 }
 
 // classify sets Transient and Hint from the status and the error type.
-func classify(e *Error) {
+func classify(f *apierror.Failure) {
 	switch {
-	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
-		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
-		e.Transient = true
+	case apierror.TransientStatus(f.StatusCode):
+		f.Transient = true
 		return
-	case e.StatusCode == 0:
+	case f.StatusCode == 0:
 		// An error event inside a 200 stream: its type says what happened.
-		switch e.Type {
+		switch f.Code {
 		case "overloaded_error", "api_error", "rate_limit_error", "timeout_error", "":
-			e.Transient = true
+			f.Transient = true
 			return
 		}
 	}
 	switch {
-	case e.StatusCode == http.StatusUnauthorized || e.Type == "authentication_error":
-		e.Hint = "set ANTHROPIC_API_KEY to a valid API key (https://console.anthropic.com/settings/keys)"
-	case e.StatusCode == http.StatusPaymentRequired || e.Type == "billing_error":
-		e.Hint = "the organization's credit or billing needs attention in the Anthropic console"
-	case e.StatusCode == http.StatusForbidden || e.Type == "permission_error":
-		e.Hint = "the API key is valid but may not use this model or resource; check its workspace and permissions"
-	case e.StatusCode == http.StatusNotFound || e.Type == "not_found_error":
-		e.Hint = "check the model name in EVE_MODEL (anthropic:<model>, e.g. anthropic:claude-sonnet-4-5) and ANTHROPIC_BASE_URL"
-	case e.StatusCode == http.StatusRequestEntityTooLarge || e.Type == "request_too_large":
-		e.Hint = "the conversation is too large for one request; start a new session or shorten tool outputs"
-	case strings.Contains(strings.ToLower(e.Message), "prompt is too long"):
-		e.Hint = "the conversation exceeds the model's context window; start a new session or shorten tool outputs"
-	case e.StatusCode == http.StatusBadRequest || e.Type == "invalid_request_error":
-		e.Hint = "the API rejected the request; its message names the part at fault (often the model name or a tool's input schema)"
+	case f.StatusCode == http.StatusUnauthorized || f.Code == "authentication_error":
+		f.Hint = "set ANTHROPIC_API_KEY to a valid API key (https://console.anthropic.com/settings/keys)"
+	case f.StatusCode == http.StatusPaymentRequired || f.Code == "billing_error":
+		f.Hint = "the organization's credit or billing needs attention in the Anthropic console"
+	case f.StatusCode == http.StatusForbidden || f.Code == "permission_error":
+		f.Hint = "the API key is valid but may not use this model or resource; check its workspace and permissions"
+	case f.StatusCode == http.StatusNotFound || f.Code == "not_found_error":
+		f.Hint = "check the model name in EVE_MODEL (anthropic:<model>, e.g. anthropic:claude-sonnet-4-5) and ANTHROPIC_BASE_URL"
+	case f.StatusCode == http.StatusRequestEntityTooLarge || f.Code == "request_too_large":
+		f.Hint = "the conversation is too large for one request; start a new session or shorten tool outputs"
+	case strings.Contains(strings.ToLower(f.Message), "prompt is too long"):
+		f.Hint = apierror.ContextWindowHint
+	case f.StatusCode == http.StatusBadRequest || f.Code == "invalid_request_error":
+		f.Hint = "the API rejected the request; its message names the part at fault (often the model name or a tool's input schema)"
 	}
-}
-
-// stepError converts whatever the SDK returned into the error Step returns.
-func stepError(ctx context.Context, err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.result()
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return (&Error{Message: "the request timed out", Transient: true, Err: ctxErr}).result()
-		}
-		return fmt.Errorf("anthropic: %w", ctxErr)
-	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		// An "event: error" inside the stream; the HTTP status was 200.
-		e := &Error{Type: string(apiErr.Type()), RequestID: apiErr.RequestID, Err: err}
-		var eb errorBody
-		if json.Unmarshal([]byte(apiErr.RawJSON()), &eb) == nil {
-			e.Message = eb.Error.Message
-		}
-		if e.Message == "" {
-			e.Message = "error event in the response stream"
-		}
-		classify(e)
-		return e.result()
-	}
-	if isCertError(err) {
-		return &Error{Message: err.Error(), Hint: "the server's TLS certificate is not trusted; check ANTHROPIC_BASE_URL", Err: err}
-	}
-	var urlErr *url.Error
-	var netErr net.Error
-	if errors.As(err, &urlErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return (&Error{Message: "cannot reach the Messages API: " + err.Error(), Transient: true, Err: err}).result()
-	}
-	return &Error{Message: err.Error(), Err: err}
-}
-
-// isCertError reports a TLS verification failure: a configuration problem
-// that retrying does not fix.
-func isCertError(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var ua x509.UnknownAuthorityError
-	var h x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &h) || errors.As(err, &ci)
-}
-
-// clip collapses whitespace in a non-JSON error body (a proxy's page, say)
-// and cuts it to n bytes.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-	}
-	return s
 }

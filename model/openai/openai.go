@@ -26,6 +26,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/model/internal/apierror"
 )
 
 // Environment variables read by New when Options leaves a field empty.
@@ -61,7 +62,7 @@ type Model struct {
 	client    sdk.Client
 	model     string
 	maxTokens int
-	keyHint   string // how to fix a 401
+	api       *apierror.API // how the server fails
 }
 
 // New checks the options and builds a Model. It makes no request.
@@ -91,17 +92,18 @@ func New(o Options) (*Model, error) {
 	if !official {
 		keyHint = fmt.Sprintf("set %s to a key the server at %s accepts", EnvAPIKey, o.BaseURL)
 	}
+	api := chatAPI(keyHint)
 	opts := []option.RequestOption{
 		option.WithAPIKey(o.APIKey),
 		option.WithBaseURL(o.BaseURL),
 		// Temporal's retry policy is the single retry layer.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(captureErrors),
+		option.WithMiddleware(api.Middleware),
 	}
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Model{client: sdk.NewClient(opts...), model: o.Model, maxTokens: o.MaxTokens, keyHint: keyHint}, nil
+	return &Model{client: sdk.NewClient(opts...), model: o.Model, maxTokens: o.MaxTokens, api: api}, nil
 }
 
 // ID implements model.Model: "openai:<model>".
@@ -163,10 +165,10 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 		}
 	}
 	if err := s.Err(); err != nil {
-		return model.Response{}, m.stepError(ctx, err)
+		return model.Response{}, m.api.StepError(ctx, err)
 	}
 	if finish == "" {
-		return model.Response{}, (&Error{Message: "the response stream ended before a finish_reason", Transient: true}).result()
+		return model.Response{}, wrap(&apierror.Failure{Message: "the response stream ended before a finish_reason", Transient: true})
 	}
 	resp := model.Response{Text: text.String(), Usage: usage}
 	for _, p := range calls {
