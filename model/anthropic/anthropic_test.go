@@ -4,101 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/model/internal/providertest"
 )
 
-// reply is one recorded response the fake server plays back.
-type reply struct {
-	status  int
-	file    string // under testdata/
-	headers map[string]string
-	delay   time.Duration
-}
-
-type captured struct {
-	path   string
-	header http.Header
-	body   map[string]any
-}
-
-// fakeAPI serves recorded responses in order (the last one repeats) and
-// keeps every request it received.
-type fakeAPI struct {
-	*httptest.Server
-	mu       sync.Mutex
-	replies  []reply
-	requests []captured
-}
-
-func newFake(t *testing.T, replies ...reply) *fakeAPI {
-	t.Helper()
-	f := &fakeAPI{replies: replies}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("request body is not JSON: %v: %s", err, b)
-		}
-		f.mu.Lock()
-		f.requests = append(f.requests, captured{path: r.URL.Path, header: r.Header.Clone(), body: body})
-		rep := f.replies[min(len(f.requests)-1, len(f.replies)-1)]
-		f.mu.Unlock()
-		if rep.delay > 0 {
-			select {
-			case <-time.After(rep.delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		data, err := os.ReadFile(filepath.Join("testdata", rep.file))
-		if err != nil {
-			t.Errorf("fixture: %v", err)
-		}
-		ct := "application/json"
-		if strings.HasSuffix(rep.file, ".sse") {
-			ct = "text/event-stream; charset=utf-8"
-			w.Header().Set("Cache-Control", "no-cache")
-		}
-		w.Header().Set("Content-Type", ct)
-		for k, v := range rep.headers {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(rep.status)
-		if ct != "application/json" {
-			// Stream event by event, as the API does.
-			fl, _ := w.(http.Flusher)
-			for _, ev := range strings.SplitAfter(string(data), "\n\n") {
-				_, _ = io.WriteString(w, ev)
-				if fl != nil {
-					fl.Flush()
-				}
-			}
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeAPI) calls() []captured {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]captured(nil), f.requests...)
-}
-
-func newModel(t *testing.T, f *fakeAPI) *Model {
+func newModel(t *testing.T, f *providertest.Server) *Model {
 	t.Helper()
 	m, err := New(Options{APIKey: "sk-ant-test", BaseURL: f.URL, Model: "claude-sonnet-4-5", MaxTokens: 1024})
 	if err != nil {
@@ -112,32 +27,8 @@ var hello = model.Request{
 	Messages: []model.Message{{Role: model.RoleUser, Text: "Hi"}},
 }
 
-// asJSON normalizes v through encoding/json for comparisons.
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func jsonEqual(t *testing.T, what string, got, want any) {
-	t.Helper()
-	g, w := asJSON(t, got), asJSON(t, want)
-	if !reflect.DeepEqual(g, w) {
-		gb, _ := json.MarshalIndent(g, "", "  ")
-		wb, _ := json.MarshalIndent(w, "", "  ")
-		t.Errorf("%s:\ngot  %s\nwant %s", what, gb, wb)
-	}
-}
-
 func TestTextStreamsDeltasInOrder(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	m := newModel(t, f)
 	var deltas []string
 	resp, err := m.Step(context.Background(), hello, func(d string) { deltas = append(deltas, d) })
@@ -162,18 +53,18 @@ func TestTextStreamsDeltasInOrder(t *testing.T) {
 		t.Errorf("ID = %q", m.ID())
 	}
 
-	reqs := f.calls()
+	reqs := f.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	r := reqs[0]
-	if r.path != "/v1/messages" {
-		t.Errorf("path = %q", r.path)
+	if r.Path != "/v1/messages" {
+		t.Errorf("path = %q", r.Path)
 	}
-	if r.header.Get("X-Api-Key") != "sk-ant-test" || r.header.Get("Anthropic-Version") == "" {
-		t.Errorf("headers: x-api-key %q, anthropic-version %q", r.header.Get("X-Api-Key"), r.header.Get("Anthropic-Version"))
+	if r.Header.Get("X-Api-Key") != "sk-ant-test" || r.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("headers: x-api-key %q, anthropic-version %q", r.Header.Get("X-Api-Key"), r.Header.Get("Anthropic-Version"))
 	}
-	jsonEqual(t, "request", r.body, map[string]any{
+	providertest.JSONEqual(t, "request", r.Body, map[string]any{
 		"model":      "claude-sonnet-4-5",
 		"max_tokens": 1024,
 		"stream":     true,
@@ -185,7 +76,7 @@ func TestTextStreamsDeltasInOrder(t *testing.T) {
 }
 
 func TestNilStream(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	resp, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err != nil || resp.Text != "Hello! How can I help you today?" {
 		t.Fatalf("resp = %+v, err = %v", resp, err)
@@ -193,7 +84,7 @@ func TestNilStream(t *testing.T) {
 }
 
 func TestSeveralToolCalls(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "tool_use.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "tool_use.sse"})
 	var deltas []string
 	resp, err := newModel(t, f).Step(context.Background(), hello, func(d string) { deltas = append(deltas, d) })
 	if err != nil {
@@ -217,7 +108,7 @@ func TestSeveralToolCalls(t *testing.T) {
 		if c.ID != want[i].ID || c.Name != want[i].Name {
 			t.Errorf("call %d = %s %s, want %s %s", i, c.ID, c.Name, want[i].ID, want[i].Name)
 		}
-		jsonEqual(t, "input of "+c.ID, json.RawMessage(c.Input), json.RawMessage(want[i].Input))
+		providertest.JSONEqual(t, "input of "+c.ID, json.RawMessage(c.Input), json.RawMessage(want[i].Input))
 	}
 	if want := (model.Usage{InputTokens: 472, OutputTokens: 171}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
@@ -225,7 +116,7 @@ func TestSeveralToolCalls(t *testing.T) {
 }
 
 func TestMaxTokensCutsToolInput(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "max_tokens_tool.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "max_tokens_tool.sse"})
 	resp, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +136,7 @@ func TestMaxTokensCutsToolInput(t *testing.T) {
 }
 
 func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	req := model.Request{
 		System: "sys",
 		Tools: []model.ToolDescriptor{
@@ -272,8 +163,8 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 	if _, err := newModel(t, f).Step(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	body := f.calls()[0].body
-	jsonEqual(t, "tools", body["tools"], []any{
+	body := f.Requests()[0].Body
+	providertest.JSONEqual(t, "tools", body["tools"], []any{
 		map[string]any{"name": "get_weather", "description": "Weather for a city.", "input_schema": map[string]any{
 			"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}},
 			"required": []any{"location"}, "additionalProperties": false,
@@ -281,7 +172,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 		map[string]any{"name": "get_time", "input_schema": map[string]any{"type": "object", "properties": map[string]any{}}},
 	})
 	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-	jsonEqual(t, "messages", body["messages"], []any{
+	providertest.JSONEqual(t, "messages", body["messages"], []any{
 		map[string]any{"role": "user", "content": []any{text("Weather in SF and Paris, and delete my files")}},
 		map[string]any{"role": "assistant", "content": []any{
 			text("Checking."),
@@ -302,7 +193,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 }
 
 func TestRequestRepairsHistory(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	req := model.Request{Messages: []model.Message{
 		{Role: model.RoleUser, Text: "go"},
 		// A malformed input (kept as a JSON string) and a call with no result.
@@ -319,7 +210,7 @@ func TestRequestRepairsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-	jsonEqual(t, "messages", f.calls()[0].body["messages"], []any{
+	providertest.JSONEqual(t, "messages", f.Requests()[0].Body["messages"], []any{
 		map[string]any{"role": "user", "content": []any{text("go")}},
 		map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "count", "input": map[string]any{"$raw": `{"n": 1,`}},
@@ -336,7 +227,7 @@ func TestRequestRepairsHistory(t *testing.T) {
 	})
 }
 
-func stepErr(t *testing.T, f *fakeAPI) error {
+func stepErr(t *testing.T, f *providertest.Server) error {
 	t.Helper()
 	_, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err == nil {
@@ -346,7 +237,7 @@ func stepErr(t *testing.T, f *fakeAPI) error {
 }
 
 func TestRateLimitIsRetryableWithRetryAfter(t *testing.T) {
-	f := newFake(t, reply{status: 429, file: "error_429.json", headers: map[string]string{"retry-after": "20"}})
+	f := providertest.New(t, providertest.Reply{Status: 429, File: "error_429.json", Headers: map[string]string{"retry-after": "20"}})
 	err := stepErr(t, f)
 	if !model.IsRetryable(err) {
 		t.Errorf("429 not retryable: %v", err)
@@ -358,7 +249,7 @@ func TestRateLimitIsRetryableWithRetryAfter(t *testing.T) {
 	if !errors.As(err, &e) || e.StatusCode != 429 || e.Type != "rate_limit_error" {
 		t.Errorf("error = %#v", e)
 	}
-	if n := len(f.calls()); n != 1 {
+	if n := len(f.Requests()); n != 1 {
 		t.Errorf("%d requests; the SDK must not retry on its own", n)
 	}
 }
@@ -368,7 +259,7 @@ func TestServerErrorsAreRetryable(t *testing.T) {
 		status int
 		file   string
 	}{{500, "error_500.json"}, {529, "error_529.json"}, {503, "error_500.json"}} {
-		f := newFake(t, reply{status: tc.status, file: tc.file})
+		f := providertest.New(t, providertest.Reply{Status: tc.status, File: tc.file})
 		err := stepErr(t, f)
 		if !model.IsRetryable(err) {
 			t.Errorf("%d not retryable: %v", tc.status, err)
@@ -376,14 +267,14 @@ func TestServerErrorsAreRetryable(t *testing.T) {
 		if _, ok := model.RetryDelay(err); ok {
 			t.Errorf("%d: a delay without retry-after", tc.status)
 		}
-		if n := len(f.calls()); n != 1 {
+		if n := len(f.Requests()); n != 1 {
 			t.Errorf("%d: %d requests; the SDK must not retry on its own", tc.status, n)
 		}
 	}
 }
 
 func TestAuthErrorIsNotRetryableAndSaysWhatToDo(t *testing.T) {
-	f := newFake(t, reply{status: 401, file: "error_401.json"})
+	f := providertest.New(t, providertest.Reply{Status: 401, File: "error_401.json"})
 	err := stepErr(t, f)
 	if model.IsRetryable(err) {
 		t.Errorf("401 retryable: %v", err)
@@ -409,7 +300,7 @@ func TestClientErrors(t *testing.T) {
 		{400, "error_400.json", []string{"400 invalid_request_error", "tool_result"}},
 		{403, "error_401.json", []string{"403"}},
 	} {
-		err := stepErr(t, newFake(t, reply{status: tc.status, file: tc.file}))
+		err := stepErr(t, providertest.New(t, providertest.Reply{Status: tc.status, File: tc.file}))
 		if model.IsRetryable(err) {
 			t.Errorf("%d retryable: %v", tc.status, err)
 		}
@@ -423,7 +314,7 @@ func TestClientErrors(t *testing.T) {
 
 func TestErrorEventMidStreamIsRetryable(t *testing.T) {
 	var deltas []string
-	f := newFake(t, reply{status: 200, file: "overloaded_midstream.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "overloaded_midstream.sse"})
 	_, err := newModel(t, f).Step(context.Background(), hello, func(d string) { deltas = append(deltas, d) })
 	if err == nil || !model.IsRetryable(err) {
 		t.Fatalf("err = %v, want retryable", err)
@@ -437,40 +328,14 @@ func TestErrorEventMidStreamIsRetryable(t *testing.T) {
 }
 
 func TestTruncatedStreamIsRetryable(t *testing.T) {
-	err := stepErr(t, newFake(t, reply{status: 200, file: "truncated.sse"}))
+	err := stepErr(t, providertest.New(t, providertest.Reply{Status: 200, File: "truncated.sse"}))
 	if !model.IsRetryable(err) {
 		t.Errorf("not retryable: %v", err)
 	}
 }
 
-func TestConnectionErrorIsRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
-	m := newModel(t, f)
-	f.Close()
-	_, err := m.Step(context.Background(), hello, nil)
-	if err == nil || !model.IsRetryable(err) {
-		t.Errorf("err = %v, want retryable", err)
-	}
-}
-
-func TestTimeoutIsRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse", delay: 5 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := newModel(t, f).Step(ctx, hello, nil)
-	if err == nil || !model.IsRetryable(err) {
-		t.Errorf("err = %v, want retryable", err)
-	}
-}
-
-func TestCancelIsNotRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse", delay: 5 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err := newModel(t, f).Step(ctx, hello, nil)
-	if err == nil || model.IsRetryable(err) || !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled, not retryable", err)
-	}
+func TestTransportFailures(t *testing.T) {
+	providertest.TransportFailures(t, func(t *testing.T, f *providertest.Server) model.Model { return newModel(t, f) }, hello)
 }
 
 func TestNewChecksOptions(t *testing.T) {
@@ -487,7 +352,7 @@ func TestNewChecksOptions(t *testing.T) {
 	}
 
 	// The key and base URL come from the environment by default.
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	t.Setenv(EnvAPIKey, "sk-ant-env")
 	t.Setenv(EnvBaseURL, f.URL)
 	m, err := New(Options{Model: "claude-haiku-4-5"})
@@ -497,23 +362,23 @@ func TestNewChecksOptions(t *testing.T) {
 	if _, err := m.Step(context.Background(), hello, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.calls()[0].header.Get("X-Api-Key"); got != "sk-ant-env" {
+	if got := f.Requests()[0].Header.Get("X-Api-Key"); got != "sk-ant-env" {
 		t.Errorf("x-api-key = %q", got)
 	}
-	if got := f.calls()[0].body["max_tokens"]; got != float64(DefaultMaxTokens) {
+	if got := f.Requests()[0].Body["max_tokens"]; got != float64(DefaultMaxTokens) {
 		t.Errorf("max_tokens = %v", got)
 	}
 }
 
 func TestBadToolSchema(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	req := hello
 	req.Tools = []model.ToolDescriptor{{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}}
 	_, err := newModel(t, f).Step(context.Background(), req, nil)
 	if err == nil || model.IsRetryable(err) || !strings.Contains(err.Error(), "tool x") {
 		t.Errorf("err = %v", err)
 	}
-	if len(f.calls()) != 0 {
+	if len(f.Requests()) != 0 {
 		t.Error("request sent")
 	}
 }

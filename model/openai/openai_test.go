@@ -4,100 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/model/internal/providertest"
 )
 
-// reply is one recorded response the fake server plays back.
-type reply struct {
-	status  int
-	file    string // under testdata/
-	headers map[string]string
-	delay   time.Duration
-}
-
-type captured struct {
-	path   string
-	header http.Header
-	body   map[string]any
-}
-
-// fakeAPI serves recorded responses in order (the last one repeats) and
-// keeps every request it received.
-type fakeAPI struct {
-	*httptest.Server
-	mu       sync.Mutex
-	replies  []reply
-	requests []captured
-}
-
-func newFake(t *testing.T, replies ...reply) *fakeAPI {
-	t.Helper()
-	f := &fakeAPI{replies: replies}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("request body is not JSON: %v: %s", err, b)
-		}
-		f.mu.Lock()
-		f.requests = append(f.requests, captured{path: r.URL.Path, header: r.Header.Clone(), body: body})
-		rep := f.replies[min(len(f.requests)-1, len(f.replies)-1)]
-		f.mu.Unlock()
-		if rep.delay > 0 {
-			select {
-			case <-time.After(rep.delay):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		data, err := os.ReadFile(filepath.Join("testdata", rep.file))
-		if err != nil {
-			t.Errorf("fixture: %v", err)
-		}
-		ct := "application/json"
-		if strings.HasSuffix(rep.file, ".sse") {
-			ct = "text/event-stream; charset=utf-8"
-		}
-		w.Header().Set("Content-Type", ct)
-		for k, v := range rep.headers {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(rep.status)
-		if ct != "application/json" {
-			// Stream event by event, as the API does.
-			fl, _ := w.(http.Flusher)
-			for _, ev := range strings.SplitAfter(string(data), "\n\n") {
-				_, _ = io.WriteString(w, ev)
-				if fl != nil {
-					fl.Flush()
-				}
-			}
-			return
-		}
-		_, _ = w.Write(data)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeAPI) calls() []captured {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]captured(nil), f.requests...)
-}
-
-func newModel(t *testing.T, f *fakeAPI) *Model {
+func newModel(t *testing.T, f *providertest.Server) *Model {
 	t.Helper()
 	m, err := New(Options{APIKey: "sk-test", BaseURL: f.URL + "/v1", Model: "gpt-4.1-mini"})
 	if err != nil {
@@ -111,31 +27,8 @@ var hello = model.Request{
 	Messages: []model.Message{{Role: model.RoleUser, Text: "Hi"}},
 }
 
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func jsonEqual(t *testing.T, what string, got, want any) {
-	t.Helper()
-	g, w := asJSON(t, got), asJSON(t, want)
-	if !reflect.DeepEqual(g, w) {
-		gb, _ := json.MarshalIndent(g, "", "  ")
-		wb, _ := json.MarshalIndent(w, "", "  ")
-		t.Errorf("%s:\ngot  %s\nwant %s", what, gb, wb)
-	}
-}
-
 func TestTextStreamsDeltasInOrder(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	m := newModel(t, f)
 	var deltas []string
 	resp, err := m.Step(context.Background(), hello, func(d string) { deltas = append(deltas, d) })
@@ -157,18 +50,18 @@ func TestTextStreamsDeltasInOrder(t *testing.T) {
 	if m.ID() != "openai:gpt-4.1-mini" {
 		t.Errorf("ID = %q", m.ID())
 	}
-	reqs := f.calls()
+	reqs := f.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	r := reqs[0]
-	if r.path != "/v1/chat/completions" {
-		t.Errorf("path = %q", r.path)
+	if r.Path != "/v1/chat/completions" {
+		t.Errorf("path = %q", r.Path)
 	}
-	if got := r.header.Get("Authorization"); got != "Bearer sk-test" {
+	if got := r.Header.Get("Authorization"); got != "Bearer sk-test" {
 		t.Errorf("authorization = %q", got)
 	}
-	jsonEqual(t, "request", r.body, map[string]any{
+	providertest.JSONEqual(t, "request", r.Body, map[string]any{
 		"model":          "gpt-4.1-mini",
 		"stream":         true,
 		"stream_options": map[string]any{"include_usage": true},
@@ -180,7 +73,7 @@ func TestTextStreamsDeltasInOrder(t *testing.T) {
 }
 
 func TestSeveralToolCalls(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "tool_calls.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "tool_calls.sse"})
 	resp, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +87,7 @@ func TestSeveralToolCalls(t *testing.T) {
 		{ID: "call_Zr6Tn0Lw3Pq9Xs2Vb5Mk8Jy1", Name: "get_time", Input: json.RawMessage(`{}`)},
 	}
 	if !reflect.DeepEqual(resp.ToolCalls, want) {
-		t.Errorf("calls:\ngot  %s\nwant %s", asJSON(t, resp.ToolCalls), asJSON(t, want))
+		t.Errorf("calls:\ngot  %s\nwant %s", providertest.AsJSON(t, resp.ToolCalls), providertest.AsJSON(t, want))
 	}
 	if want := (model.Usage{InputTokens: 141, OutputTokens: 68}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
@@ -202,7 +95,7 @@ func TestSeveralToolCalls(t *testing.T) {
 }
 
 func TestMalformedArgumentsPassThrough(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "malformed_args.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "malformed_args.sse"})
 	resp, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +125,7 @@ func TestMalformedArgumentsPassThrough(t *testing.T) {
 	}
 
 	// Sent back, the call carries the model's text again.
-	f2 := newFake(t, reply{status: 200, file: "text.sse"})
+	f2 := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	req := model.Request{Messages: []model.Message{
 		{Role: model.RoleUser, Text: "forecast"},
 		{Role: model.RoleAssistant, ToolCalls: resp.ToolCalls},
@@ -244,7 +137,7 @@ func TestMalformedArgumentsPassThrough(t *testing.T) {
 	if _, err := newModel(t, f2).Step(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	msgs := f2.calls()[0].body["messages"].([]any)
+	msgs := f2.Requests()[0].Body["messages"].([]any)
 	calls := msgs[1].(map[string]any)["tool_calls"].([]any)
 	args := calls[0].(map[string]any)["function"].(map[string]any)["arguments"]
 	if args != `{"city": "Paris", "days": 3` {
@@ -271,7 +164,7 @@ func TestCallInput(t *testing.T) {
 
 func TestCompatibleServerToolCalls(t *testing.T) {
 	// Every call at index 0 with its own id, and finish_reason "stop".
-	f := newFake(t, reply{status: 200, file: "ollama_tool_calls.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "ollama_tool_calls.sse"})
 	m, err := New(Options{BaseURL: f.URL + "/v1", Model: "qwen3:8b"})
 	if err != nil {
 		t.Fatal(err)
@@ -289,18 +182,18 @@ func TestCompatibleServerToolCalls(t *testing.T) {
 		{ID: "call_x9w1m3pz", Name: "get_weather", Input: json.RawMessage(`{"city":"Rome"}`)},
 	}
 	if !reflect.DeepEqual(resp.ToolCalls, want) {
-		t.Errorf("calls = %s", asJSON(t, resp.ToolCalls))
+		t.Errorf("calls = %s", providertest.AsJSON(t, resp.ToolCalls))
 	}
 	if want := (model.Usage{InputTokens: 187, OutputTokens: 43}); resp.Usage != want {
 		t.Errorf("usage = %+v", resp.Usage)
 	}
-	if h := f.calls()[0].header.Get("Authorization"); h != "" && !strings.HasPrefix(h, "Bearer ") {
+	if h := f.Requests()[0].Header.Get("Authorization"); h != "" && !strings.HasPrefix(h, "Bearer ") {
 		t.Errorf("authorization = %q", h)
 	}
 }
 
 func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	m, err := New(Options{APIKey: "sk-test", BaseURL: f.URL + "/v1", Model: "gpt-4.1-mini", MaxTokens: 512})
 	if err != nil {
 		t.Fatal(err)
@@ -333,11 +226,11 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 	if _, err := m.Step(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	body := f.calls()[0].body
+	body := f.Requests()[0].Body
 	if body["max_completion_tokens"] != float64(512) {
 		t.Errorf("max_completion_tokens = %v", body["max_completion_tokens"])
 	}
-	jsonEqual(t, "tools", body["tools"], []any{
+	providertest.JSONEqual(t, "tools", body["tools"], []any{
 		map[string]any{"type": "function", "function": map[string]any{
 			"name": "get_weather", "description": "Weather for a city.",
 			"parameters": map[string]any{
@@ -355,7 +248,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 	tool := func(id, content string) map[string]any {
 		return map[string]any{"role": "tool", "tool_call_id": id, "content": content}
 	}
-	jsonEqual(t, "messages", body["messages"], []any{
+	providertest.JSONEqual(t, "messages", body["messages"], []any{
 		map[string]any{"role": "system", "content": "sys"},
 		map[string]any{"role": "user", "content": "Weather in SF and Paris, and delete my files"},
 		map[string]any{"role": "assistant", "content": "Checking.", "tool_calls": []any{
@@ -373,7 +266,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 	})
 }
 
-func stepErr(t *testing.T, f *fakeAPI) error {
+func stepErr(t *testing.T, f *providertest.Server) error {
 	t.Helper()
 	_, err := newModel(t, f).Step(context.Background(), hello, nil)
 	if err == nil {
@@ -391,7 +284,7 @@ func TestRateLimitIsRetryableWithRetryAfter(t *testing.T) {
 		{map[string]string{"retry-after-ms": "343", "retry-after": "1"}, 343 * time.Millisecond},
 	} {
 		tc.headers["x-request-id"] = "req_8f1c2d3e4b5a69788796a5b4c3d2e1f0"
-		f := newFake(t, reply{status: 429, file: "error_429.json", headers: tc.headers})
+		f := providertest.New(t, providertest.Reply{Status: 429, File: "error_429.json", Headers: tc.headers})
 		err := stepErr(t, f)
 		if !model.IsRetryable(err) {
 			t.Errorf("429 not retryable: %v", err)
@@ -403,14 +296,14 @@ func TestRateLimitIsRetryableWithRetryAfter(t *testing.T) {
 		if !errors.As(err, &e) || e.StatusCode != 429 || e.Code != "rate_limit_exceeded" || e.RequestID != "req_8f1c2d3e4b5a69788796a5b4c3d2e1f0" {
 			t.Errorf("error = %#v", e)
 		}
-		if n := len(f.calls()); n != 1 {
+		if n := len(f.Requests()); n != 1 {
 			t.Errorf("%d requests; the SDK must not retry on its own", n)
 		}
 	}
 }
 
 func TestQuotaExhaustedIsNotRetryable(t *testing.T) {
-	err := stepErr(t, newFake(t, reply{status: 429, file: "error_429_quota.json"}))
+	err := stepErr(t, providertest.New(t, providertest.Reply{Status: 429, File: "error_429_quota.json"}))
 	if model.IsRetryable(err) {
 		t.Errorf("insufficient_quota retryable: %v", err)
 	}
@@ -421,7 +314,7 @@ func TestQuotaExhaustedIsNotRetryable(t *testing.T) {
 
 func TestServerErrorIsRetryable(t *testing.T) {
 	for _, status := range []int{500, 502, 503} {
-		f := newFake(t, reply{status: status, file: "error_500.json"})
+		f := providertest.New(t, providertest.Reply{Status: status, File: "error_500.json"})
 		err := stepErr(t, f)
 		if !model.IsRetryable(err) {
 			t.Errorf("%d not retryable: %v", status, err)
@@ -429,14 +322,14 @@ func TestServerErrorIsRetryable(t *testing.T) {
 		if _, ok := model.RetryDelay(err); ok {
 			t.Errorf("%d: a delay without retry-after", status)
 		}
-		if n := len(f.calls()); n != 1 {
+		if n := len(f.Requests()); n != 1 {
 			t.Errorf("%d: %d requests; the SDK must not retry on its own", status, n)
 		}
 	}
 }
 
 func TestAuthErrorIsNotRetryableAndSaysWhatToDo(t *testing.T) {
-	err := stepErr(t, newFake(t, reply{status: 401, file: "error_401.json"}))
+	err := stepErr(t, providertest.New(t, providertest.Reply{Status: 401, File: "error_401.json"}))
 	if model.IsRetryable(err) {
 		t.Errorf("401 retryable: %v", err)
 	}
@@ -463,7 +356,7 @@ func TestClientErrors(t *testing.T) {
 		{404, "vllm_404.json", []string{"404 NotFoundError: The model `Qwen/Qwen3-9B` does not exist.", "EVE_MODEL"}},
 		{403, "error_403.json", []string{"403 unsupported_country_region_territory", "permissions"}},
 	} {
-		err := stepErr(t, newFake(t, reply{status: tc.status, file: tc.file}))
+		err := stepErr(t, providertest.New(t, providertest.Reply{Status: tc.status, File: tc.file}))
 		if model.IsRetryable(err) {
 			t.Errorf("%s: retryable: %v", tc.file, err)
 		}
@@ -477,7 +370,7 @@ func TestClientErrors(t *testing.T) {
 
 func TestErrorMidStreamIsRetryable(t *testing.T) {
 	var deltas []string
-	f := newFake(t, reply{status: 200, file: "midstream_error.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "midstream_error.sse"})
 	_, err := newModel(t, f).Step(context.Background(), hello, func(d string) { deltas = append(deltas, d) })
 	if err == nil || !model.IsRetryable(err) {
 		t.Fatalf("err = %v, want retryable", err)
@@ -491,37 +384,13 @@ func TestErrorMidStreamIsRetryable(t *testing.T) {
 }
 
 func TestStreamWithoutFinishIsRetryable(t *testing.T) {
-	if err := stepErr(t, newFake(t, reply{status: 200, file: "no_finish.sse"})); !model.IsRetryable(err) {
+	if err := stepErr(t, providertest.New(t, providertest.Reply{Status: 200, File: "no_finish.sse"})); !model.IsRetryable(err) {
 		t.Errorf("not retryable: %v", err)
 	}
 }
 
-func TestConnectionErrorIsRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse"})
-	m := newModel(t, f)
-	f.Close()
-	if _, err := m.Step(context.Background(), hello, nil); err == nil || !model.IsRetryable(err) {
-		t.Errorf("err = %v, want retryable", err)
-	}
-}
-
-func TestTimeoutIsRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse", delay: 5 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := newModel(t, f).Step(ctx, hello, nil); err == nil || !model.IsRetryable(err) {
-		t.Errorf("err = %v, want retryable", err)
-	}
-}
-
-func TestCancelIsNotRetryable(t *testing.T) {
-	f := newFake(t, reply{status: 200, file: "text.sse", delay: 5 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err := newModel(t, f).Step(ctx, hello, nil)
-	if err == nil || model.IsRetryable(err) || !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled, not retryable", err)
-	}
+func TestTransportFailures(t *testing.T) {
+	providertest.TransportFailures(t, func(t *testing.T, f *providertest.Server) model.Model { return newModel(t, f) }, hello)
 }
 
 func TestNewChecksOptions(t *testing.T) {
@@ -537,7 +406,7 @@ func TestNewChecksOptions(t *testing.T) {
 		t.Errorf("bad base URL: err = %v", err)
 	}
 	// Another server needs no key; the base URL comes from the environment.
-	f := newFake(t, reply{status: 200, file: "text.sse"})
+	f := providertest.New(t, providertest.Reply{Status: 200, File: "text.sse"})
 	t.Setenv(EnvBaseURL, f.URL+"/v1")
 	m, err := New(Options{Model: "llama3.2"})
 	if err != nil {
@@ -546,10 +415,10 @@ func TestNewChecksOptions(t *testing.T) {
 	if _, err := m.Step(context.Background(), hello, nil); err != nil {
 		t.Fatal(err)
 	}
-	if h := f.calls()[0].header.Get("Authorization"); h != "" {
+	if h := f.Requests()[0].Header.Get("Authorization"); h != "" {
 		t.Errorf("authorization = %q, want none", h)
 	}
-	if _, ok := f.calls()[0].body["max_completion_tokens"]; ok {
+	if _, ok := f.Requests()[0].Body["max_completion_tokens"]; ok {
 		t.Error("max_completion_tokens sent without MaxTokens")
 	}
 }
