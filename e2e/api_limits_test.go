@@ -68,16 +68,32 @@ func TestAPIEndedSessionIsGone(t *testing.T) {
 	}
 	id := acc.SessionID
 
-	// A stream that follows the session while it is terminated.
+	// A stream that follows the session while it is terminated: it has
+	// read the whole log, so it is open and following.
+	evs, _, err := e.C.Events(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := e.C.Stream(ctx, id, 0, nil)
 	defer st.Close()
+	caughtUp := make(chan struct{})
 	seen := make(chan error, 1)
 	go func() {
+		n := 0
 		for st.Next() {
+			if n++; n == len(evs) {
+				close(caughtUp)
+			}
 		}
 		seen <- st.Err()
 	}()
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-caughtUp:
+	case err := <-seen:
+		t.Fatalf("the stream ended before it caught up: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the stream did not catch up")
+	}
 
 	const reason = "operator: the history outgrew its budget"
 	if err := e.Client.TerminateWorkflow(ctx, id, "", reason); err != nil {

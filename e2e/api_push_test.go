@@ -29,7 +29,8 @@ import (
 )
 
 // openStream follows a session's stream from start; events arrive on the
-// channel until ctx ends.
+// channel until ctx ends, and each blank line (the first line, then
+// heartbeats) as an event of type "".
 func openStream(t *testing.T, ctx context.Context, base, key, id string, start int) <-chan protocol.Event {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/eve/v1/session/%s/stream?startIndex=%d", base, id, start), nil)
@@ -50,6 +51,7 @@ func openStream(t *testing.T, ctx context.Context, base, key, id string, start i
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
 		for sc.Scan() {
 			if strings.TrimSpace(sc.Text()) == "" {
+				ch <- protocol.Event{}
 				continue
 			}
 			var e protocol.Event
@@ -156,7 +158,11 @@ func TestAPITwoServersPostgres(t *testing.T) {
 	env.StartWorker(a)
 	busA, busB := bus(), bus()
 	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Notify = busA })
-	srvB := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Notify = busB })
+	srvB := newAPIEnv(t, env, func(o *api.Options) {
+		o.Keys = apiTestKeys
+		o.Notify = busB
+		o.HeartbeatInterval = 50 * time.Millisecond
+	})
 	alice := srvA.as("key-alice")
 	tctx := srvA.Ctx(60 * time.Second)
 	turn := parkOver(t, tctx, alice, "", "refund ch_1 for 10")
@@ -165,7 +171,10 @@ func TestAPITwoServersPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	onB := openStream(t, tctx, srvB.URL, "key-alice", turn.SessionID, len(evs))
-	time.Sleep(200 * time.Millisecond) // B's feed is subscribed
+	// A stream writes heartbeats only once it is subscribed to B's feed:
+	// the first blank line opens the response, the second is a heartbeat.
+	waitEvent(t, onB, "", 10*time.Second)
+	waitEvent(t, onB, "", 10*time.Second)
 	_, err = alice.Respond(tctx, turn.SessionID, protocol.InputResponse{RequestID: turn.Open[0].RequestID, OptionID: "approve"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -500,7 +501,9 @@ func TestAPIBadInputs(t *testing.T) {
 	wantError(t, e.do(t, "POST", path+"/cancel", map[string]any{"turnId": 3}, nil), 400, api.CodeBadRequest, "turnId")
 	wantError(t, e.do(t, "GET", "/eve/v1/nope", nil, nil), 404, api.CodeNotFound, "")
 
-	time.Sleep(200 * time.Millisecond)
+	// Every answer above came back, so whatever the server sent the
+	// workflows is in their histories; the reads below are queries, which
+	// Temporal answers only after the workflow has processed all of it.
 	if after := ids(e.snapshot(t, id)); !slices.Equal(before, after) {
 		t.Fatalf("bad input recorded events: %d became %d", len(before), len(after))
 	}
@@ -566,10 +569,18 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 		t.Fatalf("a stream without control ended early: %q", body)
 	}
 
-	// The Go client follows across leases, reading all the while.
+	// The Go client follows across leases, reading all the while. Its
+	// transport counts the stream responses it opens.
+	var opened atomic.Int32
+	follower := client.New(e.URL, client.WithHTTPClient(&http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			opened.Add(1)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}))
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	st := e.C.Stream(sctx, id, 0, nil)
+	st := follower.Stream(sctx, id, 0, nil)
 	events := make(chan protocol.Event, 100)
 	go func() {
 		defer close(events)
@@ -596,7 +607,12 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 		}
 	}
 	readUntil(1)
-	time.Sleep(2500 * time.Millisecond) // two leases end while idle
+	// Two leases end while idle: the client has opened its third response.
+	for deadline := time.Now().Add(20 * time.Second); opened.Load() < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream opened %d responses in 20 s; want a reconnect after each 1 s lease", opened.Load())
+		}
+	}
 	second, err := e.C.Send(ctx, id, "compare Oslo and Rome")
 	if err != nil {
 		t.Fatal(err)
@@ -656,3 +672,8 @@ func TestAPICORS(t *testing.T) {
 		t.Fatalf("open server, loopback origin: %d %v", r.Status, r.Header)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -393,21 +393,42 @@ func TestMessageWhileParked(t *testing.T) {
 	// it waits for the turn (the person the turn serves answers by message,
 	// see steer_test.go).
 	id2, d2 := startParked(t, env, "refund ch_1 5")
-	if _, err := env.Sessions.Send(ctx, id2, signals.SendRequest{Message: "cancel", Caller: &auth.Principal{ID: "mallory", Type: "user"}}); err != nil {
+	queued, err := env.Sessions.Send(ctx, id2, signals.SendRequest{Message: "cancel", Caller: &auth.Principal{ID: "mallory", Type: "user"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The session routes a message in the send Update itself: its answer
+	// says the message waits for a turn of its own.
+	if queued.TurnID != "turn_1" {
+		t.Fatalf("another person's message went to %s", queued.TurnID)
+	}
 	evs = env.Events(ctx, id2)
 	if evs[len(evs)-1].Type != protocol.TurnWaiting || len(evetest.Of(evs, protocol.InputResolved)) != 0 {
 		t.Fatalf("another person's message changed the turn: %s", evetest.Join(evs))
 	}
+	// The approval is still open (respond fails otherwise), and it is the
+	// only resolution the turn ever records.
 	respond(t, env, id2, protocol.InputResponse{RequestID: d2.Requests[0].RequestID, OptionID: "approve"})
 	evs = waitFor(t, env, id2, func(evs []protocol.Event) bool {
 		return len(evetest.Of(evs, protocol.SessionWaiting)) == 2
 	})
+	if ir := evetest.Of(evs, protocol.InputResolved); len(ir) != 1 {
+		t.Fatalf("events: %s", evetest.Join(evs))
+	}
+	var ir protocol.InputResolvedData
+	evetest.Of(evs, protocol.InputResolved)[0].Decode(&ir)
+	if len(ir.Resolutions) != 1 || ir.Resolutions[0].Outcome != protocol.OutcomeApproved {
+		t.Fatalf("resolutions %+v", ir.Resolutions)
+	}
 	// Then the queued message ran as its own turn, after the first ended.
 	if got := strings.Count(evetest.Join(evs), "turn.started"); got != 2 {
 		t.Fatalf("events: %s", evetest.Join(evs))
+	}
+	mr := evetest.Of(evs, protocol.MessageReceived)
+	var m protocol.MessageReceivedData
+	mr[len(mr)-1].Decode(&m)
+	if len(mr) != 2 || m.Message != "cancel" || m.TurnID != "turn_1" {
+		t.Fatalf("message.received %d, last %+v", len(mr), m)
 	}
 }
 

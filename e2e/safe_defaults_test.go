@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -58,7 +61,8 @@ func mcpSession(t *testing.T, url string) *rpc {
 // A task-augmented tools/call (and a plain one) with a bad Host, Origin or
 // Content-Type is refused before any tool runs.
 func TestMCPRefusedRequestsRunNothing(t *testing.T) {
-	e := newTapiEnv(t, nil)
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
 	s := newMCPServer(t, e)
 	hs := httptest.NewServer(s.HTTPHandler(nil))
 	t.Cleanup(hs.Close)
@@ -85,7 +89,11 @@ func TestMCPRefusedRequestsRunNothing(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // time for anything that started by mistake
+	// Each refusal was answered after its handler returned: an execution it
+	// started by mistake would be counted already, even before its tool ran.
+	if n := starts.n.Load(); n != 0 {
+		t.Fatalf("refused requests started %d executions", n)
+	}
 	if n := e.count.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
@@ -98,15 +106,33 @@ func TestMCPRefusedRequestsRunNothing(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	id := created["task"].(map[string]any)["taskId"].(string)
-	if res, rerr := c.call("tasks/result", map[string]any{"taskId": id}); rerr != nil || res["isError"] == true || e.count.Load() != 1 {
-		t.Fatalf("valid call: %v %v, count %d", res, rerr, e.count.Load())
+	if res, rerr := c.call("tasks/result", map[string]any{"taskId": id}); rerr != nil || res["isError"] == true || e.count.Load() != 1 || starts.n.Load() != 1 {
+		t.Fatalf("valid call: %v %v, count %d, executions %d", res, rerr, e.count.Load(), starts.n.Load())
 	}
+}
+
+// startCounter counts the executions a tools API service starts (every
+// execution is one workflow start through its client).
+type startCounter struct {
+	client.Client
+	n atomic.Int32
+}
+
+// wrap puts the counter between the service and its Temporal client.
+func (c *startCounter) wrap(o *toolsapi.Options) {
+	c.Client, o.Client = o.Client, c
+}
+
+func (c *startCounter) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error) {
+	c.n.Add(1)
+	return c.Client.ExecuteWorkflow(ctx, opts, workflow, args...)
 }
 
 // A full task store refuses new tasks with a JSON-RPC error before the
 // tool runs, and makes room by forgetting finished tasks.
 func TestMCPTaskStoreBound(t *testing.T) {
-	e := newTapiEnv(t, nil)
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
 	s, err := mcpserver.New(mcpserver.Options{Tools: e.svc, UserID: "mcp_user", MaxTasks: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -130,9 +156,10 @@ func TestMCPTaskStoreBound(t *testing.T) {
 	if rerr == nil || rerr["code"] != float64(mcpserver.CodeTaskStoreFull) || !strings.Contains(rerr["message"].(string), "too many tasks") {
 		t.Fatalf("full store: %v", rerr)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if e.count.Load() != 0 {
-		t.Fatal("the refused call ran")
+	// The refusal was decided before any start: the two reports are all
+	// that was started.
+	if n := starts.n.Load(); n != 2 || e.count.Load() != 0 {
+		t.Fatalf("the refused call ran: %d executions, %d counter runs", n, e.count.Load())
 	}
 	// One report finishes (nobody polls it): the next task takes its place.
 	ctx := e.Ctx(30 * time.Second)

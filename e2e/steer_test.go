@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -217,7 +219,10 @@ func TestTurnPolicyQueueAndSteer(t *testing.T) {
 	// queue: a message that answers nothing waits for the turn's end.
 	id, d = startParked(t, env, "choose a plan")
 	sent := send(t, env, id, signals.SendRequest{Message: "what's the weather in Rome", TurnPolicy: signals.TurnPolicyQueue})
-	time.Sleep(300 * time.Millisecond)
+	// The session offered it to the turn (a question is open); once the
+	// offer is in the turn's history, the events query sees what the turn
+	// did with it.
+	waitOffered(t, env, id, 1)
 	evs = env.Events(env.Ctx(10*time.Second), id)
 	if evs[len(evs)-1].Type != protocol.TurnWaiting || len(resolutions(evs)) != 0 {
 		t.Fatalf("a queued message changed the turn: %s", evetest.Join(evs))
@@ -255,18 +260,56 @@ func TestOtherPrincipalsMessageWaits(t *testing.T) {
 	bob := &auth.Principal{ID: "bob", Type: "user"}
 	id, d := startParked(t, env, "refund ch_9 9")
 	sent := send(t, env, id, signals.SendRequest{Message: "approve", Caller: bob})
+	// The session routes a message in the send Update itself: bob's waits
+	// for a turn of its own and is never offered to alice's.
 	if sent.TurnID != "turn_1" {
 		t.Fatalf("bob's message went to %s", sent.TurnID)
 	}
-	time.Sleep(300 * time.Millisecond)
 	evs := env.Events(env.Ctx(10*time.Second), id)
 	if evs[len(evs)-1].Type != protocol.TurnWaiting || len(resolutions(evs)) != 0 {
 		t.Fatalf("bob's message changed alice's turn: %s", evetest.Join(evs))
 	}
+	// alice's approval is still open (respond fails otherwise) and hers is
+	// the turn's only resolution.
 	respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
 	evs = waitFor(t, env, id, idle(2))
 	if n := len(evetest.Of(evs, protocol.TurnStarted)); n != 2 || lastReply(t, evs) != "Hello." {
 		t.Fatalf("%d turns, reply %q: %s", n, lastReply(t, evs), evetest.Join(evs))
+	}
+	if rs := resolutions(evs); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeApproved {
+		t.Fatalf("resolutions %+v", rs)
+	}
+}
+
+// waitOffered waits until the running turn of session id holds n messages
+// offered by its session (signals in the turn's history). A query after
+// that answers only once the turn has processed them.
+func waitOffered(t *testing.T, env *evetest.Env, id string, n int) {
+	t.Helper()
+	ctx := env.Ctx(30 * time.Second)
+	sum, err := env.Sessions.Summary(ctx, id)
+	if err != nil || sum.ActiveTurn == nil {
+		t.Fatalf("no running turn: %+v %v", sum, err)
+	}
+	for {
+		got := 0
+		it := env.Client.GetWorkflowHistory(ctx, sum.ActiveTurn.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == signals.SignalTurnMessage {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the turn received %d offered messages, want %d", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

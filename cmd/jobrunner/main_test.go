@@ -86,6 +86,21 @@ func (e *runnerEnv) send(t *testing.T, msg string) (string, string) {
 	}
 }
 
+// waitClaimed waits until a runner has claimed the one job.
+func (e *runnerEnv) waitClaimed(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if f := e.files(t); len(f) == 1 && strings.HasSuffix(f[0], demo.ClaimedExt) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job not claimed: %v", e.files(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *runnerEnv) idle(t *testing.T, id string) []protocol.Event {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -179,17 +194,7 @@ func TestRunnerStopsWhenTurnCancelled(t *testing.T) {
 		e.runner(time.Minute).RunOnce(context.Background())
 		done <- time.Now()
 	}()
-	// Wait for the claim, then cancel the turn.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if f := e.files(t); len(f) == 1 && strings.HasSuffix(f[0], demo.ClaimedExt) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job not claimed: %v", e.files(t))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.waitClaimed(t)
 	cancelled := time.Now()
 	if _, err := e.Sessions.Control(e.Ctx(20*time.Second), id, signals.ControlRequest{Op: signals.ControlCancel}); err != nil {
 		t.Fatal(err)
@@ -219,7 +224,7 @@ func TestRunnerSurvivesRestarts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { e.runner(time.Minute).RunOnce(ctx); close(stopped) }()
-	time.Sleep(300 * time.Millisecond)
+	e.waitClaimed(t) // mid-job
 	cancel()
 	<-stopped
 	if f := e.files(t); len(f) != 1 || f[0] != job.Action.ID+demo.JobExt {
