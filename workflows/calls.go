@@ -50,7 +50,7 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 			reqs[i] = t.newQuestionRequest(p, stepIdx)
 			asked = append(asked, reqs[i].req)
 		default:
-			st := t.gate(p, statuses[i])
+			st := approval.Decide(p.Approval, slices.Contains(t.approved, p.Call.Name), statuses[i])
 			switch st.Type {
 			case approval.Denied:
 				gates[i] = gateSettled
@@ -114,24 +114,9 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 	return results
 }
 
-// gate decides a call with a built-in policy, or takes a custom policy's status.
-func (t *turn) gate(p activities.CallPlan, custom approval.Status) approval.Status {
-	switch p.Approval {
-	case approval.KindAlways:
-		return approval.Ask()
-	case approval.KindOnce:
-		if slices.Contains(t.approved, p.Call.Name) {
-			return approval.Skip()
-		}
-		return approval.Ask()
-	case approval.KindCustom:
-		return custom
-	}
-	return approval.Skip()
-}
-
 // evaluatePolicies runs the custom policies of a step concurrently, each in
-// an activity. A failure or timeout fails closed: a person is asked.
+// an activity. A failure or timeout leaves an invalid status, which
+// approval.Decide fails closed: a person is asked.
 func (t *turn) evaluatePolicies(ctx workflow.Context, session auth.Session, plans []activities.CallPlan) []approval.Status {
 	out := make([]approval.Status, len(plans))
 	futures := make([]workflow.Future, len(plans))
@@ -152,8 +137,8 @@ func (t *turn) evaluatePolicies(ctx workflow.Context, session auth.Session, plan
 		if f == nil {
 			continue
 		}
-		if err := f.Get(ctx, &out[i]); err != nil || !out[i].Valid() {
-			out[i] = approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}
+		if err := f.Get(ctx, &out[i]); err != nil {
+			out[i] = approval.Status{}
 		}
 	}
 	return out

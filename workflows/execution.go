@@ -189,33 +189,30 @@ func (e *execution) gate(ctx workflow.Context, p activities.CallPlan) (activitie
 		}
 		return activities.FailedOutcome(CodeApprovalRequired, msg), true
 	}
-	switch p.Approval {
-	case "", approval.KindNever:
-		return activities.ToolOutcome{}, false
-	case approval.KindCustom:
-	default:
-		return refuse("")
+	var custom approval.Status
+	if p.Approval == approval.KindCustom {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
+		})
+		err := workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
+			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+		}}).Get(ctx, &custom)
+		if err != nil && ctx.Err() != nil {
+			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool)), true
+		}
+		if err != nil {
+			custom = approval.Status{} // fails closed
+		}
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
-	})
-	var st approval.Status
-	err := workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
-		Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
-	}}).Get(ctx, &st)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool)), true
-	case err != nil || !st.Valid():
-		return refuse("the approval policy failed")
-	case st.Type == approval.Denied:
+	switch st := approval.Decide(p.Approval, false, custom); st.Type {
+	case approval.Denied:
 		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
 		if st.Reason != "" {
 			msg += ": " + st.Reason
 		}
 		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run."), true
-	case st.Type == approval.UserApproval:
+	case approval.UserApproval:
 		return refuse(st.Reason)
 	}
 	return activities.ToolOutcome{}, false
