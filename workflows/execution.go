@@ -11,7 +11,6 @@ import (
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -22,7 +21,7 @@ import (
 // "<execution id>/execute" on every attempt.
 const ExecutionCallID = "execute"
 
-// Error codes of executions (beside the catalog's unknown_tool,
+// Error codes of executions (beside protocol's ExecCode codes: unknown_tool,
 // invalid_input, execution_failed, timeout and canceled).
 const (
 	CodeInvalidOutput    = "invalid_output"
@@ -68,7 +67,7 @@ type ExecutionInput struct {
 // cancellation: the status says how it ended) and answers it to
 // signals.QueryExecution while running.
 type ExecutionOutput struct {
-	catalog.ExecutionResult
+	protocol.ExecutionResult
 	UserID    string `json:"userId,omitempty"`
 	InputHash string `json:"inputHash,omitempty"`
 	// ActionID names a delegated tool's action (its completion id).
@@ -103,7 +102,7 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
 	e := &execution{in: in, out: ExecutionOutput{
-		ExecutionResult: catalog.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: catalog.StatusRunning},
+		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
 		StartedAt:       workflow.Now(ctx),
@@ -243,7 +242,7 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 	now := workflow.Now(ctx)
 	e.out.FinishedAt = &now
 	if o.Status == protocol.StatusCompleted {
-		e.out.Status = catalog.StatusSucceeded
+		e.out.Status = protocol.ExecutionSucceeded
 		e.out.Output = o.Output
 		if len(e.out.Output) == 0 {
 			e.out.Output = json.RawMessage("null")
@@ -255,34 +254,34 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 		code, msg = o.Error.Code, o.Error.Message
 	}
 	e.out.Status, code = ExecutionStatusOf(code)
-	e.out.Error = &catalog.ExecutionError{Code: code, Message: msg}
+	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
 }
 
 // ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
 // delegated job's own code) to an execution status and the code the tools
 // API reports.
-func ExecutionStatusOf(code string) (catalog.ExecutionStatus, string) {
+func ExecutionStatusOf(code string) (protocol.ExecutionStatus, string) {
 	switch code {
 	case protocol.CodeToolTimeout:
-		return catalog.StatusTimedOut, catalog.CodeTimeout
+		return protocol.ExecutionTimedOut, protocol.ExecCodeTimeout
 	case protocol.CodeDeadlineExceeded:
-		return catalog.StatusTimedOut, CodeDeadlineExceeded
+		return protocol.ExecutionTimedOut, CodeDeadlineExceeded
 	case protocol.CodeToolCancelled:
-		return catalog.StatusCanceled, catalog.CodeCanceled
+		return protocol.ExecutionCanceled, protocol.ExecCodeCanceled
 	case protocol.CodeToolInputInvalid:
-		return catalog.StatusFailed, catalog.CodeInvalidInput
+		return protocol.ExecutionFailed, protocol.ExecCodeInvalidInput
 	case protocol.CodeToolOutputInvalid:
-		return catalog.StatusFailed, CodeInvalidOutput
+		return protocol.ExecutionFailed, CodeInvalidOutput
 	case protocol.CodeToolExecution:
-		return catalog.StatusFailed, catalog.CodeExecutionFailed
+		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	case protocol.CodeToolNotFound:
-		return catalog.StatusFailed, catalog.CodeUnknownTool
+		return protocol.ExecutionFailed, protocol.ExecCodeUnknownTool
 	case protocol.CodeToolDenied:
-		return catalog.StatusFailed, CodeDenied
+		return protocol.ExecutionFailed, CodeDenied
 	case "":
-		return catalog.StatusFailed, catalog.CodeExecutionFailed
+		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	}
-	return catalog.StatusFailed, code
+	return protocol.ExecutionFailed, code
 }
 
 // execActivity schedules an authored tool's activity with the plan's
