@@ -73,7 +73,7 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 		for _, r := range asked {
 			countInputsOpened(ctx, r.Kind, 1)
 		}
-		t.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
 		t.park(ctx)
 	}
 
@@ -102,7 +102,7 @@ func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int,
 				}
 			}
 			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, waiting)
-			t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "tasks", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+			t.log.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "tasks", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
 		}
 	}
 	_ = workflow.Await(dctx, func() bool { return done == n })
@@ -182,7 +182,7 @@ func (t *turn) cancelRequest(ctx workflow.Context, r *openRequest) {
 	}
 	res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
 	r.settled, r.res = true, res
-	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
+	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
 }
 
 // denied is the result the model sees for a rejected call: never a success.

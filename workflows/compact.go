@@ -32,7 +32,7 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 	before := t.tokens()
 	data := protocol.CompactionData{ModelID: t.cfg.ModelID, Sequence: t.in.Sequence, SessionID: t.in.SessionID,
 		StepIndex: stepIdx, TurnID: t.in.TurnID, UsageInputTokens: &before}
-	t.emit(ctx, protocol.CompactionRequested, data)
+	t.log.emit(ctx, protocol.CompactionRequested, data)
 	// The running turn stays as it is: its user message, calls and results.
 	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv, Append: t.pending, Keep: t.turnMsgs})
 	if err != nil {
@@ -44,7 +44,7 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 	t.usage = t.usage.Add(protocol.StepUsage(out.Usage))
 	after := t.tokens()
 	data.UsageInputTokens = &after
-	t.emit(ctx, protocol.CompactionCompleted, data)
+	t.log.emit(ctx, protocol.CompactionCompleted, data)
 	if t.shouldCompact() {
 		// The turn alone fills the window: compacting again won't help.
 		t.noCompact = true

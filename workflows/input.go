@@ -92,7 +92,7 @@ func (t *turn) openRequests() []protocol.InputRequest {
 // park records that the turn waits for people, and tells the session.
 func (t *turn) park(ctx workflow.Context) {
 	setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.waitingTools())
-	t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "input", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+	t.log.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "input", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
 	t.parks++
 	t.tellSession(ctx)
 }
@@ -323,7 +323,7 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 		}
 	}
 	step := t.byID[resolutions[0].RequestID].stepIdx
-	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
+	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
 	if len(t.openRequests()) > 0 {
 		t.park(ctx)
 	} else {
@@ -368,7 +368,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 				var d signals.TextDelta
 				c.Receive(ctx, &d)
 				if d.StepIndex == t.stepIdx && d.StepIndex > t.stepDone && d.Delta != "" {
-					t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
+					t.log.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
 					t.streamed += d.Delta
 				}
 			})
@@ -416,7 +416,7 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 	}
 	if len(resolutions) > 0 && t.byID[resolutions[0].RequestID] == nil {
 		// Only unknown ids: record against the current step.
-		t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(t.stepIdx)})
+		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(t.stepIdx)})
 		return
 	}
 	t.recordResolutions(ctx, resolutions)
@@ -441,8 +441,8 @@ func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
 		}
 		return
 	}
-	t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+	t.log.deliveries = append(t.log.deliveries, m.DeliveryID)
+	t.log.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	t.settle(r, res, out, reason)
 	t.recordResolutions(ctx, []protocol.InputResolution{res})
 }

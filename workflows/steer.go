@@ -83,8 +83,8 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
 			if res, out, reason, err := t.decide(r, resp); err == nil {
 				t.taken = append(t.taken, m.DeliveryID)
-				t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-				t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+				t.log.deliveries = append(t.log.deliveries, m.DeliveryID)
+				t.log.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 				t.settle(r, res, out, reason)
 				t.recordResolutions(ctx, []protocol.InputResolution{res})
 				return
@@ -132,8 +132,8 @@ func (t *turn) withdraw(ctx workflow.Context) {
 func (t *turn) readSteering(ctx workflow.Context) {
 	for _, m := range t.steering {
 		t.taken = append(t.taken, m.DeliveryID)
-		t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-		t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+		t.log.deliveries = append(t.log.deliveries, m.DeliveryID)
+		t.log.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 		t.add(model.Message{Role: model.RoleUser, Text: m.Message})
 	}
 	t.steering = nil
@@ -151,7 +151,7 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 		rest = text[len(t.streamed):]
 	}
 	if rest != "" {
-		t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: rest, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: rest, StepRef: t.step(stepIdx)})
 	}
 	t.streamed = ""
 }

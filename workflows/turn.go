@@ -64,11 +64,10 @@ const (
 )
 
 type turn struct {
-	rt     *Runtime // notifies streams (never workflow state)
 	in     TurnInput
 	cfg    Config
 	parent *workflow.Execution
-	events []protocol.Event
+	log    eventLog
 	// byRef: the conversation is stored (conv) and pending holds the
 	// messages no model step has stored yet. Turns recorded before that
 	// carry it inline: msgs (history first) and newMsg (this turn's).
@@ -114,13 +113,6 @@ type turn struct {
 	errMsg   string
 }
 
-func (t *turn) emit(ctx workflow.Context, typ string, data any) {
-	now := workflow.Now(ctx)
-	idx := t.in.EventBase + len(t.events)
-	t.events = append(t.events, protocol.NewEvent(typ, data, protocol.EventID(now, t.in.SessionID, idx), now, t.in.DeliveryIDs))
-	t.rt.notify(ctx, t.in.SessionID, idx+1)
-}
-
 func (t *turn) add(m model.Message) {
 	t.turnMsgs++
 	if t.byRef {
@@ -146,7 +138,7 @@ func (t *turn) outcome() signals.TurnOutcome {
 	}
 	return signals.TurnOutcome{
 		Status: status, Reply: t.reply, Error: t.errMsg,
-		FirstEvent: t.in.EventBase, LastEvent: t.in.EventBase + len(t.events) - 1,
+		FirstEvent: t.log.base, LastEvent: t.log.total() - 1,
 	}
 }
 
@@ -159,7 +151,7 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
 	out := TurnOutput{
-		Events:        t.events,
+		Events:        t.log.events,
 		Messages:      t.newMsg,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
@@ -195,7 +187,7 @@ func (t *turn) storePending(ctx workflow.Context) {
 
 // cancelled records the end of a cancelled turn.
 func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
-	t.emit(ctx, protocol.TurnCancelled, t.ref())
+	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
 }
 
@@ -205,8 +197,8 @@ func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
 func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 	cfg := in.Config.WithDefaults()
 	t := &turn{in: in, cfg: cfg,
+		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		stepDone: -1, byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
-	t.rt = r
 	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
 		t.parent = p
 	}
@@ -217,10 +209,10 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		return TurnOutput{}, err
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
-		if from < 0 || from > len(t.events) {
-			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.events))
+		if from < 0 || from > len(t.log.events) {
+			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.log.events))
 		}
-		return signals.PageEvents(t.events[from:]), nil
+		return signals.PageEvents(t.log.events[from:]), nil
 	}); err != nil {
 		return TurnOutput{}, err
 	}
@@ -237,8 +229,8 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		t.msgs = append([]model.Message(nil), in.History...)
 	}
 	setStatus(ctx, cfg, in.SessionID, StatusRunning, nil)
-	t.emit(ctx, protocol.TurnStarted, t.ref())
-	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: in.Message, Sequence: in.Sequence, TurnID: in.TurnID})
+	t.log.emit(ctx, protocol.TurnStarted, t.ref())
+	t.log.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: in.Message, Sequence: in.Sequence, TurnID: in.TurnID})
 	t.add(model.Message{Role: model.RoleUser, Text: in.Message})
 
 	session := auth.Session{ID: in.SessionID, Auth: in.Auth}
@@ -256,7 +248,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		}
 		if stepIdx >= cfg.MaxSteps {
 			msg := fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", cfg.MaxSteps)
-			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeMaxSteps, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
+			t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeMaxSteps, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
 			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 		}
 		var stepDyn []activities.DynamicTool
@@ -278,7 +270,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				return t.cancelled(ctx)
 			}
 		}
-		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
 		step := activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic}
 		if t.byRef {
 			conv := t.conv
@@ -295,8 +287,8 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				return t.cancelled(ctx)
 			}
 			msg := errorMessage(err)
-			t.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(stepIdx)})
-			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeModelError, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
+			t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(stepIdx)})
+			t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeModelError, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
 			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 		}
 		resp := res.Response
@@ -306,7 +298,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			if t.prompts {
 				t.streamRest(ctx, stepIdx, resp.Text)
 			}
-			t.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
+			t.log.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
 		}
 		if t.byRef {
 			// The step stored what it read and its answer.
@@ -319,7 +311,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			t.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		}
 		if len(resp.ToolCalls) == 0 {
-			t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
+			t.log.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 			if t.prompts && len(t.steering) > 0 && stepIdx+1 < cfg.MaxSteps {
 				// A message steered while the model answered: it reads it
 				// in another step of this turn.
@@ -327,20 +319,20 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				continue
 			}
 			t.closing = true
-			t.emit(ctx, protocol.TurnCompleted, t.ref())
+			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
 		}
 		actions := make([]protocol.ToolCallAction, len(resp.ToolCalls))
 		for i, c := range resp.ToolCalls {
 			actions[i] = toolCallAction(c)
 		}
-		t.emit(ctx, protocol.ActionsRequested, protocol.ActionsRequestedData{Actions: actions, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.ActionsRequested, protocol.ActionsRequestedData{Actions: actions, StepRef: t.step(stepIdx)})
 		results := t.runCalls(ctx, session, stepIdx, res.Plans)
 		t.add(model.Message{Role: model.RoleTool, ToolResults: results})
 		if ctx.Err() != nil {
 			return t.cancelled(ctx)
 		}
-		t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
 		if t.prompts {
 			t.readSteering(ctx)
 		}
@@ -355,7 +347,7 @@ func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, er
 		return t.cancelled(ctx)
 	}
 	msg := errorMessage(err)
-	t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
 
@@ -442,7 +434,7 @@ func (t *turn) emitResult(ctx workflow.Context, stepIdx int, call model.ToolCall
 		outcome = out.Error.Code
 	}
 	countToolCall(ctx, call.Name, outcome)
-	t.emit(ctx, protocol.ActionResult, protocol.ActionResultData{
+	t.log.emit(ctx, protocol.ActionResult, protocol.ActionResultData{
 		Error: out.Error,
 		Result: protocol.ToolResultAction{
 			CallID: call.ID, Kind: "tool-result", Output: out.Output, ToolName: call.Name,
