@@ -154,6 +154,7 @@ func TestExecutionCustomPolicy(t *testing.T) {
 		code   string
 	}{
 		{approval.Skip(), protocol.ExecutionSucceeded, ""},
+		{approval.Approve(), protocol.ExecutionSucceeded, ""},
 		{approval.Deny("not yours"), protocol.ExecutionFailed, CodeDenied},
 		{approval.Ask(), protocol.ExecutionFailed, CodeApprovalRequired},
 	} {
@@ -177,6 +178,27 @@ func TestExecutionCustomPolicy(t *testing.T) {
 		if c.code == CodeDenied && !strings.Contains(out.Error.Message, "not yours") {
 			t.Fatalf("deny reason lost: %s", out.Error.Message)
 		}
+	}
+}
+
+// A custom policy that fails refuses the execution: nobody can be asked
+// outside a session, and a failed policy never runs the tool.
+func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
+	ran := 0
+	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+		ran++
+		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+	})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+		return approval.Status{}, temporal.NewNonRetryableApplicationError("policy store down", "PolicyError", nil)
+	}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
+	in := execInput(activities.KindAuthored)
+	in.Plan.Approval = approval.KindCustom
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
+	out := env.result(t)
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 ||
+		!strings.Contains(out.Error.Message, approval.ReasonPolicyFailed) {
+		t.Fatalf("result = %+v (%+v), ran %d", out, out.Error, ran)
 	}
 }
 
