@@ -183,7 +183,7 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 	}
 	for _, c := range calls {
 		if c.stage.refused() {
-			t.settled(ctx, stepIdx, c)
+			t.actionResult(ctx, stepIdx, c)
 		}
 	}
 	return calls
@@ -257,7 +257,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			follow(ctx, c)
-			t.settled(ctx, stepIdx, c)
+			t.actionResult(ctx, stepIdx, c)
 		})
 	}
 	left := func() int {
@@ -339,8 +339,8 @@ func (t *turn) openAction(ctx workflow.Context, a *actionState) func() {
 	}
 }
 
-// settled records a call's result (action.result).
-func (t *turn) settled(ctx workflow.Context, stepIdx int, c *pendingCall) {
+// actionResult records a call's result (action.result): the call is done.
+func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
 	out := c.out
 	outcome := out.Status
 	if out.Error != nil {
