@@ -111,6 +111,35 @@ func Predicate(fn func(c Context) bool) Policy {
 	return Custom(func(c Context) Status { return FromBool(fn(c)) })
 }
 
+// ReasonPolicyFailed is the reason a person is asked when a custom policy
+// failed (an error, a panic, a timeout, or an answer that is no status).
+const ReasonPolicyFailed = "the approval policy failed"
+
+// Decide is the gate of one call, a pure function that workflow code calls
+// (a turn's calls, a tools API execution, the tools API's early check):
+// kind is the tool's policy kind, approvedOnce whether the session already
+// approved the tool (approval.Once), and custom what a custom policy
+// answered. Always asks; Once asks until approved once; Never (and an unset
+// kind) runs without asking; Custom takes custom, and an invalid custom
+// status (the policy failed) fails closed: a person is asked.
+func Decide(kind string, approvedOnce bool, custom Status) Status {
+	switch kind {
+	case KindAlways:
+		return Ask()
+	case KindOnce:
+		if approvedOnce {
+			return Skip()
+		}
+		return Ask()
+	case KindCustom:
+		if !custom.Valid() {
+			return Status{Type: UserApproval, Reason: ReasonPolicyFailed}
+		}
+		return custom
+	}
+	return Skip()
+}
+
 // Kind names the policy.
 func (p Policy) Kind() string {
 	if p.kind == "" {

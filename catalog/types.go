@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"encoding/json"
+
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // Definition is the canonical definition of one tool: the catalog's unit.
@@ -251,60 +253,34 @@ type ExecuteToolOptions struct {
 	ConnectionID   string `json:"connectionId,omitempty"`
 }
 
-// ExecutionStatus is the state of an execution.
-type ExecutionStatus string
+// ExecutionStatus is the state of an execution. The execution types are
+// protocol's, which the execution workflow records without importing the
+// catalog.
+type ExecutionStatus = protocol.ExecutionStatus
 
 // Execution statuses. Queued and running are not terminal.
 const (
-	StatusQueued    ExecutionStatus = "queued"
-	StatusRunning   ExecutionStatus = "running"
-	StatusSucceeded ExecutionStatus = "succeeded"
-	StatusFailed    ExecutionStatus = "failed"
-	StatusCanceled  ExecutionStatus = "canceled"
-	StatusTimedOut  ExecutionStatus = "timed_out"
+	StatusQueued    = protocol.ExecutionQueued
+	StatusRunning   = protocol.ExecutionRunning
+	StatusSucceeded = protocol.ExecutionSucceeded
+	StatusFailed    = protocol.ExecutionFailed
+	StatusCanceled  = protocol.ExecutionCanceled
+	StatusTimedOut  = protocol.ExecutionTimedOut
 )
 
-// Terminal reports whether the status is final.
-func (s ExecutionStatus) Terminal() bool {
-	switch s {
-	case StatusSucceeded, StatusFailed, StatusCanceled, StatusTimedOut:
-		return true
-	}
-	return false
-}
-
 // ExecutionResult is the state (and, when terminal, the outcome) of one execution.
-type ExecutionResult struct {
-	// ID identifies the execution (GET /v1/executions/{id}).
-	ID     string          `json:"id"`
-	Tool   string          `json:"tool"`
-	Status ExecutionStatus `json:"status"`
-	// Output is the tool's JSON output when Status is succeeded.
-	Output json.RawMessage `json:"output,omitempty"`
-	// Error is set when Status is failed, canceled or timed_out.
-	Error *ExecutionError `json:"error,omitempty"`
-}
+type ExecutionResult = protocol.ExecutionResult
 
 // ExecutionError is why an execution did not succeed.
-type ExecutionError struct {
-	Message string `json:"message"`
-	Code    string `json:"code,omitempty"`
-}
-
-func (e *ExecutionError) Error() string {
-	if e.Code != "" {
-		return e.Code + ": " + e.Message
-	}
-	return e.Message
-}
+type ExecutionError = protocol.ExecutionError
 
 // Error codes the catalog itself produces in tool results.
 const (
-	CodeUnknownTool     = "unknown_tool"
-	CodeInvalidInput    = "invalid_input"
-	CodeExecutionFailed = "execution_failed"
-	CodeTimeout         = "timeout"
-	CodeCanceled        = "canceled"
+	CodeUnknownTool     = protocol.ExecCodeUnknownTool
+	CodeInvalidInput    = protocol.ExecCodeInvalidInput
+	CodeExecutionFailed = protocol.ExecCodeExecutionFailed
+	CodeTimeout         = protocol.ExecCodeTimeout
+	CodeCanceled        = protocol.ExecCodeCanceled
 )
 
 // AnthropicToolCall is a Messages API tool_use block.

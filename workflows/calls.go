@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -11,194 +12,374 @@ import (
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
-	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 )
 
-// How one call proceeds after the gate.
+// One pipeline takes a tool call to its outcome, in turns and in tools API
+// executions alike: the gate (gateCall) refuses it, puts it to a person,
+// or lets it run; a call a person settles waits for them; a call that runs
+// executes (execute). An execution is a turn in which nobody can be asked:
+// there, a call the gate puts to a person is refused.
+
+// stage is where the gate sends a call.
+type stage int
+
 const (
-	gateRun     = iota // execute now
-	gateAsk            // wait for an approval
-	gateAnswer         // a client tool: wait for the answer
-	gateSettled        // settled already (unknown tool, bad input, denied)
+	stageRun     stage = iota // runs now
+	stageAsk                  // waits for a person's approval
+	stageAnswer               // a client tool: waits for a person's answer
+	stageUnknown              // refused: there is no such tool
+	stageInvalid              // refused: the input breaks the tool's schema
+	stageDenied               // refused: a policy denied it
 )
 
-// runCalls gates every call (approval policies, client tools), asks people
-// in one input.requested, runs what may run concurrently, and emits
-// action.result as each call settles. Results keep the calls' order.
-func (t *turn) runCalls(ctx workflow.Context, session auth.Session, stepIdx int, plans []activities.CallPlan) []model.ToolResult {
-	n := len(plans)
-	outcomes := make([]activities.ToolOutcome, n)
-	gates := make([]int, n)
-	reqs := make([]*openRequest, n)
-	statuses := t.evaluatePolicies(ctx, session, plans)
-	t.now = workflow.Now(ctx)
+// refused reports whether the gate settled the call: it never runs.
+func (s stage) refused() bool { return s >= stageUnknown }
 
-	var asked []protocol.InputRequest
-	for i, p := range plans {
-		switch {
-		case !p.Known:
-			gates[i] = gateSettled
-			outcomes[i] = activities.FailedOutcome(protocol.CodeToolNotFound,
-				fmt.Sprintf("there is no tool named %q; call one of the tools you were given", p.Call.Name))
-		case p.InputError != "":
-			gates[i] = gateSettled
-			outcomes[i] = activities.FailedOutcome(protocol.CodeToolInputInvalid, p.InputError)
-		case p.Kind == activities.KindClient:
-			gates[i] = gateAnswer
-			reqs[i] = t.newQuestionRequest(p, stepIdx)
-			asked = append(asked, reqs[i].req)
+// pendingCall is one tool call on its way from the model's step to its
+// outcome.
+type pendingCall struct {
+	plan activities.CallPlan
+	// tool names the tool in outcomes: the call's name in a turn, the
+	// catalog's in an execution.
+	tool  string
+	stage stage
+	// reason says why: the policy's reason (ask, denied) or the input
+	// error (invalid).
+	reason string
+	// req is the request a person settles (ask, answer).
+	req *openRequest
+	out activities.ToolOutcome
+	// done: out is final and recorded.
+	done bool
+}
+
+// gateCall decides where a call goes, in this order: an unknown tool or
+// input that breaks its schema is refused; a client tool waits for a
+// person's answer; otherwise the approval policy decides (approval.Decide):
+// denied, ask a person, or run. approvedOnce says whether the session
+// approved the tool once, custom is what its custom policy answered
+// (evaluatePolicy). It is pure: turns and executions both call it.
+func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom approval.Status) *pendingCall {
+	c := &pendingCall{plan: p, tool: tool}
+	switch {
+	case !p.Known:
+		c.stage = stageUnknown
+	case p.InputError != "":
+		c.stage, c.reason = stageInvalid, p.InputError
+	case p.Kind == activities.KindClient:
+		c.stage = stageAnswer
+	default:
+		switch st := approval.Decide(p.Approval, approvedOnce, custom); st.Type {
+		case approval.Denied:
+			c.stage, c.reason = stageDenied, st.Reason
+		case approval.UserApproval:
+			c.stage, c.reason = stageAsk, st.Reason
 		default:
-			st := t.gate(p, statuses[i])
-			switch st.Type {
-			case approval.Denied:
-				gates[i] = gateSettled
-				outcomes[i] = denied(p.Call.Name, st.Reason, false)
-			case approval.UserApproval:
-				gates[i] = gateAsk
-				reqs[i] = t.newApprovalRequest(p, stepIdx, st.Reason)
-				asked = append(asked, reqs[i].req)
-			default:
-				gates[i] = gateRun
-			}
+			c.stage = stageRun
 		}
 	}
-	for i, p := range plans {
-		if gates[i] == gateSettled {
-			t.emitResult(ctx, stepIdx, p.Call, outcomes[i])
-		}
-	}
-	if len(asked) > 0 {
-		for _, r := range asked {
-			countInputsOpened(ctx, r.Kind, 1)
-		}
-		t.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
-		t.park(ctx)
-	}
-
-	done := 0
-	for i, p := range plans {
-		if gates[i] == gateSettled {
-			done++
-			continue
-		}
-		i, p := i, p
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			outcomes[i] = t.runCall(ctx, session, p, gates[i], reqs[i])
-			t.emitResult(ctx, stepIdx, p.Call, outcomes[i])
-			done++
-		})
-	}
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if delegated := countDelegated(plans, gates); delegated > 0 {
-		// Only jobs left: say so once, so clients know the turn resumes on its own.
-		_ = workflow.Await(dctx, func() bool { return done == n || (done+t.delegatedOpen == n && len(t.openRequests()) == 0) })
-		if done < n && ctx.Err() == nil {
-			var waiting []string
-			for i, p := range plans {
-				if p.Kind == activities.KindDelegated && gates[i] != gateSettled && !slices.Contains(waiting, p.Call.Name) {
-					waiting = append(waiting, p.Call.Name)
-				}
-			}
-			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, waiting)
-			t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "tasks", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
-		}
-	}
-	_ = workflow.Await(dctx, func() bool { return done == n })
-
-	results := make([]model.ToolResult, n)
-	for i, p := range plans {
-		results[i] = model.ToolResult{CallID: p.Call.ID, Name: p.Call.Name, Output: outcomes[i].Output, IsError: outcomes[i].Status != protocol.StatusCompleted}
-	}
-	return results
+	return c
 }
 
-// gate decides a call with a built-in policy, or takes a custom policy's status.
-func (t *turn) gate(p activities.CallPlan, custom approval.Status) approval.Status {
-	switch p.Approval {
-	case approval.KindAlways:
-		return approval.Ask()
-	case approval.KindOnce:
-		if slices.Contains(t.approved, p.Call.Name) {
-			return approval.Skip()
-		}
-		return approval.Ask()
-	case approval.KindCustom:
-		return custom
-	}
-	return approval.Skip()
+// needsPolicy reports whether the gate needs the call's custom policy.
+func needsPolicy(p activities.CallPlan) bool {
+	return p.Known && p.InputError == "" && p.Approval == approval.KindCustom
 }
 
-// evaluatePolicies runs the custom policies of a step concurrently, each in
-// an activity. A failure or timeout fails closed: a person is asked.
-func (t *turn) evaluatePolicies(ctx workflow.Context, session auth.Session, plans []activities.CallPlan) []approval.Status {
-	out := make([]approval.Status, len(plans))
-	futures := make([]workflow.Future, len(plans))
+// evaluatePolicy runs a custom approval policy in a local activity. A
+// failure leaves an invalid status, which approval.Decide fails closed.
+func evaluatePolicy(ctx workflow.Context, in activities.ApprovalInput) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
 	})
+	return workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, in)
+}
+
+// callHost is the workflow a call executes in: a turn, or an execution.
+type callHost interface {
+	// toolInput is the input of the call's activity.
+	toolInput(c *pendingCall) activities.ExecuteToolInput
+	// openAction holds a delegated call's action before its job can know
+	// it, so the workflow's handlers answer for it; closed runs when the
+	// action has settled.
+	openAction(ctx workflow.Context, a *actionState) (closed func())
+}
+
+// execute runs a call the gate let through: a delegated tool's job, until
+// it completes, its deadline passes or the workflow is cancelled; any other
+// tool's activity, with the plan's options.
+func execute(ctx workflow.Context, h callHost, c *pendingCall) activities.ToolOutcome {
+	p := c.plan
+	if ctx.Err() != nil {
+		return cancelledOutcome(c.tool)
+	}
+	in := h.toolInput(c)
+	if p.Kind == activities.KindDelegated {
+		wid := workflow.GetInfo(ctx).WorkflowExecution.ID
+		in.ActionID = activities.ActionID(wid, p.Call.ID)
+		in.Deadline = workflow.Now(ctx).Add(p.Deadline)
+		a := newActionState(p, in)
+		closed := h.openAction(ctx, a)
+		out := awaitAction(ctx, a, p, in)
+		closed()
+		return out
+	}
+	var out activities.ToolOutcome
+	if err := toolActivity(ctx, p, in).Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			return cancelledOutcome(c.tool)
+		}
+		return activityFailure(c.tool, err)
+	}
+	return out
+}
+
+// toolActivity schedules an authored tool's activity with the plan's
+// options (local or regular, timeouts, retries).
+func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
+	retry := &temporal.RetryPolicy{
+		InitialInterval:        p.Retry.InitialInterval,
+		BackoffCoefficient:     p.Retry.BackoffCoefficient,
+		MaximumInterval:        p.Retry.MaximumInterval,
+		MaximumAttempts:        p.Retry.MaximumAttempts,
+		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
+	}
+	if p.Local {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: p.Timeout, RetryPolicy: retry})
+		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          "tool/" + in.CallID,
+		StartToCloseTimeout: p.Timeout,
+		HeartbeatTimeout:    p.HeartbeatTimeout,
+		RetryPolicy:         retry,
+	})
+	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+}
+
+// The turn's side of the pipeline: a step's calls.
+
+// gate decides every call of a step. Custom policies run first,
+// concurrently; then each call is refused (and gets its result at once),
+// put to a person (its request goes on the board), or let through.
+func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPlan) []*pendingCall {
+	custom := t.evaluatePolicies(ctx, plans)
+	now := workflow.Now(ctx)
+	calls := make([]*pendingCall, len(plans))
 	for i, p := range plans {
-		if !p.Known || p.InputError != "" || p.Approval != approval.KindCustom {
+		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
+		switch c.stage {
+		case stageAsk:
+			c.req = t.board.add(newApprovalRequest(p, stepIdx, c.reason), now)
+		case stageAnswer:
+			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)
+		case stageUnknown, stageInvalid, stageDenied:
+			c.out = refusal(c)
+		}
+		calls[i] = c
+	}
+	for _, c := range calls {
+		if c.stage.refused() {
+			t.actionResult(ctx, stepIdx, c)
+		}
+	}
+	return calls
+}
+
+// evaluatePolicies runs the custom policies of a step concurrently, each in
+// an activity.
+func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPlan) []approval.Status {
+	out := make([]approval.Status, len(plans))
+	futures := make([]workflow.Future, len(plans))
+	for i, p := range plans {
+		if !needsPolicy(p) {
 			continue
 		}
-		futures[i] = workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
-			Session: session, ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
-			ApprovedTools: append([]string{}, t.approved...),
+		futures[i] = evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+			Session: t.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+			ApprovedTools: append([]string{}, t.board.approved...),
 		}, Dynamic: t.dynamicFor(p.Call.Name)})
 	}
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
-		if err := f.Get(ctx, &out[i]); err != nil || !out[i].Valid() {
-			out[i] = approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}
+		if err := f.Get(ctx, &out[i]); err != nil {
+			out[i] = approval.Status{}
 		}
 	}
 	return out
 }
 
-// runCall waits for a person where needed, then executes.
-func (t *turn) runCall(ctx workflow.Context, session auth.Session, p activities.CallPlan, gate int, r *openRequest) activities.ToolOutcome {
-	if r != nil {
-		if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil {
-			t.cancelRequest(ctx, r)
-			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", p.Call.Name))
-		}
-		if r.withdrawn {
-			return withdrawnOutcome(p, r)
-		}
-		if gate == gateAnswer {
-			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
-		}
-		if r.res.Outcome != protocol.OutcomeApproved {
-			return denied(p.Call.Name, r.reason, true)
-		}
+// refusal is the result the model reads for a call the gate refused.
+func refusal(c *pendingCall) activities.ToolOutcome {
+	switch c.stage {
+	case stageUnknown:
+		return activities.FailedOutcome(protocol.CodeToolNotFound,
+			fmt.Sprintf("there is no tool named %q; call one of the tools you were given", c.plan.Call.Name))
+	case stageInvalid:
+		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
 	}
-	if ctx.Err() != nil {
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", p.Call.Name))
-	}
-	if p.Kind == activities.KindDelegated {
-		return t.runDelegated(ctx, session, p)
-	}
-	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
-	var out activities.ToolOutcome
-	if err := executeTool(ctx, p, in).Get(ctx, &out); err != nil {
-		return activityFailure(p.Call.Name, err)
-	}
-	return out
+	return denied(c.tool, c.reason, false)
 }
 
-// cancelRequest settles an unanswered request when the turn is cancelled.
-func (t *turn) cancelRequest(ctx workflow.Context, r *openRequest) {
-	if r.settled {
-		return
+// requestsOf lists the requests the gate made for people, in the calls' order.
+func requestsOf(calls []*pendingCall) []protocol.InputRequest {
+	var asked []protocol.InputRequest
+	for _, c := range calls {
+		if c.req != nil {
+			asked = append(asked, c.req.req)
+		}
 	}
-	res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
-	r.settled, r.res = true, res
-	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
+	return asked
 }
+
+// park asks people in one input.requested, and the turn waits for them.
+func (t *turn) park(ctx workflow.Context, stepIdx int, asked []protocol.InputRequest) {
+	for _, r := range asked {
+		countInputsOpened(ctx, r.Kind, 1)
+	}
+	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
+	t.waitForInput(ctx)
+}
+
+// concurrently follows each call the gate did not refuse in a coroutine of
+// its own, started in the calls' order, and returns when every call has
+// settled; each call's action.result is recorded as it settles. When only
+// delegated jobs are left, the turn says so once (it resumes on its own).
+func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingCall, follow func(ctx workflow.Context, c *pendingCall)) {
+	for _, c := range calls {
+		if c.done {
+			continue
+		}
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			follow(ctx, c)
+			t.actionResult(ctx, stepIdx, c)
+		})
+	}
+	left := func() int {
+		n := 0
+		for _, c := range calls {
+			if !c.done {
+				n++
+			}
+		}
+		return n
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if delegated := delegatedTools(calls); len(delegated) > 0 {
+		_ = workflow.Await(dctx, func() bool { return left() == 0 || (left() == t.delegatedOpen && len(t.board.open()) == 0) })
+		if left() > 0 && ctx.Err() == nil {
+			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, delegated)
+			t.turnWaiting(ctx, "tasks")
+		}
+	}
+	_ = workflow.Await(dctx, func() bool { return left() == 0 })
+}
+
+// delegatedTools names the delegated tools of the calls the gate let
+// through or put to a person.
+func delegatedTools(calls []*pendingCall) []string {
+	var names []string
+	for _, c := range calls {
+		if c.plan.Kind == activities.KindDelegated && !c.stage.refused() && !slices.Contains(names, c.plan.Call.Name) {
+			names = append(names, c.plan.Call.Name)
+		}
+	}
+	return names
+}
+
+// await waits for the person a call's request asked, if any, and reports
+// whether the call runs. An answer, a denial, a withdrawal (a steering
+// message) or the turn's cancellation settles the call instead.
+func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
+	r := c.req
+	if r == nil {
+		return true
+	}
+	if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil {
+		if res, ok := t.board.cancel(r); ok {
+			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
+		}
+		c.out = activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
+		return false
+	}
+	switch {
+	case r.withdrawn:
+		c.out = withdrawnOutcome(c.plan, r)
+	case c.stage == stageAnswer:
+		c.out = activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
+	case r.res.Outcome != protocol.OutcomeApproved:
+		c.out = denied(c.tool, r.reason, true)
+	default:
+		return true
+	}
+	return false
+}
+
+// execute runs a call that passed the gate and its person.
+func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
+	c.out = execute(ctx, t, c)
+}
+
+func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
+	p := c.plan
+	return activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+}
+
+func (t *turn) openAction(ctx workflow.Context, a *actionState) func() {
+	t.actions[a.ActionID] = a
+	t.delegatedOpen++
+	return func() {
+		countDelegatedAction(ctx, a.Tool, a.State)
+		t.delegatedOpen--
+	}
+}
+
+// actionResult records a call's result (action.result): the call is done.
+func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
+	out := c.out
+	outcome := out.Status
+	if out.Error != nil {
+		outcome = out.Error.Code
+	}
+	countToolCall(ctx, c.plan.Call.Name, outcome)
+	t.log.emit(ctx, protocol.ActionResult, protocol.ActionResultData{
+		Error: out.Error,
+		Result: protocol.ToolResultAction{
+			CallID: c.plan.Call.ID, Kind: "tool-result", Output: out.Output, ToolName: c.plan.Call.Name,
+			IsError: out.Status != protocol.StatusCompleted,
+		},
+		Status:  out.Status,
+		StepRef: t.step(stepIdx),
+	})
+	c.done = true
+}
+
+// toolResults are what the model reads in its next step, in the calls' order.
+func toolResults(calls []*pendingCall) []model.ToolResult {
+	results := make([]model.ToolResult, len(calls))
+	for i, c := range calls {
+		results[i] = model.ToolResult{CallID: c.plan.Call.ID, Name: c.plan.Call.Name, Output: c.out.Output, IsError: c.out.Status != protocol.StatusCompleted}
+	}
+	return results
+}
+
+// dynamicFor returns the resolved tool a call names, if any, so the worker
+// that runs it can find it.
+func (t *turn) dynamicFor(name string) []activities.DynamicTool {
+	for _, d := range t.dynamic {
+		if d.Name == name {
+			return []activities.DynamicTool{d}
+		}
+	}
+	return nil
+}
+
+// Outcomes.
 
 // denied is the result the model sees for a rejected call: never a success.
 func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
@@ -216,23 +397,30 @@ func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
 	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
 }
 
-func countDelegated(plans []activities.CallPlan, gates []int) int {
-	n := 0
-	for i, p := range plans {
-		if p.Kind == activities.KindDelegated && gates[i] != gateSettled {
-			n++
-		}
-	}
-	return n
+func cancelledOutcome(tool string) activities.ToolOutcome {
+	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 }
 
-// dynamicFor returns the resolved tool a call names, if any, so the worker
-// that runs it can find it.
-func (t *turn) dynamicFor(name string) []activities.DynamicTool {
-	for _, d := range t.dynamic {
-		if d.Name == name {
-			return []activities.DynamicTool{d}
-		}
+// activityFailure turns a failed tool activity (retries exhausted, timeout,
+// cancellation) into the result the model sees.
+func activityFailure(tool string, err error) activities.ToolOutcome {
+	var timeoutErr *temporal.TimeoutError
+	var canceledErr *temporal.CanceledError
+	switch {
+	case errors.As(err, &timeoutErr):
+		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
+	case errors.As(err, &canceledErr):
+		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 	}
-	return nil
+	return activities.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
+}
+
+// errorMessage digs the application error's own message out of the
+// activity error wrapper.
+func errorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
 }

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"github.com/eve-temporal/eve/activities"
-	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/protocol"
 	"go.temporal.io/sdk/workflow"
 )
@@ -11,43 +10,38 @@ import (
 // (conversation.Ref) instead of travelling inline in workflow payloads.
 const versionConversationRef = "conversation-ref"
 
-// tokens estimates what the next model step reads.
-func (t *turn) tokens() int {
-	return t.conv.Tokens() + conversation.EstimateTokens(t.pending)
-}
-
 // shouldCompact: the conversation reached the agent's share of the model's
 // context window (Config.CompactAt; negative turns it off).
 func (t *turn) shouldCompact() bool {
-	if t.noCompact || t.cfg.CompactAt <= 0 || t.cfg.ContextWindow <= 0 {
+	if t.conv.noCompact || t.cfg.CompactAt <= 0 || t.cfg.ContextWindow <= 0 {
 		return false
 	}
-	return float64(t.tokens()) >= t.cfg.CompactAt*float64(t.cfg.ContextWindow)
+	return float64(t.conv.tokens()) >= t.cfg.CompactAt*float64(t.cfg.ContextWindow)
 }
 
 // compact replaces the conversation with the model's summary of it, between
 // two steps, as eve does. A failed compaction leaves the conversation as
 // it is: the step goes on with it (and fails if the model cannot take it).
 func (t *turn) compact(ctx workflow.Context, stepIdx int) {
-	before := t.tokens()
+	before := t.conv.tokens()
 	data := protocol.CompactionData{ModelID: t.cfg.ModelID, Sequence: t.in.Sequence, SessionID: t.in.SessionID,
 		StepIndex: stepIdx, TurnID: t.in.TurnID, UsageInputTokens: &before}
-	t.emit(ctx, protocol.CompactionRequested, data)
+	t.log.emit(ctx, protocol.CompactionRequested, data)
 	// The running turn stays as it is: its user message, calls and results.
-	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv, Append: t.pending, Keep: t.turnMsgs})
+	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv.ref, Append: t.conv.pending, Keep: t.conv.count})
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("compaction failed; the turn goes on with the whole conversation", "turn", t.in.TurnID, "error", err)
-		t.noCompact = true // not again in this turn
+		t.conv.noCompact = true // not again in this turn
 		return
 	}
-	t.conv, t.pending = out.Conversation, nil
+	t.conv.ref, t.conv.pending = out.Conversation, nil
 	t.usage = t.usage.Add(protocol.StepUsage(out.Usage))
-	after := t.tokens()
+	after := t.conv.tokens()
 	data.UsageInputTokens = &after
-	t.emit(ctx, protocol.CompactionCompleted, data)
+	t.log.emit(ctx, protocol.CompactionCompleted, data)
 	if t.shouldCompact() {
 		// The turn alone fills the window: compacting again won't help.
-		t.noCompact = true
+		t.conv.noCompact = true
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
-	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -23,6 +22,13 @@ type actionState struct {
 	schema       *schema.Schema
 	// maxOutputBytes is the plan's output limit (0: not known, unchecked).
 	maxOutputBytes int
+}
+
+// newActionState is the action of a delegated call whose job starts with in.
+func newActionState(p activities.CallPlan, in activities.ExecuteToolInput) *actionState {
+	return &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{
+		ActionID: in.ActionID, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: in.Deadline,
+	}}
 }
 
 func (t *turn) registerActionHandlers(ctx workflow.Context) error {
@@ -109,26 +115,9 @@ func (a *actionState) check(req signals.SettleAction) error {
 	return nil
 }
 
-// runDelegated starts the job's activity and waits for its completion, the
-// deadline, or cancellation, whichever comes first.
-func (t *turn) runDelegated(ctx workflow.Context, session auth.Session, p activities.CallPlan) activities.ToolOutcome {
-	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
-	id := activities.ActionID(wid, p.Call.ID)
-	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline}}
-	t.actions[id] = a // registered before the job can know the action exists
-	t.delegatedOpen++
-	defer func() { t.delegatedOpen-- }()
-
-	in := activities.ExecuteToolInput{Session: session, TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline, Dynamic: t.dynamicFor(p.Call.Name)}
-	outcome := awaitAction(ctx, a, p, in)
-	countDelegatedAction(ctx, a.Tool, a.State)
-	return outcome
-}
-
 // awaitAction starts a delegated call's activity and waits for the job's
-// completion, the deadline, or cancellation, whichever comes first. Turns
-// and tools API executions both use it.
+// completion, the deadline, or cancellation, whichever comes first (the
+// delegated branch of execute).
 func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in activities.ExecuteToolInput) activities.ToolOutcome {
 	actx, cancelActivity := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{

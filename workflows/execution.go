@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -22,7 +20,7 @@ import (
 // "<execution id>/execute" on every attempt.
 const ExecutionCallID = "execute"
 
-// Error codes of executions (beside the catalog's unknown_tool,
+// Error codes of executions (beside protocol's ExecCode codes: unknown_tool,
 // invalid_input, execution_failed, timeout and canceled).
 const (
 	CodeInvalidOutput    = "invalid_output"
@@ -68,7 +66,7 @@ type ExecutionInput struct {
 // cancellation: the status says how it ended) and answers it to
 // signals.QueryExecution while running.
 type ExecutionOutput struct {
-	catalog.ExecutionResult
+	protocol.ExecutionResult
 	UserID    string `json:"userId,omitempty"`
 	InputHash string `json:"inputHash,omitempty"`
 	// ActionID names a delegated tool's action (its completion id).
@@ -103,7 +101,7 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
 	e := &execution{in: in, out: ExecutionOutput{
-		ExecutionResult: catalog.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: catalog.StatusRunning},
+		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
 		StartedAt:       workflow.Now(ctx),
@@ -141,104 +139,76 @@ func (e *execution) session() auth.Session {
 	return auth.Session{ID: e.in.ExecutionID, Auth: auth.Auth{Current: caller, Initiator: caller}}
 }
 
-// run gates the call and runs it.
+// run takes the call through the pipeline a turn's calls go through
+// (gateCall, execute); nobody can be asked outside a session, so a call the
+// gate puts to a person is refused.
 func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
-	p := e.in.Plan
-	if p.Call.ID == "" {
-		p.Call.ID = ExecutionCallID
+	p := e.plan()
+	var custom approval.Status
+	if needsPolicy(p) && p.Kind != activities.KindClient {
+		err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+		}}).Get(ctx, &custom)
+		if err != nil && ctx.Err() != nil {
+			return cancelledOutcome(e.in.Tool)
+		}
+		if err != nil {
+			custom = approval.Status{} // fails closed
+		}
+	}
+	c := gateCall(p, e.in.Tool, false, custom)
+	switch c.stage {
+	case stageUnknown:
+		return activities.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
+	case stageInvalid:
+		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
+	case stageDenied:
+		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
+		if c.reason != "" {
+			msg += ": " + c.reason
+		}
+		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+	case stageAnswer:
+		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+	case stageAsk:
+		msg := fmt.Sprintf("tool %s needs a person's approval, which only a session can ask for; it did not run", e.in.Tool)
+		if c.reason != "" {
+			msg += ": " + c.reason
+		}
+		return activities.FailedOutcome(CodeApprovalRequired, msg)
+	}
+	return execute(ctx, e, c)
+}
+
+// plan is the call's plan with an execution's defaults: its call id, the
+// default timeout and deadline, and no approval policy when the starter
+// decided the caller may skip it.
+func (e *execution) plan() activities.CallPlan {
+	if e.in.Plan.Call.ID == "" {
 		e.in.Plan.Call.ID = ExecutionCallID
 	}
-	switch {
-	case !p.Known:
-		return activities.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
-	case p.InputError != "":
-		return activities.FailedOutcome(protocol.CodeToolInputInvalid, p.InputError)
-	case p.Kind == activities.KindClient:
-		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+	p := e.in.Plan
+	if p.Timeout <= 0 {
+		p.Timeout = tools.DefaultTimeout
 	}
-	if out, stop := e.gate(ctx, p); stop {
-		return out
-	}
-	if ctx.Err() != nil {
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool))
-	}
-	if p.Kind == activities.KindDelegated {
-		return e.runDelegated(ctx, p)
-	}
-	in := activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
-	var out activities.ToolOutcome
-	if err := execActivity(ctx, p, in).Get(ctx, &out); err != nil {
-		if ctx.Err() != nil {
-			return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool))
-		}
-		return activityFailure(e.in.Tool, err)
-	}
-	return out
-}
-
-// gate applies the tool's approval policy. Outside a session there is
-// nobody to ask, so "ask" refuses the execution.
-func (e *execution) gate(ctx workflow.Context, p activities.CallPlan) (activities.ToolOutcome, bool) {
-	if e.in.SkipApproval {
-		return activities.ToolOutcome{}, false
-	}
-	refuse := func(reason string) (activities.ToolOutcome, bool) {
-		msg := fmt.Sprintf("tool %s needs a person's approval, which only a session can ask for; it did not run", e.in.Tool)
-		if reason != "" {
-			msg += ": " + reason
-		}
-		return activities.FailedOutcome(CodeApprovalRequired, msg), true
-	}
-	switch p.Approval {
-	case "", approval.KindNever:
-		return activities.ToolOutcome{}, false
-	case approval.KindCustom:
-	default:
-		return refuse("")
-	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
-	})
-	var st approval.Status
-	err := workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, activities.ApprovalInput{Context: approval.Context{
-		Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
-	}}).Get(ctx, &st)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", e.in.Tool)), true
-	case err != nil || !st.Valid():
-		return refuse("the approval policy failed")
-	case st.Type == approval.Denied:
-		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
-		if st.Reason != "" {
-			msg += ": " + st.Reason
-		}
-		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run."), true
-	case st.Type == approval.UserApproval:
-		return refuse(st.Reason)
-	}
-	return activities.ToolOutcome{}, false
-}
-
-// runDelegated starts the job's activity and waits for its completion, the
-// deadline, or cancellation, whichever comes first (the turn's runDelegated,
-// for a workflow that holds one action).
-func (e *execution) runDelegated(ctx workflow.Context, p activities.CallPlan) activities.ToolOutcome {
-	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
-	id := activities.ActionID(wid, p.Call.ID)
 	if p.Deadline <= 0 {
 		p.Deadline = tools.DefaultDeadline
 	}
-	deadline := workflow.Now(ctx).Add(p.Deadline)
-	a := &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{
-		ActionID: id, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: deadline,
-	}}
-	e.action = a // set before the job can know the action exists
-	e.out.ActionID = id
+	if e.in.SkipApproval {
+		p.Approval = approval.KindNever
+	}
+	return p
+}
 
-	in := activities.ExecuteToolInput{Session: e.session(), TurnID: wid, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, ActionID: id, Deadline: deadline}
-	return awaitAction(ctx, a, p, in)
+func (e *execution) toolInput(c *pendingCall) activities.ExecuteToolInput {
+	p := c.plan
+	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+}
+
+func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
+	e.action = a // the workflow holds one action
+	e.out.ActionID = a.ActionID
+	return func() {}
 }
 
 // settle records the outcome as the execution's result.
@@ -246,7 +216,7 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 	now := workflow.Now(ctx)
 	e.out.FinishedAt = &now
 	if o.Status == protocol.StatusCompleted {
-		e.out.Status = catalog.StatusSucceeded
+		e.out.Status = protocol.ExecutionSucceeded
 		e.out.Output = o.Output
 		if len(e.out.Output) == 0 {
 			e.out.Output = json.RawMessage("null")
@@ -258,59 +228,32 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 		code, msg = o.Error.Code, o.Error.Message
 	}
 	e.out.Status, code = ExecutionStatusOf(code)
-	e.out.Error = &catalog.ExecutionError{Code: code, Message: msg}
+	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
 }
 
 // ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
 // delegated job's own code) to an execution status and the code the tools
 // API reports.
-func ExecutionStatusOf(code string) (catalog.ExecutionStatus, string) {
+func ExecutionStatusOf(code string) (protocol.ExecutionStatus, string) {
 	switch code {
 	case protocol.CodeToolTimeout:
-		return catalog.StatusTimedOut, catalog.CodeTimeout
+		return protocol.ExecutionTimedOut, protocol.ExecCodeTimeout
 	case protocol.CodeDeadlineExceeded:
-		return catalog.StatusTimedOut, CodeDeadlineExceeded
+		return protocol.ExecutionTimedOut, CodeDeadlineExceeded
 	case protocol.CodeToolCancelled:
-		return catalog.StatusCanceled, catalog.CodeCanceled
+		return protocol.ExecutionCanceled, protocol.ExecCodeCanceled
 	case protocol.CodeToolInputInvalid:
-		return catalog.StatusFailed, catalog.CodeInvalidInput
+		return protocol.ExecutionFailed, protocol.ExecCodeInvalidInput
 	case protocol.CodeToolOutputInvalid:
-		return catalog.StatusFailed, CodeInvalidOutput
+		return protocol.ExecutionFailed, CodeInvalidOutput
 	case protocol.CodeToolExecution:
-		return catalog.StatusFailed, catalog.CodeExecutionFailed
+		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	case protocol.CodeToolNotFound:
-		return catalog.StatusFailed, catalog.CodeUnknownTool
+		return protocol.ExecutionFailed, protocol.ExecCodeUnknownTool
 	case protocol.CodeToolDenied:
-		return catalog.StatusFailed, CodeDenied
+		return protocol.ExecutionFailed, CodeDenied
 	case "":
-		return catalog.StatusFailed, catalog.CodeExecutionFailed
+		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	}
-	return catalog.StatusFailed, code
-}
-
-// execActivity schedules an authored tool's activity with the plan's
-// options (local or regular, timeouts, retries).
-func execActivity(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
-	retry := &temporal.RetryPolicy{
-		InitialInterval:        p.Retry.InitialInterval,
-		BackoffCoefficient:     p.Retry.BackoffCoefficient,
-		MaximumInterval:        p.Retry.MaximumInterval,
-		MaximumAttempts:        p.Retry.MaximumAttempts,
-		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
-	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = tools.DefaultTimeout
-	}
-	if p.Local {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
-		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          "tool/" + in.CallID,
-		StartToCloseTimeout: timeout,
-		HeartbeatTimeout:    p.HeartbeatTimeout,
-		RetryPolicy:         retry,
-	})
-	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+	return protocol.ExecutionFailed, code
 }

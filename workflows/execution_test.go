@@ -21,7 +21,6 @@ import (
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
-	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -81,7 +80,7 @@ func TestExecutionAuthoredSucceeds(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
 	out := env.result(t)
-	if out.Status != catalog.StatusSucceeded || string(out.Output) != `{"echo":1}` || out.ID != "exec_test" || out.Tool != "test.echo" || out.FinishedAt == nil {
+	if out.Status != protocol.ExecutionSucceeded || string(out.Output) != `{"echo":1}` || out.ID != "exec_test" || out.Tool != "test.echo" || out.FinishedAt == nil {
 		t.Fatalf("result = %+v", out)
 	}
 	if len(env.calls) != 1 {
@@ -99,7 +98,7 @@ func TestExecutionAuthoredFails(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
 	out := env.result(t)
-	if out.Status != catalog.StatusFailed || out.Error == nil || out.Error.Code != catalog.CodeExecutionFailed || !strings.Contains(out.Error.Message, "boom") {
+	if out.Status != protocol.ExecutionFailed || out.Error == nil || out.Error.Code != protocol.ExecCodeExecutionFailed || !strings.Contains(out.Error.Message, "boom") {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -110,7 +109,7 @@ func TestExecutionOutcomeCodes(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
 	out := env.result(t)
-	if out.Status != catalog.StatusFailed || out.Error.Code != CodeInvalidOutput || len(out.Output) != 0 {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeInvalidOutput || len(out.Output) != 0 {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -122,7 +121,7 @@ func TestExecutionClientToolRefused(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindClient))
 	out := env.result(t)
-	if out.Status != catalog.StatusFailed || out.Error.Code != CodeNotExecutable {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeNotExecutable {
 		t.Fatalf("result = %+v", out)
 	}
 }
@@ -137,13 +136,13 @@ func TestExecutionApprovalGate(t *testing.T) {
 	in.Plan.Approval = approval.KindAlways
 	env := newExecEnv(t, tool)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
-	if out := env.result(t); out.Status != catalog.StatusFailed || out.Error.Code != CodeApprovalRequired || ran != 0 {
+	if out := env.result(t); out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 {
 		t.Fatalf("gated: result = %+v, ran %d", out, ran)
 	}
 	in.SkipApproval = true
 	env = newExecEnv(t, tool)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
-	if out := env.result(t); out.Status != catalog.StatusSucceeded || ran != 1 {
+	if out := env.result(t); out.Status != protocol.ExecutionSucceeded || ran != 1 {
 		t.Fatalf("skip approval: result = %+v, ran %d", out, ran)
 	}
 }
@@ -151,12 +150,13 @@ func TestExecutionApprovalGate(t *testing.T) {
 func TestExecutionCustomPolicy(t *testing.T) {
 	for _, c := range []struct {
 		status approval.Status
-		want   catalog.ExecutionStatus
+		want   protocol.ExecutionStatus
 		code   string
 	}{
-		{approval.Skip(), catalog.StatusSucceeded, ""},
-		{approval.Deny("not yours"), catalog.StatusFailed, CodeDenied},
-		{approval.Ask(), catalog.StatusFailed, CodeApprovalRequired},
+		{approval.Skip(), protocol.ExecutionSucceeded, ""},
+		{approval.Approve(), protocol.ExecutionSucceeded, ""},
+		{approval.Deny("not yours"), protocol.ExecutionFailed, CodeDenied},
+		{approval.Ask(), protocol.ExecutionFailed, CodeApprovalRequired},
 	} {
 		env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
 			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
@@ -178,6 +178,27 @@ func TestExecutionCustomPolicy(t *testing.T) {
 		if c.code == CodeDenied && !strings.Contains(out.Error.Message, "not yours") {
 			t.Fatalf("deny reason lost: %s", out.Error.Message)
 		}
+	}
+}
+
+// A custom policy that fails refuses the execution: nobody can be asked
+// outside a session, and a failed policy never runs the tool.
+func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
+	ran := 0
+	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+		ran++
+		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+	})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+		return approval.Status{}, temporal.NewNonRetryableApplicationError("policy store down", "PolicyError", nil)
+	}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
+	in := execInput(activities.KindAuthored)
+	in.Plan.Approval = approval.KindCustom
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
+	out := env.result(t)
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 ||
+		!strings.Contains(out.Error.Message, approval.ReasonPolicyFailed) {
+		t.Fatalf("result = %+v (%+v), ran %d", out, out.Error, ran)
 	}
 }
 
@@ -252,7 +273,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 	}, 2*time.Minute)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != catalog.StatusSucceeded || string(out.Output) != `{"ok":true}` || out.ActionID != actionID {
+	if out.Status != protocol.ExecutionSucceeded || string(out.Output) != `{"ok":true}` || out.ActionID != actionID {
 		t.Fatalf("result = %+v", out)
 	}
 	if decision.Decision != signals.DecisionComplete {
@@ -283,7 +304,7 @@ func TestExecutionDelegatedJobFails(t *testing.T) {
 	}, time.Minute)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, delegatedInput())
 	out := env.result(t)
-	if out.Status != catalog.StatusFailed || out.Error.Code != "quota" || out.Error.Message != "over quota" {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != "quota" || out.Error.Message != "over quota" {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -295,7 +316,7 @@ func TestExecutionDelegatedDeadline(t *testing.T) {
 	in.Plan.Deadline = 10 * time.Minute
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != catalog.StatusTimedOut || out.Error.Code != CodeDeadlineExceeded {
+	if out.Status != protocol.ExecutionTimedOut || out.Error.Code != CodeDeadlineExceeded {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -306,7 +327,7 @@ func TestExecutionDelegatedCancel(t *testing.T) {
 	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, time.Minute)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, delegatedInput())
 	out := env.result(t)
-	if out.Status != catalog.StatusCanceled || out.Error.Code != catalog.CodeCanceled {
+	if out.Status != protocol.ExecutionCanceled || out.Error.Code != protocol.ExecCodeCanceled {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -322,7 +343,7 @@ func TestExecutionQueryWhileRunning(t *testing.T) {
 		}
 		var st ExecutionOutput
 		_ = v.Get(&st)
-		if st.Status != catalog.StatusRunning || st.ID != "exec_test" || st.ActionID == "" {
+		if st.Status != protocol.ExecutionRunning || st.ID != "exec_test" || st.ActionID == "" {
 			t.Errorf("state = %+v", st)
 		}
 		env.CancelWorkflow()
@@ -332,12 +353,12 @@ func TestExecutionQueryWhileRunning(t *testing.T) {
 }
 
 func TestExecutionStatusOf(t *testing.T) {
-	for code, want := range map[string]catalog.ExecutionStatus{
-		protocol.CodeToolTimeout:      catalog.StatusTimedOut,
-		protocol.CodeDeadlineExceeded: catalog.StatusTimedOut,
-		protocol.CodeToolCancelled:    catalog.StatusCanceled,
-		protocol.CodeToolExecution:    catalog.StatusFailed,
-		"custom_job_code":             catalog.StatusFailed,
+	for code, want := range map[string]protocol.ExecutionStatus{
+		protocol.CodeToolTimeout:      protocol.ExecutionTimedOut,
+		protocol.CodeDeadlineExceeded: protocol.ExecutionTimedOut,
+		protocol.CodeToolCancelled:    protocol.ExecutionCanceled,
+		protocol.CodeToolExecution:    protocol.ExecutionFailed,
+		"custom_job_code":             protocol.ExecutionFailed,
 	} {
 		if got, _ := ExecutionStatusOf(code); got != want {
 			t.Errorf("%s: %s, want %s", code, got, want)

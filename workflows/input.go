@@ -11,10 +11,25 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
+
+// inputBoard is what a turn asked people and what they decided: its input
+// requests in the order they were made, and the tools the session approved
+// once. The respond handlers settle requests on it; the calls waiting for
+// people watch it (turn.await).
+type inputBoard struct {
+	requests []*openRequest
+	byID     map[string]*openRequest
+	approved []string // tools approved once in this session
+}
+
+func newInputBoard(approved []string) inputBoard {
+	return inputBoard{byID: map[string]*openRequest{}, approved: append([]string(nil), approved...)}
+}
 
 // openRequest is one input request of the turn and how it was settled.
 type openRequest struct {
@@ -23,13 +38,19 @@ type openRequest struct {
 	plan    activities.CallPlan
 	stepIdx int
 	settled bool
-	res     protocol.InputResolution
-	// For questions: the tool's result. For approvals: the deny reason.
-	output json.RawMessage
-	reason string
+	decision
 	schema *schema.Schema
 	// withdrawn: a steering message settled it (versionMessagePrompts).
 	withdrawn bool
+}
+
+// decision is how an answer settles a request.
+type decision struct {
+	res protocol.InputResolution
+	// output is a question's answer: the client tool's result.
+	output json.RawMessage
+	// reason is why a person denied an approval.
+	reason string
 }
 
 // Request ids derive from the call, so a crash between emitting and
@@ -37,12 +58,12 @@ type openRequest struct {
 func approvalRequestID(callID string) string { return "apr_" + callID }
 func questionRequestID(callID string) string { return "inp_" + callID }
 
-func (t *turn) newApprovalRequest(p activities.CallPlan, stepIdx int, reason string) *openRequest {
+func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string) *openRequest {
 	prompt := fmt.Sprintf("Approve %s?", p.Title)
 	if reason != "" {
 		prompt += " (" + reason + ")"
 	}
-	r := &openRequest{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
+	return &openRequest{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:  toolCallAction(p.Call),
 		Display: protocol.DisplayConfirmation,
 		Kind:    protocol.KindToolApproval,
@@ -53,13 +74,11 @@ func (t *turn) newApprovalRequest(p activities.CallPlan, stepIdx int, reason str
 		Prompt:    prompt,
 		RequestID: approvalRequestID(p.Call.ID),
 	}}
-	t.addRequest(r)
-	return r
 }
 
-func (t *turn) newQuestionRequest(p activities.CallPlan, stepIdx int) *openRequest {
+func newQuestionRequest(p activities.CallPlan, stepIdx int) *openRequest {
 	q := p.Request
-	r := &openRequest{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
+	return &openRequest{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:        toolCallAction(p.Call),
 		AllowFreeform: q.AllowFreeform,
 		Display:       q.Display,
@@ -68,20 +87,20 @@ func (t *turn) newQuestionRequest(p activities.CallPlan, stepIdx int) *openReque
 		Prompt:        q.Prompt,
 		RequestID:     questionRequestID(p.Call.ID),
 	}}
-	t.addRequest(r)
+}
+
+// add puts a request on the board.
+func (b *inputBoard) add(r *openRequest, opened time.Time) *openRequest {
+	r.opened = opened
+	b.requests = append(b.requests, r)
+	b.byID[r.req.RequestID] = r
 	return r
 }
 
-func (t *turn) addRequest(r *openRequest) {
-	r.opened = t.now
-	t.requests = append(t.requests, r)
-	t.byID[r.req.RequestID] = r
-}
-
-// openRequests lists the unsettled requests in the order they were made.
-func (t *turn) openRequests() []protocol.InputRequest {
+// open lists the unsettled requests in the order they were made.
+func (b *inputBoard) open() []protocol.InputRequest {
 	var out []protocol.InputRequest
-	for _, r := range t.requests {
+	for _, r := range b.requests {
 		if !r.settled {
 			out = append(out, r.req)
 		}
@@ -89,10 +108,86 @@ func (t *turn) openRequests() []protocol.InputRequest {
 	return out
 }
 
-// park records that the turn waits for people, and tells the session.
-func (t *turn) park(ctx workflow.Context) {
-	setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.waitingTools())
-	t.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: "input", Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+func (b *inputBoard) openIDs() string {
+	ids := []string{}
+	for _, r := range b.open() {
+		ids = append(ids, r.RequestID)
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func (b *inputBoard) approvalOpen() bool {
+	for _, r := range b.requests {
+		if !r.settled && r.req.Kind == protocol.KindToolApproval {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingTools names the tools whose calls wait for people.
+func (b *inputBoard) waitingTools() []string {
+	var names []string
+	for _, r := range b.open() {
+		if !slices.Contains(names, r.Action.ToolName) {
+			names = append(names, r.Action.ToolName)
+		}
+	}
+	return names
+}
+
+// approvedOnce reports whether the session approved the tool once
+// (approval.Once).
+func (b *inputBoard) approvedOnce(tool string) bool { return slices.Contains(b.approved, tool) }
+
+// settle records a request's decision. Approving a call of a tool whose
+// policy is Once approves the tool for the rest of the session.
+func (b *inputBoard) settle(r *openRequest, d decision) {
+	r.settled = true
+	r.decision = d
+	if d.res.Outcome == protocol.OutcomeApproved && r.plan.Approval == approval.KindOnce && !slices.Contains(b.approved, r.plan.Call.Name) {
+		b.approved = append(b.approved, r.plan.Call.Name)
+	}
+}
+
+// cancel settles an unanswered request of a cancelled turn; false when it
+// was settled already.
+func (b *inputBoard) cancel(r *openRequest) (protocol.InputResolution, bool) {
+	if r.settled {
+		return protocol.InputResolution{}, false
+	}
+	res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
+	r.settled, r.res = true, res
+	return res, true
+}
+
+// withdraw settles every open request for a steering message: approvals
+// as ignored (the call does not run), questions as cancelled.
+func (b *inputBoard) withdraw() []protocol.InputResolution {
+	var resolutions []protocol.InputResolution
+	for _, r := range b.requests {
+		if r.settled {
+			continue
+		}
+		res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
+		if r.req.Kind == protocol.KindToolApproval {
+			res.Outcome = protocol.OutcomeIgnored
+		}
+		b.settle(r, decision{res: res})
+		r.withdrawn = true
+		resolutions = append(resolutions, res)
+	}
+	return resolutions
+}
+
+// waitForInput records that the turn waits for people (status,
+// turn.waiting) and tells the session which requests are open.
+func (t *turn) waitForInput(ctx workflow.Context) {
+	setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.board.waitingTools())
+	t.turnWaiting(ctx, "input")
 	t.parks++
 	t.tellSession(ctx)
 }
@@ -102,20 +197,15 @@ func (t *turn) tellSession(ctx workflow.Context) {
 		return
 	}
 	// Fire and forget: the session's mirror only routes typed answers.
-	workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.openRequests()})
+	workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
 }
 
-func (t *turn) usagePtr() *protocol.TokenUsage {
-	u := t.usage
-	return &u
-}
-
-// decide checks one answer against its request without changing anything.
-// It returns the resolution and, for questions, the tool's output.
-func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.InputResolution, json.RawMessage, string, error) {
+// decide checks one answer against its request without changing anything
+// (but compiling the tool's output schema, once).
+func (r *openRequest) decide(resp protocol.InputResponse) (decision, error) {
 	res := protocol.InputResolution{Kind: r.req.Kind, RequestID: r.req.RequestID}
 	if resp.OptionID == "" && strings.TrimSpace(resp.Text) == "" {
-		return res, nil, "", errors.New("give an optionId or text")
+		return decision{}, errors.New("give an optionId or text")
 	}
 	respCopy := resp
 	res.Response = &respCopy
@@ -124,7 +214,7 @@ func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.Inp
 		if opt == "" {
 			m, ok := protocol.ResolveText(protocol.InputRequest{Options: append(r.req.Options, protocol.InputOption{ID: "deny", Label: "Deny"})}, resp.Text)
 			if !ok {
-				return res, nil, "", fmt.Errorf("text %q is neither approve nor cancel/deny", resp.Text)
+				return decision{}, fmt.Errorf("text %q is neither approve nor cancel/deny", resp.Text)
 			}
 			opt = m.OptionID
 			resp.Text = ""
@@ -132,16 +222,16 @@ func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.Inp
 		switch strings.ToLower(opt) {
 		case "approve":
 			if resp.Text != "" {
-				return res, nil, "", errors.New("text is only accepted with cancel/deny (as the reason)")
+				return decision{}, errors.New("text is only accepted with cancel/deny (as the reason)")
 			}
 			res.Outcome = protocol.OutcomeApproved
 		case "cancel", "deny":
 			res.Outcome = protocol.OutcomeDenied
-			return res, nil, strings.TrimSpace(resp.Text), nil
+			return decision{res: res, reason: strings.TrimSpace(resp.Text)}, nil
 		default:
-			return res, nil, "", fmt.Errorf("unknown option %q: a tool approval takes approve, or cancel/deny", opt)
+			return decision{}, fmt.Errorf("unknown option %q: a tool approval takes approve, or cancel/deny", opt)
 		}
-		return res, nil, "", nil
+		return decision{res: res}, nil
 	}
 	q := r.plan.Request
 	out := map[string]any{}
@@ -152,26 +242,26 @@ func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.Inp
 		for _, id := range ids {
 			id = strings.TrimSpace(id)
 			if !hasOption(r.req.Options, id) {
-				return res, nil, "", fmt.Errorf("unknown option %q (options: %s)", id, optionIDs(r.req.Options))
+				return decision{}, fmt.Errorf("unknown option %q (options: %s)", id, optionIDs(r.req.Options))
 			}
 			if slices.Contains(picked, id) {
-				return res, nil, "", fmt.Errorf("option %q chosen twice", id)
+				return decision{}, fmt.Errorf("option %q chosen twice", id)
 			}
 			picked = append(picked, id)
 		}
 		if len(picked) < q.MinSelections || len(picked) > q.MaxSelections {
-			return res, nil, "", fmt.Errorf("%d options chosen; choose between %d and %d", len(picked), q.MinSelections, q.MaxSelections)
+			return decision{}, fmt.Errorf("%d options chosen; choose between %d and %d", len(picked), q.MinSelections, q.MaxSelections)
 		}
 		out["optionIds"] = picked
 	case resp.OptionID != "":
 		if !hasOption(r.req.Options, resp.OptionID) {
-			return res, nil, "", fmt.Errorf("unknown option %q (options: %s)", resp.OptionID, optionIDs(r.req.Options))
+			return decision{}, fmt.Errorf("unknown option %q (options: %s)", resp.OptionID, optionIDs(r.req.Options))
 		}
 		out["optionId"] = resp.OptionID
 	default:
 		m, ok := protocol.ResolveText(r.req, resp.Text)
 		if !ok {
-			return res, nil, "", fmt.Errorf("text %q matches no option and this question takes no free text (options: %s)", resp.Text, optionIDs(r.req.Options))
+			return decision{}, fmt.Errorf("text %q matches no option and this question takes no free text (options: %s)", resp.Text, optionIDs(r.req.Options))
 		}
 		if m.OptionID != "" {
 			if q.Multi() {
@@ -185,7 +275,7 @@ func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.Inp
 	}
 	if resp.OptionID != "" && resp.Text != "" {
 		if !r.req.AllowFreeform {
-			return res, nil, "", errors.New("this question takes no free text beside the option")
+			return decision{}, errors.New("this question takes no free text beside the option")
 		}
 		out["text"] = resp.Text
 	}
@@ -193,17 +283,17 @@ func (t *turn) decide(r *openRequest, resp protocol.InputResponse) (protocol.Inp
 	if r.schema == nil && len(r.plan.OutputSchema) > 0 {
 		s, err := schema.Compile(r.plan.Call.Name+"/output", r.plan.OutputSchema)
 		if err != nil {
-			return res, nil, "", fmt.Errorf("the tool's output schema does not compile: %v", err)
+			return decision{}, fmt.Errorf("the tool's output schema does not compile: %v", err)
 		}
 		r.schema = s
 	}
 	if r.schema != nil {
 		if err := r.schema.Validate(raw); err != nil {
-			return res, nil, "", fmt.Errorf("the answer %s breaks the tool's output schema: %v", raw, err)
+			return decision{}, fmt.Errorf("the answer %s breaks the tool's output schema: %v", raw, err)
 		}
 	}
 	res.Outcome = protocol.OutcomeAnswered
-	return res, raw, "", nil
+	return decision{res: res, output: raw}, nil
 }
 
 func hasOption(opts []protocol.InputOption, id string) bool {
@@ -226,24 +316,24 @@ func optionIDs(opts []protocol.InputOption) string {
 	return strings.Join(ids, ", ")
 }
 
-// checkBatch validates a whole batch: any bad answer rejects all of it.
-func (t *turn) checkBatch(req signals.RespondRequest) error {
+// check validates a whole batch: any bad answer rejects all of it.
+func (b *inputBoard) check(req signals.RespondRequest) error {
 	if len(req.Responses) == 0 {
 		return errors.New("no responses: send at least one {requestId, optionId?, text?}")
 	}
 	seen := map[string]bool{}
 	for i, resp := range req.Responses {
-		if err := t.checkOne(resp, seen); err != nil {
+		if err := b.checkOne(resp, seen); err != nil {
 			return fmt.Errorf("response %d (requestId %q): %w", i+1, resp.RequestID, err)
 		}
 	}
 	return nil
 }
 
-func (t *turn) checkOne(resp protocol.InputResponse, seen map[string]bool) error {
-	r := t.byID[resp.RequestID]
+func (b *inputBoard) checkOne(resp protocol.InputResponse, seen map[string]bool) error {
+	r := b.byID[resp.RequestID]
 	if r == nil {
-		return fmt.Errorf("unknown request id (open requests: %s)", t.openIDs())
+		return fmt.Errorf("unknown request id (open requests: %s)", b.openIDs())
 	}
 	if seen[resp.RequestID] {
 		return errors.New("answered twice in one batch")
@@ -255,34 +345,23 @@ func (t *turn) checkOne(resp protocol.InputResponse, seen map[string]bool) error
 		}
 		return fmt.Errorf("already settled (%s)", r.res.Outcome)
 	}
-	_, out, _, err := t.decide(r, resp)
+	d, err := r.decide(resp)
 	if err != nil {
 		return err
 	}
 	// The plan's limit (0 in plans recorded before limits: unchecked).
-	if limit := r.plan.MaxOutputBytes; limit > 0 && len(out) > limit {
+	if limit := r.plan.MaxOutputBytes; limit > 0 && len(d.output) > limit {
 		return fmt.Errorf("the answer makes an output of %d bytes; tool %s accepts at most %d (tools.Tool.MaxOutputBytes): send a shorter answer",
-			len(out), r.plan.Call.Name, limit)
+			len(d.output), r.plan.Call.Name, limit)
 	}
 	return nil
-}
-
-func (t *turn) openIDs() string {
-	ids := []string{}
-	for _, r := range t.openRequests() {
-		ids = append(ids, r.RequestID)
-	}
-	if len(ids) == 0 {
-		return "none"
-	}
-	return strings.Join(ids, ", ")
 }
 
 // apply settles what a checked batch answers and records input.resolved.
 func (t *turn) apply(ctx workflow.Context, req signals.RespondRequest) signals.RespondResult {
 	var result signals.RespondResult
 	for _, resp := range req.Responses {
-		r := t.byID[resp.RequestID]
+		r := t.board.byID[resp.RequestID]
 		if r == nil {
 			continue
 		}
@@ -290,25 +369,15 @@ func (t *turn) apply(ctx workflow.Context, req signals.RespondRequest) signals.R
 			result.Duplicates = append(result.Duplicates, resp.RequestID)
 			continue
 		}
-		res, out, reason, err := t.decide(r, resp)
+		d, err := r.decide(resp)
 		if err != nil {
 			continue // checked before; cannot happen for updates
 		}
-		t.settle(r, res, out, reason)
-		result.Resolutions = append(result.Resolutions, res)
+		t.board.settle(r, d)
+		result.Resolutions = append(result.Resolutions, d.res)
 	}
 	t.recordResolutions(ctx, result.Resolutions)
 	return result
-}
-
-func (t *turn) settle(r *openRequest, res protocol.InputResolution, out json.RawMessage, reason string) {
-	r.settled = true
-	r.res = res
-	r.output = out
-	r.reason = reason
-	if res.Outcome == protocol.OutcomeApproved && r.plan.Approval == "once" && !slices.Contains(t.approved, r.plan.Call.Name) {
-		t.approved = append(t.approved, r.plan.Call.Name)
-	}
 }
 
 // recordResolutions emits input.resolved (grouped by step) and, if requests
@@ -318,14 +387,14 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 		return
 	}
 	for _, res := range resolutions {
-		if r := t.byID[res.RequestID]; r != nil {
+		if r := t.board.byID[res.RequestID]; r != nil {
 			countInputResolved(ctx, res.Kind, res.Outcome, workflow.Now(ctx).Sub(r.opened))
 		}
 	}
-	step := t.byID[resolutions[0].RequestID].stepIdx
-	t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
-	if len(t.openRequests()) > 0 {
-		t.park(ctx)
+	step := t.board.byID[resolutions[0].RequestID].stepIdx
+	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
+	if len(t.board.open()) > 0 {
+		t.waitForInput(ctx)
 	} else {
 		setStatus(ctx, t.cfg, t.in.SessionID, StatusRunning, nil)
 		t.tellSession(ctx)
@@ -333,7 +402,8 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 }
 
 // registerInputHandlers installs the respond Update and Signal and the
-// session's message offers.
+// session's message offers. They settle requests on the board; the calls
+// waiting for them (turn.await) resume.
 func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateRespond,
 		func(ctx workflow.Context, req signals.RespondRequest) (signals.RespondResult, error) {
@@ -349,7 +419,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			return res, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.RespondRequest) error {
-			return t.checkBatch(req)
+			return t.board.check(req)
 		}}); err != nil {
 		return err
 	}
@@ -368,7 +438,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 				var d signals.TextDelta
 				c.Receive(ctx, &d)
 				if d.StepIndex == t.stepIdx && d.StepIndex > t.stepDone && d.Delta != "" {
-					t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
+					t.log.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: d.Delta, StepRef: t.step(d.StepIndex)})
 					t.streamed += d.Delta
 				}
 			})
@@ -396,8 +466,8 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 	var resolutions []protocol.InputResolution
 	seen := map[string]bool{}
 	for _, resp := range req.Responses {
-		r := t.byID[resp.RequestID]
-		if err := t.checkOne(resp, seen); err != nil {
+		r := t.board.byID[resp.RequestID]
+		if err := t.board.checkOne(resp, seen); err != nil {
 			kind := protocol.KindQuestion
 			if r != nil {
 				kind = r.req.Kind
@@ -410,13 +480,13 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 		if r.settled {
 			continue
 		}
-		res, out, reason, _ := t.decide(r, resp)
-		t.settle(r, res, out, reason)
-		resolutions = append(resolutions, res)
+		d, _ := r.decide(resp)
+		t.board.settle(r, d)
+		resolutions = append(resolutions, d.res)
 	}
-	if len(resolutions) > 0 && t.byID[resolutions[0].RequestID] == nil {
+	if len(resolutions) > 0 && t.board.byID[resolutions[0].RequestID] == nil {
 		// Only unknown ids: record against the current step.
-		t.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(t.stepIdx)})
+		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(t.stepIdx)})
 		return
 	}
 	t.recordResolutions(ctx, resolutions)
@@ -424,15 +494,13 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 
 // applyMessage takes a user message the session routed to an open question.
 func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
-	r := t.byID[m.Response.RequestID]
+	r := t.board.byID[m.Response.RequestID]
 	var (
-		res    protocol.InputResolution
-		out    json.RawMessage
-		reason string
-		err    = errors.New("no such request")
+		d   decision
+		err = errors.New("no such request")
 	)
 	if r != nil && !r.settled && r.req.Kind == protocol.KindQuestion {
-		res, out, reason, err = t.decide(r, m.Response)
+		d, err = r.decide(m.Response)
 	}
 	if err != nil {
 		// The question was settled meanwhile: the message starts its own turn.
@@ -441,19 +509,7 @@ func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
 		}
 		return
 	}
-	t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
-	t.settle(r, res, out, reason)
-	t.recordResolutions(ctx, []protocol.InputResolution{res})
-}
-
-// waitingTools names the tools whose calls wait for people.
-func (t *turn) waitingTools() []string {
-	var names []string
-	for _, r := range t.openRequests() {
-		if !slices.Contains(names, r.Action.ToolName) {
-			names = append(names, r.Action.ToolName)
-		}
-	}
-	return names
+	t.messageReceived(ctx, m.DeliveryID, m.Message)
+	t.board.settle(r, d)
+	t.recordResolutions(ctx, []protocol.InputResolution{d.res})
 }

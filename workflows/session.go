@@ -32,9 +32,10 @@ type SessionInput struct {
 // SessionState is everything a session carries across continue-as-new.
 type SessionState struct {
 	Config Config `json:"config"`
-	// Events are this run's events; EventBase is the global index of the
-	// first. Earlier runs (before continue-as-new) keep theirs: Runs says
-	// which run holds which range, and their queries still answer.
+	// Events and EventBase start a run's event log (eventLog): EventBase is
+	// the global index of its first event. A run keeps its events in its
+	// log; continue-as-new carries none: earlier runs keep theirs, Runs
+	// says which run holds which range, and their queries still answer.
 	Events    []protocol.Event `json:"events"`
 	EventBase int              `json:"eventBase,omitempty"`
 	Runs      []signals.RunRef `json:"runs,omitempty"`
@@ -66,7 +67,6 @@ type QueuedMessage struct {
 }
 
 type session struct {
-	rt        *Runtime // notifies streams (never workflow state)
 	id        string
 	initiator *auth.Principal
 	st        *SessionState
@@ -78,6 +78,8 @@ type session struct {
 	// dropMessages: the conversation was cleared while a turn ran, so its
 	// messages are not kept.
 	dropMessages bool
+	// log holds this run's events.
+	log eventLog
 	// deferred are session events raised while a turn runs: they are
 	// recorded after the turn's events, so the indexes a stream has
 	// already read never shift.
@@ -88,8 +90,6 @@ type session struct {
 	// byRef: this run stores the conversation by reference and keeps its
 	// history within eve's own limits (see overLimits).
 	byRef bool
-	// eventBytes is the size of this run's events.
-	eventBytes int
 	// compacting: a /compact runs; turns wait for it. compactAfterTurn: a
 	// /compact arrived while a turn ran.
 	compacting       bool
@@ -113,33 +113,16 @@ func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
 		s.deferred = append(s.deferred, deferredEvent{typ, data})
 		return
 	}
-	s.emit(ctx, typ, data)
+	s.log.emit(ctx, typ, data)
 }
-
-func (s *session) emit(ctx workflow.Context, typ string, data any) {
-	now := workflow.Now(ctx)
-	idx := s.total()
-	s.record(protocol.NewEvent(typ, data, protocol.EventID(now, s.id, idx), now, nil))
-	s.rt.notify(ctx, s.id, s.total())
-}
-
-func (s *session) record(evs ...protocol.Event) {
-	for _, e := range evs {
-		s.eventBytes += len(e.Data)
-	}
-	s.st.Events = append(s.st.Events, evs...)
-}
-
-// total is the number of events the session has recorded, in all runs.
-func (s *session) total() int { return s.st.EventBase + len(s.st.Events) }
 
 func turnID(seq int) string { return fmt.Sprintf("turn_%d", seq) }
 
 // Session is the entity workflow of one conversation.
 func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
+		log:      eventLog{rt: r, sessionID: in.SessionID},
 		outcomes: map[string]*signals.TurnOutcome{}, waiters: map[string]int{}}
-	s.rt = r
 	if s.st == nil {
 		var cfg Config
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.WithDefaults() }).Get(&cfg); err != nil {
@@ -153,15 +136,20 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			}
 		}
 		setStatus(ctx, cfg, s.id, StatusIdle, nil)
-		s.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: Version}})
+		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: Version}})
+	}
+	if in.State != nil {
+		s.log.base, s.log.events = s.st.EventBase, s.st.Events
 	}
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
 	}
 	s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
 	s.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
-	for _, e := range s.st.Events {
-		s.eventBytes += len(e.Data)
+	// Counted again: a new run's session.started counts twice, as it
+	// always has (the count decides when to continue as new).
+	for _, e := range s.log.events {
+		s.log.bytes += len(e.Data)
 	}
 	if err := s.registerHandlers(ctx); err != nil {
 		return err
@@ -202,18 +190,18 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		if from < 0 {
 			from = 0
 		}
-		page := signals.EventsPage{Total: s.total(), ActiveTurn: s.active}
-		if from < s.st.EventBase {
+		page := signals.EventsPage{Total: s.log.total(), ActiveTurn: s.active}
+		if from < s.log.base {
 			// Older events live in earlier runs.
 			for _, r := range s.st.Runs {
 				if r.To > from {
 					page.Runs = append(page.Runs, r)
 				}
 			}
-			from = s.st.EventBase
+			from = s.log.base
 		}
-		if i := from - s.st.EventBase; i < len(s.st.Events) {
-			page.Events = signals.PageEvents(s.st.Events[i:])
+		if i := from - s.log.base; i < len(s.log.events) {
+			page.Events = signals.PageEvents(s.log.events[i:])
 		}
 		page.From = from
 		return page, nil
@@ -435,7 +423,7 @@ func (s *session) endTurn(ctx workflow.Context) {
 	s.cancelTurn = nil
 	s.open = nil
 	for _, d := range s.deferred {
-		s.emit(ctx, d.typ, d.data)
+		s.log.emit(ctx, d.typ, d.data)
 	}
 	s.deferred = nil
 	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
@@ -459,7 +447,7 @@ func (s *session) answersOpenQuestion(text string) (protocol.InputResponse, bool
 func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	tid := turnID(msg.Sequence)
 	wid := s.id + "/" + tid
-	base := s.total()
+	base := s.log.total()
 	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
 	s.open = nil
 	s.dropMessages = false
@@ -472,16 +460,16 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
 		if err != nil {
 			// Retried before the next turn; this one fails with the reason.
-			s.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
-			s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
+			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
 			if s.prompts {
 				s.requeueUntaken(nil)
 			}
 			s.endTurn(ctx)
 			usage := s.st.Usage
-			s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+			s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 			if s.waiters[msg.DeliveryID] > 0 {
-				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.total() - 1}
+				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.log.total() - 1}
 			}
 			return
 		}
@@ -509,9 +497,9 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		// is the unexpected (terminated, timed out): say so in the stream.
 		// Its own events are lost with it.
 		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
-		s.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
+		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
-		s.record(out.Events...)
+		s.log.record(out.Events...)
 		switch {
 		case s.dropMessages:
 		case out.Conversation != nil:
@@ -530,10 +518,10 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	}
 	s.endTurn(ctx)
 	usage := s.st.Usage
-	s.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+	s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
 	if s.waiters[msg.DeliveryID] > 0 {
 		o := out.Outcome
-		o.LastEvent = s.total() - 1
+		o.LastEvent = s.log.total() - 1
 		s.outcomes[msg.DeliveryID] = &o
 	}
 	if s.prompts {
@@ -541,7 +529,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		for dlv, n := range s.waiters {
 			if n > 0 && s.outcomes[dlv] == nil && s.st.Deliveries[dlv] == msg.Sequence {
 				o := out.Outcome
-				o.LastEvent = s.total() - 1
+				o.LastEvent = s.log.total() - 1
 				s.outcomes[dlv] = &o
 			}
 		}
@@ -573,7 +561,7 @@ func (s *session) overLimits(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.GetCurrentHistorySize() >= MaxRunHistoryBytes ||
 		info.GetCurrentHistoryLength() >= MaxRunHistoryEvents ||
-		s.eventBytes >= MaxRunEventBytes
+		s.log.bytes >= MaxRunEventBytes
 }
 
 // compactStored replaces the stored conversation with a summary (/compact).
@@ -585,7 +573,7 @@ func (s *session) compactStored(ctx workflow.Context) {
 		before := s.st.Conversation.Tokens()
 		data.UsageInputTokens = &before
 	}
-	s.emit(ctx, protocol.CompactionRequested, data)
+	s.log.emit(ctx, protocol.CompactionRequested, data)
 	if s.st.Conversation != nil && !s.st.Conversation.Empty() {
 		s.compacting = true
 		out, err := runCompaction(ctx, s.st.Config.WithDefaults(), activities.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
@@ -598,18 +586,18 @@ func (s *session) compactStored(ctx workflow.Context) {
 		after := out.Conversation.Tokens()
 		data.UsageInputTokens = &after
 	}
-	s.emit(ctx, protocol.CompactionCompleted, data)
+	s.log.emit(ctx, protocol.CompactionCompleted, data)
 }
 
 // carry is the state the next run starts with: everything but this run's
 // events, which stay readable through this run's queries.
 func (s *session) carry(ctx workflow.Context) *SessionState {
 	next := *s.st
-	if len(s.st.Events) > 0 {
+	if len(s.log.events) > 0 {
 		run := workflow.GetInfo(ctx).WorkflowExecution.RunID
-		next.Runs = append(append([]signals.RunRef(nil), s.st.Runs...), signals.RunRef{RunID: run, From: s.st.EventBase, To: s.total()})
+		next.Runs = append(append([]signals.RunRef(nil), s.st.Runs...), signals.RunRef{RunID: run, From: s.log.base, To: s.log.total()})
 	}
-	next.EventBase = s.total()
+	next.EventBase = s.log.total()
 	next.Events = nil
 	next.RunFirstTurn = s.st.NextSeq
 	if s.byRef {

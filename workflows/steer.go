@@ -78,53 +78,24 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 	if t.finished || t.closing {
 		return
 	}
-	if open := t.openRequests(); len(open) > 0 {
-		r := t.byID[open[0].RequestID]
+	if open := t.board.open(); len(open) > 0 {
+		r := t.board.byID[open[0].RequestID]
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
-			if res, out, reason, err := t.decide(r, resp); err == nil {
+			if d, err := r.decide(resp); err == nil {
 				t.taken = append(t.taken, m.DeliveryID)
-				t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-				t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
-				t.settle(r, res, out, reason)
-				t.recordResolutions(ctx, []protocol.InputResolution{res})
+				t.messageReceived(ctx, m.DeliveryID, m.Message)
+				t.board.settle(r, d)
+				t.recordResolutions(ctx, []protocol.InputResolution{d.res})
 				return
 			}
 		}
 	}
-	if m.TurnPolicy == signals.TurnPolicyQueue && !t.approvalOpen() {
+	if m.TurnPolicy == signals.TurnPolicyQueue && !t.board.approvalOpen() {
 		return
 	}
 	t.steering = append(t.steering, m)
-	t.withdraw(ctx)
-}
-
-func (t *turn) approvalOpen() bool {
-	for _, r := range t.requests {
-		if !r.settled && r.req.Kind == protocol.KindToolApproval {
-			return true
-		}
-	}
-	return false
-}
-
-// withdraw settles every open request of the turn for a steering message:
-// approvals as ignored (the call does not run), questions as cancelled.
-// Calls approved already run.
-func (t *turn) withdraw(ctx workflow.Context) {
-	var resolutions []protocol.InputResolution
-	for _, r := range t.requests {
-		if r.settled {
-			continue
-		}
-		res := protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeCancelled, RequestID: r.req.RequestID}
-		if r.req.Kind == protocol.KindToolApproval {
-			res.Outcome = protocol.OutcomeIgnored
-		}
-		t.settle(r, res, nil, "")
-		r.withdrawn = true
-		resolutions = append(resolutions, res)
-	}
-	t.recordResolutions(ctx, resolutions)
+	// The open requests are withdrawn; calls approved already run.
+	t.recordResolutions(ctx, t.board.withdraw())
 }
 
 // readSteering puts the steering messages into the conversation, where
@@ -132,9 +103,8 @@ func (t *turn) withdraw(ctx workflow.Context) {
 func (t *turn) readSteering(ctx workflow.Context) {
 	for _, m := range t.steering {
 		t.taken = append(t.taken, m.DeliveryID)
-		t.in.DeliveryIDs = append(t.in.DeliveryIDs, m.DeliveryID)
-		t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: m.Message, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
-		t.add(model.Message{Role: model.RoleUser, Text: m.Message})
+		t.messageReceived(ctx, m.DeliveryID, m.Message)
+		t.conv.add(model.Message{Role: model.RoleUser, Text: m.Message})
 	}
 	t.steering = nil
 }
@@ -151,7 +121,7 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 		rest = text[len(t.streamed):]
 	}
 	if rest != "" {
-		t.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: rest, StepRef: t.step(stepIdx)})
+		t.log.emit(ctx, protocol.MessageAppended, protocol.MessageAppendedData{MessageDelta: rest, StepRef: t.step(stepIdx)})
 	}
 	t.streamed = ""
 }

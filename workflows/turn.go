@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -61,74 +60,212 @@ type TurnOutput struct {
 const (
 	CodeMaxSteps   = "MAX_STEPS_EXCEEDED"
 	CodeModelError = "MODEL_ERROR"
+	// CodeResolution is the turn.failed code of a tool resolver failure.
+	CodeResolution = "TOOL_RESOLUTION_FAILED"
 )
 
+// turn is one running turn workflow.
 type turn struct {
-	rt     *Runtime // notifies streams (never workflow state)
 	in     TurnInput
 	cfg    Config
-	parent *workflow.Execution
-	events []protocol.Event
-	// byRef: the conversation is stored (conv) and pending holds the
-	// messages no model step has stored yet. Turns recorded before that
-	// carry it inline: msgs (history first) and newMsg (this turn's).
-	byRef   bool
-	conv    conversation.Ref
-	pending []model.Message
-	// noCompact: compacting again in this turn won't help (it failed, or
-	// the turn alone fills the window).
-	noCompact bool
-	// turnMsgs counts the messages this turn added to the conversation.
-	turnMsgs int
-	msgs     []model.Message
-	newMsg   []model.Message
-	usage    protocol.TokenUsage
+	parent *workflow.Execution // the session, told of open requests
+	log    eventLog            // the turn's events, handed to the session at the end
+	conv   transcript          // the conversation
+	board  inputBoard          // what the turn asked people and what they decided
+	usage  protocol.TokenUsage
 
-	stepIdx int
-	// stepDone is the last step whose model call returned (-1 before any):
-	// late text deltas of a finished step are dropped.
+	// The running step: stepDone is the last step whose model call
+	// returned (-1 before any), so late text deltas of a finished step are
+	// dropped; streamed is its text sent as message.appended so far.
+	stepIdx  int
 	stepDone int
-	now      time.Time // workflow time when the step's requests were made
-	// dynamic are the resolved tools in force (session, turn, step).
-	dynamic  []activities.DynamicTool
-	turnDyn  []activities.DynamicTool
-	requests []*openRequest
-	byID     map[string]*openRequest
-	approved []string // tools approved once in this session
-	parks    int      // how often the turn parked for input
-	actions  map[string]*actionState
-	// delegatedOpen counts delegated calls waiting for their jobs.
+	streamed string
+	// dynamic are the resolved tools in force (session, turn, step);
+	// turnDyn the turn's.
+	dynamic []activities.DynamicTool
+	turnDyn []activities.DynamicTool
+
+	parks int // how often the turn parked for input
+	// actions are the delegated calls' actions, by id; delegatedOpen
+	// counts those waiting for their jobs.
+	actions       map[string]*actionState
 	delegatedOpen int
-	finished      bool
+
 	// prompts: versionMessagePrompts. steering are messages the model reads
-	// before its next step; taken the offered messages used; streamed the
-	// text of the running step sent as message.appended; closing: the turn
-	// takes no more messages.
+	// before its next step; taken the offered messages used; closing: the
+	// turn takes no more messages.
 	prompts  bool
 	steering []signals.TurnMessage
 	taken    []string
-	streamed string
 	closing  bool
+
+	// How the turn ended.
+	finished bool
 	status   string
 	reply    string
 	errMsg   string
 }
 
-func (t *turn) emit(ctx workflow.Context, typ string, data any) {
-	now := workflow.Now(ctx)
-	idx := t.in.EventBase + len(t.events)
-	t.events = append(t.events, protocol.NewEvent(typ, data, protocol.EventID(now, t.in.SessionID, idx), now, t.in.DeliveryIDs))
-	t.rt.notify(ctx, t.in.SessionID, idx+1)
+// Turn runs the step loop: the model answers; its tool calls pass the
+// gate, people are asked in one input.requested and the turn parks; each
+// call awaits its person and executes, concurrently; the model reads the
+// results in the next step, until it answers without tool calls or
+// MaxSteps is reached. Failures of the model or of tools become events,
+// never a failed workflow.
+func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
+	t, err := r.startTurn(ctx, in)
+	if err != nil {
+		return TurnOutput{}, err
+	}
+	setStatus(ctx, t.cfg, in.SessionID, StatusRunning, nil)
+	t.log.emit(ctx, protocol.TurnStarted, t.ref())
+	t.messageReceived(ctx, "", in.Message)
+	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
+	if err := t.resolveTurnTools(ctx); err != nil {
+		return t.resolutionFailed(ctx, err)
+	}
+	for stepIdx := 0; ; stepIdx++ {
+		t.stepIdx = stepIdx
+		if ctx.Err() != nil {
+			return t.cancelled(ctx)
+		}
+		if stepIdx >= t.cfg.MaxSteps {
+			return t.turnFailed(ctx, CodeMaxSteps, fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", t.cfg.MaxSteps))
+		}
+		if err := t.resolveStepTools(ctx, stepIdx); err != nil {
+			return t.resolutionFailed(ctx, err)
+		}
+		if t.conv.byRef && t.shouldCompact() {
+			t.compact(ctx, stepIdx)
+			if ctx.Err() != nil {
+				return t.cancelled(ctx)
+			}
+		}
+
+		// The model.
+		t.stepStarted(ctx, stepIdx)
+		res, err := t.modelStep(ctx, stepIdx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return t.cancelled(ctx)
+			}
+			return t.stepFailed(ctx, stepIdx, errorMessage(err))
+		}
+		resp := res.Response
+		usage := protocol.StepUsage(resp.Usage)
+		t.usage = t.usage.Add(usage)
+		if resp.Text != "" {
+			if t.prompts {
+				t.streamRest(ctx, stepIdx, resp.Text)
+			}
+			t.log.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
+		}
+		t.conv.answered(res.Conversation, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
+			if t.prompts && len(t.steering) > 0 && stepIdx+1 < t.cfg.MaxSteps {
+				// A message steered while the model answered: it reads it
+				// in another step of this turn.
+				t.readSteering(ctx)
+				continue
+			}
+			t.closing = true
+			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
+			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
+		}
+
+		// Its tool calls: gate → park → await → execute.
+		t.actionsRequested(ctx, stepIdx, resp.ToolCalls)
+		calls := t.gate(ctx, stepIdx, res.Plans)
+		if asked := requestsOf(calls); len(asked) > 0 {
+			t.park(ctx, stepIdx, asked)
+		}
+		t.concurrently(ctx, stepIdx, calls, func(ctx workflow.Context, c *pendingCall) {
+			if t.await(ctx, c) {
+				t.execute(ctx, c)
+			}
+		})
+		t.conv.add(model.Message{Role: model.RoleTool, ToolResults: toolResults(calls)})
+		if ctx.Err() != nil {
+			return t.cancelled(ctx)
+		}
+		t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
+		if t.prompts {
+			t.readSteering(ctx)
+		}
+	}
 }
 
-func (t *turn) add(m model.Message) {
-	t.turnMsgs++
-	if t.byRef {
-		t.pending = append(t.pending, m)
-		return
+// startTurn sets up the turn's state and handlers.
+func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
+	t := &turn{in: in, cfg: in.Config.WithDefaults(),
+		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
+		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
+		board:    newInputBoard(in.ApprovedTools),
+		stepDone: -1, actions: map[string]*actionState{}}
+	if err := t.registerInputHandlers(ctx); err != nil {
+		return nil, err
 	}
-	t.msgs = append(t.msgs, m)
-	t.newMsg = append(t.newMsg, m)
+	if err := t.registerActionHandlers(ctx); err != nil {
+		return nil, err
+	}
+	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
+		if from < 0 || from > len(t.log.events) {
+			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.log.events))
+		}
+		return signals.PageEvents(t.log.events[from:]), nil
+	}); err != nil {
+		return nil, err
+	}
+	byRef := workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+	t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
+	t.conv = newTranscript(byRef, in)
+	return t, nil
+}
+
+// session is who the turn's tools and policies run for.
+func (t *turn) session() auth.Session { return auth.Session{ID: t.in.SessionID, Auth: t.in.Auth} }
+
+// resolveTurnTools runs the turn's tool resolvers, if any.
+func (t *turn) resolveTurnTools(ctx workflow.Context) error {
+	if !t.cfg.hasScope("turn") {
+		return nil
+	}
+	ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "turn", Session: t.session(), TurnID: t.in.TurnID})
+	t.turnDyn = ts
+	return err
+}
+
+// resolveStepTools runs the step's tool resolvers, if any, and puts the
+// session's, the turn's and the step's tools in force.
+func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
+	var stepDyn []activities.DynamicTool
+	if t.cfg.hasScope("step") {
+		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "step", Session: t.session(), TurnID: t.in.TurnID, StepIndex: stepIdx})
+		if err != nil {
+			return err
+		}
+		stepDyn = ts
+	}
+	dyn, err := mergeDynamic(t.in.SessionTools, t.turnDyn, stepDyn)
+	if err != nil {
+		return err
+	}
+	t.dynamic = dyn
+	return nil
+}
+
+// modelStep runs one model step over the conversation with the tools in force.
+func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (activities.ModelStepOutput, error) {
+	step := activities.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
+	t.conv.readBy(&step)
+	if t.cfg.StreamText && !t.cfg.LocalModel {
+		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	t.streamed = ""
+	res, err := runModelStep(ctx, t.cfg, step)
+	t.stepDone = stepIdx
+	return res, err
 }
 
 func (t *turn) ref() protocol.TurnRef {
@@ -139,6 +276,70 @@ func (t *turn) step(i int) protocol.StepRef {
 	return protocol.StepRef{Sequence: t.in.Sequence, StepIndex: i, TurnID: t.in.TurnID}
 }
 
+func (t *turn) usagePtr() *protocol.TokenUsage {
+	u := t.usage
+	return &u
+}
+
+// The turn's events.
+
+// messageReceived records a user message the turn reads. A message the
+// session offered while the turn ran (dlv) joins the turn's deliveries
+// first; the turn's own message is one already.
+func (t *turn) messageReceived(ctx workflow.Context, dlv, text string) {
+	if dlv != "" {
+		t.log.deliveries = append(t.log.deliveries, dlv)
+	}
+	t.log.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: text, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+}
+
+func (t *turn) stepStarted(ctx workflow.Context, i int) {
+	t.log.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: t.cfg.ModelID, StepRef: t.step(i)})
+}
+
+func (t *turn) stepCompleted(ctx workflow.Context, i int, finish string, usage protocol.StepUsage) {
+	t.log.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: finish, Usage: &usage, StepRef: t.step(i)})
+}
+
+func (t *turn) actionsRequested(ctx workflow.Context, i int, calls []model.ToolCall) {
+	actions := make([]protocol.ToolCallAction, len(calls))
+	for j, c := range calls {
+		actions[j] = toolCallAction(c)
+	}
+	t.log.emit(ctx, protocol.ActionsRequested, protocol.ActionsRequestedData{Actions: actions, StepRef: t.step(i)})
+}
+
+// turnWaiting says what the turn waits on: "input" (people) or "tasks"
+// (delegated jobs).
+func (t *turn) turnWaiting(ctx workflow.Context, on string) {
+	t.log.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: on, Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+}
+
+// stepFailed ends the turn after the model failed.
+func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (TurnOutput, error) {
+	t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(i)})
+	return t.turnFailed(ctx, CodeModelError, msg)
+}
+
+// turnFailed ends the turn with turn.failed.
+func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (TurnOutput, error) {
+	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
+	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
+}
+
+func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, error) {
+	if ctx.Err() != nil {
+		return t.cancelled(ctx)
+	}
+	return t.turnFailed(ctx, CodeResolution, errorMessage(err))
+}
+
+// cancelled records the end of a cancelled turn.
+func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
+	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
+	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
+}
+
 func (t *turn) outcome() signals.TurnOutcome {
 	status := t.status
 	if !t.finished {
@@ -146,7 +347,7 @@ func (t *turn) outcome() signals.TurnOutcome {
 	}
 	return signals.TurnOutcome{
 		Status: status, Reply: t.reply, Error: t.errMsg,
-		FirstEvent: t.in.EventBase, LastEvent: t.in.EventBase + len(t.events) - 1,
+		FirstEvent: t.log.base, LastEvent: t.log.total() - 1,
 	}
 }
 
@@ -159,204 +360,19 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
 	out := TurnOutput{
-		Events:        t.events,
-		Messages:      t.newMsg,
+		Events:        t.log.events,
+		Messages:      t.conv.added,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
-		ApprovedTools: t.approved,
+		ApprovedTools: t.board.approved,
 		Taken:         t.taken,
 	}
-	if t.byRef {
-		t.storePending(dctx)
-		conv := t.conv
-		out.Conversation = &conv
+	if t.conv.byRef {
+		t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
+		ref := t.conv.ref
+		out.Conversation = &ref
 	}
 	return out, nil
-}
-
-// storePending stores the messages no model step stored (the tool results
-// of a turn that ended before its next step), so the next turn sees them.
-func (t *turn) storePending(ctx workflow.Context) {
-	if len(t.pending) == 0 {
-		return
-	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 20},
-	})
-	var ref conversation.Ref
-	in := activities.AppendInput{SessionID: t.in.SessionID, Conversation: t.conv, Messages: t.pending}
-	if err := workflow.ExecuteLocalActivity(lctx, activities.AppendConversationName, in).Get(ctx, &ref); err != nil {
-		workflow.GetLogger(ctx).Error("the turn's last messages could not be stored; the conversation goes on without them", "turn", t.in.TurnID, "error", err)
-		return
-	}
-	t.conv, t.pending = ref, nil
-}
-
-// cancelled records the end of a cancelled turn.
-func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
-	t.emit(ctx, protocol.TurnCancelled, t.ref())
-	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
-}
-
-// Turn runs the step loop: model → tools (concurrently) → model … until
-// the model answers without tool calls or MaxSteps is reached. Failures of
-// the model or of tools become events, never a failed workflow.
-func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
-	cfg := in.Config.WithDefaults()
-	t := &turn{in: in, cfg: cfg,
-		stepDone: -1, byID: map[string]*openRequest{}, actions: map[string]*actionState{}, approved: append([]string(nil), in.ApprovedTools...)}
-	t.rt = r
-	if p := workflow.GetInfo(ctx).ParentWorkflowExecution; p != nil {
-		t.parent = p
-	}
-	if err := t.registerInputHandlers(ctx); err != nil {
-		return TurnOutput{}, err
-	}
-	if err := t.registerActionHandlers(ctx); err != nil {
-		return TurnOutput{}, err
-	}
-	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
-		if from < 0 || from > len(t.events) {
-			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.events))
-		}
-		return signals.PageEvents(t.events[from:]), nil
-	}); err != nil {
-		return TurnOutput{}, err
-	}
-
-	t.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
-	t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
-	if t.byRef {
-		if in.Conversation != nil {
-			t.conv = *in.Conversation
-		}
-		// A session that kept its conversation inline hands it over once.
-		t.pending = append([]model.Message(nil), in.History...)
-	} else {
-		t.msgs = append([]model.Message(nil), in.History...)
-	}
-	setStatus(ctx, cfg, in.SessionID, StatusRunning, nil)
-	t.emit(ctx, protocol.TurnStarted, t.ref())
-	t.emit(ctx, protocol.MessageReceived, protocol.MessageReceivedData{Message: in.Message, Sequence: in.Sequence, TurnID: in.TurnID})
-	t.add(model.Message{Role: model.RoleUser, Text: in.Message})
-
-	session := auth.Session{ID: in.SessionID, Auth: in.Auth}
-	if cfg.hasScope("turn") {
-		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "turn", Session: session, TurnID: in.TurnID})
-		if err != nil {
-			return t.resolutionFailed(ctx, err)
-		}
-		t.turnDyn = ts
-	}
-	for stepIdx := 0; ; stepIdx++ {
-		t.stepIdx = stepIdx
-		if ctx.Err() != nil {
-			return t.cancelled(ctx)
-		}
-		if stepIdx >= cfg.MaxSteps {
-			msg := fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", cfg.MaxSteps)
-			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeMaxSteps, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
-			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
-		}
-		var stepDyn []activities.DynamicTool
-		if cfg.hasScope("step") {
-			ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "step", Session: session, TurnID: in.TurnID, StepIndex: stepIdx})
-			if err != nil {
-				return t.resolutionFailed(ctx, err)
-			}
-			stepDyn = ts
-		}
-		dyn, err := mergeDynamic(in.SessionTools, t.turnDyn, stepDyn)
-		if err != nil {
-			return t.resolutionFailed(ctx, err)
-		}
-		t.dynamic = dyn
-		if t.byRef && t.shouldCompact() {
-			t.compact(ctx, stepIdx)
-			if ctx.Err() != nil {
-				return t.cancelled(ctx)
-			}
-		}
-		t.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: cfg.ModelID, StepRef: t.step(stepIdx)})
-		step := activities.ModelStepInput{SessionID: in.SessionID, TurnID: in.TurnID, StepIndex: stepIdx, Messages: t.msgs, Dynamic: t.dynamic}
-		if t.byRef {
-			conv := t.conv
-			step.Messages, step.Conversation, step.Append = nil, &conv, t.pending
-		}
-		if cfg.StreamText && !cfg.LocalModel {
-			step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
-		}
-		t.streamed = ""
-		res, err := runModelStep(ctx, cfg, step)
-		t.stepDone = stepIdx
-		if err != nil {
-			if ctx.Err() != nil {
-				return t.cancelled(ctx)
-			}
-			msg := errorMessage(err)
-			t.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(stepIdx)})
-			t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeModelError, Message: msg, Sequence: in.Sequence, TurnID: in.TurnID})
-			return t.finish(ctx, signals.TurnStatusFailed, "", msg)
-		}
-		resp := res.Response
-		su := protocol.StepUsage(resp.Usage)
-		t.usage = t.usage.Add(su)
-		if resp.Text != "" {
-			if t.prompts {
-				t.streamRest(ctx, stepIdx, resp.Text)
-			}
-			t.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
-		}
-		if t.byRef {
-			// The step stored what it read and its answer.
-			if res.Conversation != nil {
-				t.conv = *res.Conversation
-			}
-			t.pending = nil
-			t.turnMsgs++ // the model's answer
-		} else {
-			t.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-		}
-		if len(resp.ToolCalls) == 0 {
-			t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
-			if t.prompts && len(t.steering) > 0 && stepIdx+1 < cfg.MaxSteps {
-				// A message steered while the model answered: it reads it
-				// in another step of this turn.
-				t.readSteering(ctx)
-				continue
-			}
-			t.closing = true
-			t.emit(ctx, protocol.TurnCompleted, t.ref())
-			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
-		}
-		actions := make([]protocol.ToolCallAction, len(resp.ToolCalls))
-		for i, c := range resp.ToolCalls {
-			actions[i] = toolCallAction(c)
-		}
-		t.emit(ctx, protocol.ActionsRequested, protocol.ActionsRequestedData{Actions: actions, StepRef: t.step(stepIdx)})
-		results := t.runCalls(ctx, session, stepIdx, res.Plans)
-		t.add(model.Message{Role: model.RoleTool, ToolResults: results})
-		if ctx.Err() != nil {
-			return t.cancelled(ctx)
-		}
-		t.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: resp.FinishReason, Usage: &su, StepRef: t.step(stepIdx)})
-		if t.prompts {
-			t.readSteering(ctx)
-		}
-	}
-}
-
-// CodeResolution is the turn.failed code of a tool resolver failure.
-const CodeResolution = "TOOL_RESOLUTION_FAILED"
-
-func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, error) {
-	if ctx.Err() != nil {
-		return t.cancelled(ctx)
-	}
-	msg := errorMessage(err)
-	t.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
-	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
 
 // resolveTools runs the resolvers of one scope (recorded in history).
@@ -413,66 +429,4 @@ func modelActivity(ctx workflow.Context, cfg Config, name string, in any) workfl
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
 	}), name, in)
-}
-
-func executeTool(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
-	retry := &temporal.RetryPolicy{
-		InitialInterval:        p.Retry.InitialInterval,
-		BackoffCoefficient:     p.Retry.BackoffCoefficient,
-		MaximumInterval:        p.Retry.MaximumInterval,
-		MaximumAttempts:        p.Retry.MaximumAttempts,
-		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
-	}
-	if p.Local {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: p.Timeout, RetryPolicy: retry})
-		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          "tool/" + in.CallID,
-		StartToCloseTimeout: p.Timeout,
-		HeartbeatTimeout:    p.HeartbeatTimeout,
-		RetryPolicy:         retry,
-	})
-	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
-}
-
-func (t *turn) emitResult(ctx workflow.Context, stepIdx int, call model.ToolCall, out activities.ToolOutcome) {
-	outcome := out.Status
-	if out.Error != nil {
-		outcome = out.Error.Code
-	}
-	countToolCall(ctx, call.Name, outcome)
-	t.emit(ctx, protocol.ActionResult, protocol.ActionResultData{
-		Error: out.Error,
-		Result: protocol.ToolResultAction{
-			CallID: call.ID, Kind: "tool-result", Output: out.Output, ToolName: call.Name,
-			IsError: out.Status != protocol.StatusCompleted,
-		},
-		Status:  out.Status,
-		StepRef: t.step(stepIdx),
-	})
-}
-
-// activityFailure turns a failed tool activity (retries exhausted, timeout,
-// cancellation) into the result the model sees.
-func activityFailure(tool string, err error) activities.ToolOutcome {
-	var timeoutErr *temporal.TimeoutError
-	var canceledErr *temporal.CanceledError
-	switch {
-	case errors.As(err, &timeoutErr):
-		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
-	case errors.As(err, &canceledErr):
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
-	}
-	return activities.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
-}
-
-// errorMessage digs the application error's own message out of the
-// activity error wrapper.
-func errorMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
 }

@@ -245,11 +245,11 @@ func (s *Service) Executable(name string) error {
 	case t.Client != nil:
 		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a client tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name)}
 	}
-	if !s.opts.SkipApprovals {
-		switch t.Approval.Kind() {
-		case approval.KindAlways, approval.KindOnce:
-			return &Error{Status: http.StatusForbidden, Code: workflows.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
-		}
+	// The built-in policies decide here, before anything starts (no session
+	// has approved anything once); a custom policy is evaluated by the
+	// execution, so it passes.
+	if !s.opts.SkipApprovals && approval.Decide(t.Approval.Kind(), false, approval.Skip()).Type == approval.UserApproval {
+		return &Error{Status: http.StatusForbidden, Code: workflows.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
 	}
 	return nil
 }
