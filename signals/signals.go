@@ -1,6 +1,12 @@
-// Package signals names every message into eve's workflows (Updates, Signals
-// and Queries) and defines their payloads. Clients and workflows both use it,
-// so the names cannot drift apart.
+// Package signals is eve's contract with its workflows: the names of the
+// workflow types and of every message into them (Updates, Signals and
+// Queries), their payloads, the start inputs a starter needs
+// (SessionInput), and the rules of delegated actions (delegated.go).
+// Clients, servers, jobs and workflows all use it, so none of these can
+// drift apart.
+//
+// It stays light enough for any client to import: no Temporal SDK, no tool
+// catalog, no payload store (imports_test.go at the module root checks).
 package signals
 
 import (

@@ -11,7 +11,6 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Info describes the agent behind the server for GET /eve/v1/info. The API
@@ -88,7 +87,7 @@ func (s *Server) infoBody() jsonObj {
 			"binding": jsonObj{
 				"backing": jsonObj{
 					"kind": "programmatic", "moduleId": "go:" + path,
-					"registryId": "eve-temporal", "revision": workflows.Version,
+					"registryId": "eve-temporal", "revision": signals.Version,
 				},
 				"logicalPath": path,
 				"owner":       owner,
@@ -132,7 +131,7 @@ func (s *Server) infoBody() jsonObj {
 		tools = append(tools, tool)
 	}
 	sandbox := moduleSource("sandbox:none", "sandbox")
-	sandbox["revisionHash"] = workflows.Version
+	sandbox["revisionHash"] = signals.Version
 	mode := "development"
 	if in.Production {
 		mode = "production"

@@ -16,7 +16,6 @@ import (
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // DefaultRequestTimeout bounds how long a write (a create, a message,
@@ -100,8 +99,8 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 	case in.message == "" && in.responses == nil && !create:
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected a non-empty 'message' or a non-empty 'inputResponses' array")
 	}
-	if n := len(in.message); n > workflows.MaxMessageBytes {
-		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, workflows.MaxMessageBytes)
+	if n := len(in.message); n > signals.MaxMessageBytes {
+		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, signals.MaxMessageBytes)
 	}
 	return in, nil
 }

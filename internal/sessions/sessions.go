@@ -17,7 +17,6 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Service talks to session workflows.
@@ -48,7 +47,7 @@ func (s *Service) Create(ctx context.Context, id string, initiator *auth.Princip
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: initiator})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -71,7 +70,7 @@ func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *a
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptions(id), signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: initiator})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
