@@ -21,6 +21,7 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/internal/httpjson"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -287,22 +288,22 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
+		httpjson.Write(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
+			httpjson.Write(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
+		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
 		return
 	}
 	if named != "" {
 		if c, _, _, ok := s.verify(token); ok && c.ActionID != named {
-			writeJSON(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
+			httpjson.Write(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
 			return
 		}
 	}
@@ -311,11 +312,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Details json.RawMessage `json:"details"`
 		}
 		if len(strings.TrimSpace(string(raw))) > 0 && json.Unmarshal(raw, &hb) != nil {
-			writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
+			httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
 			return
 		}
 		st, rep := s.Heartbeat(r.Context(), token, hb.Details)
-		writeJSON(w, st, rep)
+		httpjson.Write(w, st, rep)
 		return
 	}
 	var body Body
@@ -324,19 +325,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&body); err != nil {
 		if _, _, _, ok := s.verify(token); !ok {
 			st, rep := s.Complete(r.Context(), token, Body{})
-			writeJSON(w, st, rep)
+			httpjson.Write(w, st, rep)
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
+		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
 		return
 	}
 	st, rep := s.Complete(r.Context(), token, body)
-	writeJSON(w, st, rep)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, st, rep)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/httpjson"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
@@ -65,12 +67,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "Temporal is not answering: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "status": "ready", "workflowId": signals.SessionWorkflow})
+	httpjson.Write(w, http.StatusOK, protocol.Health{OK: true, Status: "ready", WorkflowID: signals.SessionWorkflow})
 }
 
 // info: GET /eve/v1/info, AgentInfoResultSchema version 5 (strict).
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.infoBody())
+	httpjson.Write(w, http.StatusOK, s.infoBody())
 }
 
 type jsonObj = map[string]any
