@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -150,37 +149,6 @@ func (s *Service) Events(ctx context.Context, id string, from int) ([]protocol.E
 		evs = append(evs, p.Events...)
 	}
 	return evs, nil
-}
-
-// Follow calls fn for each event from index from on (a negative from counts
-// back from the tail), polling every interval once it has caught up with
-// the tail, until fn returns false, ctx ends, or an error occurs (an
-// *EndedError when the session's workflow closes).
-func (s *Service) Follow(ctx context.Context, id string, from int, interval time.Duration, fn func(index int, e protocol.Event) bool) error {
-	if interval <= 0 {
-		interval = 20 * time.Millisecond
-	}
-	p, err := s.Read(ctx, id, from)
-	for {
-		if err != nil {
-			return err
-		}
-		for i, e := range p.Events {
-			if !fn(p.From+i, e) {
-				return nil
-			}
-		}
-		next := p.Next()
-		if next >= p.Total {
-			// Caught up: wait for more. (A partial page reads on at once.)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(interval):
-			}
-		}
-		p, err = s.ReadNext(ctx, id, next, p)
-	}
 }
 
 // Summary reads the session's state (*EndedError when its workflow is closed).
