@@ -1,4 +1,4 @@
-package signals_test
+package eve_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,9 @@ import (
 	"github.com/eve-temporal/eve/workflows"
 )
 
-// A session started with signals.SessionInput reads the same fields in the
-// workflow's own input type, which adds the state only the workflow writes.
+// The contract package and the workflows agree: a session started with
+// signals.SessionInput reads the same fields in the workflow's own input
+// type, which adds the state only the workflow writes.
 func TestSessionInputMatchesTheWorkflows(t *testing.T) {
 	start := reflect.TypeFor[signals.SessionInput]()
 	wf := reflect.TypeFor[workflows.SessionInput]()
