@@ -409,7 +409,7 @@ func ToolsHandler(c client.Client, a *agent.Agent, taskQueue string, logger *slo
 }
 
 // ActionsHandler serves delegated tools' completion URLs: mount it at
-// activities.ActionsPath (/eve/v1/actions/) on the server EVE_PUBLIC_URL
+// signals.ActionsPath (/eve/v1/actions/) on the server EVE_PUBLIC_URL
 // names. secret is the workers' EVE_ACTION_SECRET.
 func ActionsHandler(c client.Client, secret []byte, logger *slog.Logger) (http.Handler, error) {
 	signer, err := capability.NewSigner(secret)

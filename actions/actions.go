@@ -12,7 +12,6 @@ package actions
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Errors the server answers that retrying cannot fix.
@@ -81,22 +81,22 @@ type Client struct {
 var Default = &Client{}
 
 // Complete settles the action with output.
-func Complete(ctx context.Context, c tools.Completion, output any) error {
+func Complete(ctx context.Context, c signals.Completion, output any) error {
 	return Default.Complete(ctx, c, output)
 }
 
 // Fail settles the action as failed; the model sees message.
-func Fail(ctx context.Context, c tools.Completion, code, message string) error {
+func Fail(ctx context.Context, c signals.Completion, code, message string) error {
 	return Default.Fail(ctx, c, code, message)
 }
 
 // Heartbeat keeps the job alive and reports whether it should stop.
-func Heartbeat(ctx context.Context, c tools.Completion, details any) (cancelRequested bool, err error) {
+func Heartbeat(ctx context.Context, c signals.Completion, details any) (cancelRequested bool, err error) {
 	return Default.Heartbeat(ctx, c, details)
 }
 
 // Complete settles the action with output.
-func (cl *Client) Complete(ctx context.Context, c tools.Completion, output any) error {
+func (cl *Client) Complete(ctx context.Context, c signals.Completion, output any) error {
 	raw, err := json.Marshal(output)
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
@@ -106,13 +106,13 @@ func (cl *Client) Complete(ctx context.Context, c tools.Completion, output any) 
 }
 
 // Fail settles the action as failed.
-func (cl *Client) Fail(ctx context.Context, c tools.Completion, code, message string) error {
+func (cl *Client) Fail(ctx context.Context, c signals.Completion, code, message string) error {
 	_, err := cl.post(ctx, c, "", map[string]any{"error": map[string]string{"code": code, "message": message}})
 	return err
 }
 
 // Heartbeat posts to the heartbeat endpoint.
-func (cl *Client) Heartbeat(ctx context.Context, c tools.Completion, details any) (bool, error) {
+func (cl *Client) Heartbeat(ctx context.Context, c signals.Completion, details any) (bool, error) {
 	body := map[string]any{}
 	if details != nil {
 		body["details"] = details
@@ -134,53 +134,24 @@ func (cl *Client) Heartbeat(ctx context.Context, c tools.Completion, details any
 // capability to send in the Authorization header. The URL it returns names
 // the action id in place of the capability (…/actions/<action id>); a URL
 // whose capability it cannot find is posted to as it is, with no header.
-func (cl *Client) endpoint(c tools.Completion) (target, token string) {
+func (cl *Client) endpoint(c signals.Completion) (target, token string) {
 	u, err := url.Parse(c.URL)
 	if err != nil || cl.TokenInURL {
 		return c.URL, ""
 	}
-	prefix, tok, ok := cutToken(u.Path)
+	prefix, tok, ok := signals.SplitCompletionPath(u.Path)
 	if !ok {
 		return c.URL, ""
 	}
 	id := c.ID
 	if id == "" {
-		id = actionIDOf(tok)
+		id = capability.PeekActionID(tok)
 	}
 	if id == "" || strings.ContainsAny(id, "/?#%") {
 		return c.URL, ""
 	}
 	u.Path, u.RawPath = prefix+id, ""
 	return u.String(), tok
-}
-
-// cutToken finds the capability in a completion URL's path: the segment
-// after the last "/actions/" (a capability is "<claims>.<mac>").
-func cutToken(path string) (prefix, token string, ok bool) {
-	i := strings.LastIndex(path, "/actions/")
-	if i < 0 {
-		return "", "", false
-	}
-	prefix, token = path[:i+len("/actions/")], path[i+len("/actions/"):]
-	token, _ = strings.CutSuffix(token, "/heartbeat")
-	if token == "" || strings.Contains(token, "/") || !strings.Contains(token, ".") {
-		return "", "", false
-	}
-	return prefix, token, true
-}
-
-// actionIDOf reads the action id from a capability's (unverified) claims.
-func actionIDOf(token string) string {
-	claims, _, _ := strings.Cut(token, ".")
-	b, err := base64.RawURLEncoding.DecodeString(claims)
-	if err != nil {
-		return ""
-	}
-	var c struct {
-		ActionID string `json:"act"`
-	}
-	_ = json.Unmarshal(b, &c)
-	return c.ActionID
 }
 
 // RedactURL returns a completion URL fit for logs and error messages: the
@@ -203,7 +174,7 @@ func RedactURL(raw string) string {
 // Other paths, and completion paths that name an action id rather than a
 // capability, are returned as they are.
 func RedactPath(path string) string {
-	prefix, _, ok := cutToken(path)
+	prefix, _, ok := signals.SplitCompletionPath(path)
 	if !ok {
 		return path
 	}
@@ -238,14 +209,14 @@ func scrub(err error, token, rawURL string) error {
 	return err
 }
 
-func (cl *Client) post(ctx context.Context, c tools.Completion, suffix string, body any) ([]byte, error) {
+func (cl *Client) post(ctx context.Context, c signals.Completion, suffix string, body any) ([]byte, error) {
 	if c.URL == "" {
 		return nil, errors.New("completion URL is empty")
 	}
 	target, token := cl.endpoint(c)
 	secret := token
 	if secret == "" {
-		_, secret, _ = cutToken(strings.SplitN(c.URL, "?", 2)[0])
+		_, secret, _ = signals.SplitCompletionPath(strings.SplitN(c.URL, "?", 2)[0])
 	}
 	raw, err := cl.do(ctx, target+suffix, token, body)
 	return raw, scrub(err, secret, c.URL)

@@ -2,12 +2,9 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -51,40 +49,45 @@ func NewActionsConfig(secret []byte, publicURL string) (*ActionsConfig, error) {
 const DefaultGrace = time.Hour
 
 // ActionsPath is the API route prefix of completion URLs.
-const ActionsPath = "/eve/v1/actions/"
+//
+// Deprecated: use signals.ActionsPath, where the rules of delegated actions live.
+const ActionsPath = signals.ActionsPath
 
 // URL returns the completion URL of a token.
-func (c *ActionsConfig) URL(token string) string {
-	return strings.TrimRight(c.BaseURL, "/") + ActionsPath + token
-}
+func (c *ActionsConfig) URL(token string) string { return signals.CompletionURL(c.BaseURL, token) }
 
 // ActionID derives a delegated call's action id from its turn workflow and
-// call, so it is the same on every replay and retry.
-func ActionID(turnWorkflowID, callID string) string {
-	sum := sha256.Sum256([]byte(turnWorkflowID + "\x00" + callID))
-	return "act_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:15]))
-}
+// call.
+//
+// Deprecated: use signals.ActionID.
+func ActionID(turnWorkflowID, callID string) string { return signals.ActionID(turnWorkflowID, callID) }
 
-// ResultKind marks a completion payload built by eve (the API server or
-// the CLI), as opposed to a raw payload an operator completed with.
-const ResultKind = "eve.action-result/v1"
+// ResultKind marks a completion payload built by eve.
+//
+// Deprecated: use signals.ResultKind.
+const ResultKind = signals.ResultKind
 
 // ActionResult is the payload that completes a delegated activity.
-type ActionResult struct {
-	Kind   string                `json:"eve"`
-	Status string                `json:"status"` // completed or failed
-	Output json.RawMessage       `json:"output,omitempty"`
-	Error  *protocol.ActionError `json:"error,omitempty"`
-}
+//
+// Deprecated: use signals.ActionResult.
+type ActionResult = signals.ActionResult
 
-// DecodeActionResult reads what a delegated activity completed with: an
-// eve ActionResult, or any other JSON value taken as the output itself.
-func DecodeActionResult(raw json.RawMessage) ActionResult {
-	var r ActionResult
-	if json.Unmarshal(raw, &r) == nil && r.Kind == ResultKind {
-		return r
+// DecodeActionResult reads what a delegated activity completed with.
+//
+// Deprecated: use signals.DecodeActionResult, or ActionState.Observe.
+func DecodeActionResult(raw json.RawMessage) ActionResult { return signals.DecodeActionResult(raw) }
+
+// OutcomeOf is a delegated call's result (signals.ActionState.Observe or
+// End) as the tool outcome the workflow records.
+func OutcomeOf(r signals.ActionResult) ToolOutcome {
+	if r.Status == protocol.StatusFailed {
+		e := r.Error
+		if e == nil {
+			e = &protocol.ActionError{Code: protocol.CodeToolExecution, Message: "the job failed"}
+		}
+		return FailedOutcome(e.Code, e.Message)
 	}
-	return ActionResult{Kind: ResultKind, Status: protocol.StatusCompleted, Output: raw}
+	return ToolOutcome{Status: protocol.StatusCompleted, Output: r.Output}
 }
 
 func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools.Tool, in ExecuteToolInput) (ToolOutcome, error) {

@@ -216,10 +216,7 @@ func (c *Client) doWith(ctx context.Context, method, route string, body, out any
 }
 
 func decodeError(status int, data []byte) error {
-	var b struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}
+	var b protocol.ErrorBody
 	if json.Unmarshal(data, &b) == nil && b.Error != "" {
 		return &Error{Status: status, Code: b.Code, Message: b.Error}
 	}
@@ -231,11 +228,7 @@ func decodeError(status int, data []byte) error {
 }
 
 // Health is GET /eve/v1/health.
-type Health struct {
-	OK         bool   `json:"ok"`
-	Status     string `json:"status"`
-	WorkflowID string `json:"workflowId"`
-}
+type Health = protocol.Health
 
 // Health checks the server (and, behind it, Temporal).
 func (c *Client) Health(ctx context.Context) (Health, error) {
@@ -252,16 +245,7 @@ func (c *Client) Info(ctx context.Context) (json.RawMessage, error) {
 }
 
 // Accepted is the answer to a create, message or answers request.
-type Accepted struct {
-	OK         bool   `json:"ok"`
-	SessionID  string `json:"sessionId"`
-	Status     string `json:"status"`
-	DeliveryID string `json:"deliveryId,omitempty"`
-	TurnID     string `json:"turnId,omitempty"`
-	// Resolutions and Duplicates report what an answer batch settled.
-	Resolutions []protocol.InputResolution `json:"resolutions,omitempty"`
-	Duplicates  []string                   `json:"duplicates,omitempty"`
-}
+type Accepted = protocol.Accepted
 
 // Create starts a session without a message and returns its id.
 func (c *Client) Create(ctx context.Context) (string, error) {
@@ -317,12 +301,7 @@ func (c *Client) Respond(ctx context.Context, sessionID string, responses ...pro
 
 // ControlResult is the answer of Cancel, Clear, Compact and Reset: Status
 // is accepted, no_active_turn, no_active_session or reset.
-type ControlResult struct {
-	OK                bool   `json:"ok"`
-	SessionID         string `json:"sessionId,omitempty"`
-	PreviousSessionID string `json:"previousSessionId,omitempty"`
-	Status            string `json:"status"`
-}
+type ControlResult = protocol.ControlResult
 
 // Cancel cancels the session's running turn (only turnID's, when set).
 func (c *Client) Cancel(ctx context.Context, sessionID, turnID string) (ControlResult, error) {

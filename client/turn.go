@@ -153,12 +153,7 @@ func (c *Client) RespondAndWait(ctx context.Context, sessionID string, responses
 }
 
 // PendingRequest is an open input request and where it was asked.
-type PendingRequest struct {
-	protocol.InputRequest
-	// Index is the global index of its input.requested event.
-	Index  int    `json:"index"`
-	TurnID string `json:"turnId"`
-}
+type PendingRequest = protocol.OpenRequest
 
 // Pending lists the session's open input requests, oldest first.
 func (c *Client) Pending(ctx context.Context, sessionID string) ([]PendingRequest, error) {
@@ -167,70 +162,11 @@ func (c *Client) Pending(ctx context.Context, sessionID string) ([]PendingReques
 		return nil, err
 	}
 	var in Inputs
-	for i, e := range evs {
-		in.Add(i, e)
-	}
+	in.AddEvents(0, evs)
 	return in.Open(), nil
 }
 
 // Inputs folds events into the state of input requests: add events in
-// stream order, then read Open. The zero value is ready to use.
-type Inputs struct {
-	order   []string
-	asked   map[string]PendingRequest
-	settled map[string]bool
-	ended   map[string]bool
-}
-
-// Add folds one event (at global index i).
-func (in *Inputs) Add(i int, e protocol.Event) {
-	if in.asked == nil {
-		in.asked, in.settled, in.ended = map[string]PendingRequest{}, map[string]bool{}, map[string]bool{}
-	}
-	switch e.Type {
-	case protocol.InputRequested:
-		var d protocol.InputRequestedData
-		if e.Decode(&d) != nil {
-			return
-		}
-		for _, r := range d.Requests {
-			if _, ok := in.asked[r.RequestID]; !ok {
-				in.order = append(in.order, r.RequestID)
-			}
-			in.asked[r.RequestID] = PendingRequest{InputRequest: r, Index: i, TurnID: d.TurnID}
-		}
-	case protocol.InputResolved:
-		var d protocol.InputResolvedData
-		if e.Decode(&d) != nil {
-			return
-		}
-		for _, r := range d.Resolutions {
-			if r.Outcome != protocol.OutcomeInvalid {
-				in.settled[r.RequestID] = true
-			}
-		}
-	case protocol.TurnCompleted, protocol.TurnFailed, protocol.TurnCancelled:
-		var d protocol.TurnRef
-		if e.Decode(&d) == nil {
-			in.ended[d.TurnID] = true
-		}
-	}
-}
-
-// Open returns the requests still waiting for an answer, in the order asked.
-func (in *Inputs) Open() []PendingRequest {
-	var out []PendingRequest
-	for _, id := range in.order {
-		r := in.asked[id]
-		if !in.settled[id] && !in.ended[r.TurnID] {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// Asked returns a request by id, whether or not it is still open.
-func (in *Inputs) Asked(requestID string) (PendingRequest, bool) {
-	r, ok := in.asked[requestID]
-	return r, ok
-}
+// stream order, then read Open. The zero value is ready to use. The API
+// server folds with the same type.
+type Inputs = protocol.Inputs

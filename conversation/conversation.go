@@ -20,7 +20,6 @@ import (
 	"sync"
 
 	"github.com/eve-temporal/eve/model"
-	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // Ref is a stored conversation. The zero Ref is the empty conversation.
@@ -67,9 +66,19 @@ type manifest struct {
 
 const chunkKeys = 256
 
+// Objects is the object store a Store keeps conversations in: a
+// payloadstore.Store. Declared here so that the packages which only name a
+// Ref (the contract package signals, and every client importing it) do not
+// pull in the payload store's S3 and Temporal drivers.
+type Objects interface {
+	Put(ctx context.Context, key string, data []byte) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	Location() string
+}
+
 // Store reads and writes conversations. It is safe for concurrent use.
 type Store struct {
-	objects payloadstore.Store
+	objects Objects
 	cache   *lru
 }
 
@@ -78,7 +87,7 @@ type Store struct {
 const DefaultCacheBytes = 64 << 20
 
 // New returns a Store over objects with the default cache.
-func New(objects payloadstore.Store) *Store {
+func New(objects Objects) *Store {
 	return &Store{objects: objects, cache: newLRU(DefaultCacheBytes)}
 }
 

@@ -10,6 +10,9 @@ import (
 	"github.com/eve-temporal/eve/payloadstore"
 )
 
+// Every payload store can hold conversations.
+var _ conversation.Objects = payloadstore.Store(nil)
+
 func openStore(t *testing.T) *payloadstore.Counting {
 	t.Helper()
 	s, err := payloadstore.Open(context.Background(), "file:"+t.TempDir())

@@ -135,7 +135,7 @@ func wantError(t *testing.T, r rawResponse, status int, code, msgPart string) {
 	if r.Status != status {
 		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
 	}
-	var b api.ErrorBody
+	var b protocol.ErrorBody
 	if err := json.Unmarshal(r.Body, &b); err != nil || b.OK || b.Error == "" {
 		t.Fatalf("error body %s: want {ok:false,error,code}", r.Body)
 	}

@@ -138,17 +138,14 @@ func TestWorkerKilledMidToolNewWorkerFinishes(t *testing.T) {
 	cmd.Wait()
 
 	env.StartWorker(killAgent("survivor", markers))
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
 	var reply string
-	err = env.Sessions.Follow(ctx, id, 0, 50*time.Millisecond, func(_ int, e protocol.Event) bool {
-		if e.Type == "message.completed" {
-			var d struct{ Message string }
-			json.Unmarshal(e.Data, &d)
-			reply = d.Message
+	for _, e := range evetest.Of(evs, protocol.MessageCompleted) {
+		var d protocol.MessageCompletedData
+		if err := e.Decode(&d); err != nil {
+			t.Fatal(err)
 		}
-		return e.Type != "session.waiting"
-	})
-	if err != nil {
-		t.Fatal(err)
+		reply = d.Message
 	}
 	if !strings.HasPrefix(reply, "done by survivor on attempt 2") {
 		t.Fatalf("reply = %q", reply)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/actions"
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -203,7 +202,7 @@ func TestOutputLimitDelegatedCompletion(t *testing.T) {
 
 	// A raw task-token completion skips the API: the call fails with the reason.
 	id, j = start()
-	result := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusCompleted, Output: big[len(`{"output":`) : len(big)-1]}
+	result := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusCompleted, Output: big[len(`{"output":`) : len(big)-1]}
 	if err := env.Client.CompleteActivity(ctx, j.TaskToken, result, nil); err != nil {
 		t.Fatalf("task-token completion: %v", err)
 	}

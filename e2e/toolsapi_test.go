@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/actions"
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/toolsclient"
 	"github.com/eve-temporal/eve/workflows"
@@ -299,7 +299,7 @@ func TestToolsAPIDelegatedExecution(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no job")
 	}
-	if want := activities.ActionID(res.ID, workflows.ExecutionCallID); a.ID != want {
+	if want := signals.ActionID(res.ID, workflows.ExecutionCallID); a.ID != want {
 		t.Fatalf("action id %s, want %s", a.ID, want)
 	}
 	// Invalid output: 422, the action stays pending.

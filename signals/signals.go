@@ -1,16 +1,15 @@
-// Package signals names every message into eve's workflows (Updates, Signals
-// and Queries) and defines their payloads. Clients and workflows both use it,
-// so the names cannot drift apart.
+// Package signals is eve's contract with its workflows: the names of the
+// workflow types and of every message into them (Updates, Signals and
+// Queries), their payloads, the start inputs a starter needs
+// (SessionInput), and the rules of delegated actions (delegated.go).
+// Clients, servers, jobs and workflows all use it, so none of these can
+// drift apart.
+//
+// It stays light enough for any client to import: no Temporal SDK, no tool
+// catalog, no payload store (imports_test.go at the module root checks).
 package signals
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"time"
-
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
@@ -242,95 +241,6 @@ type TurnMessage struct {
 	// prompt if it can, else steers or (TurnPolicyQueue, no approval open)
 	// is left for the next turn. Empty: Response answers a question.
 	TurnPolicy string `json:"turnPolicy,omitempty"`
-}
-
-// Delegated actions, in the turn workflow that owns them.
-const (
-	// UpdateSettleAction records a completion that arrived through a
-	// completion URL, before the API server completes the activity. Payload
-	// SettleAction, result SettleDecision. The validator answers conflicts
-	// (409), ended actions (410), unknown actions (404) and invalid output
-	// (422) without recording anything; see the error types below.
-	UpdateSettleAction = "eve.action.settle"
-	// QueryAction reads one action's state. Argument action id, result ActionState.
-	QueryAction = "eve.action.state"
-)
-
-// SettleAction is one completion or failure of a delegated action.
-type SettleAction struct {
-	ActionID string                `json:"actionId"`
-	Output   json.RawMessage       `json:"output,omitempty"`
-	Error    *protocol.ActionError `json:"error,omitempty"`
-}
-
-// SettleDecision tells the API server what to do.
-type SettleDecision struct {
-	// Complete: complete the activity now. Duplicate: it already settled
-	// with this same outcome; answer 200 and do nothing.
-	Decision string `json:"decision"`
-}
-
-// Decisions.
-const (
-	DecisionComplete  = "complete"
-	DecisionDuplicate = "duplicate"
-)
-
-// Application error types of a rejected SettleAction.
-const (
-	ErrActionUnknown  = "ActionUnknown"  // 404
-	ErrActionConflict = "ActionConflict" // 409
-	ErrActionGone     = "ActionGone"     // 410
-	ErrActionInvalid  = "ActionInvalid"  // 422
-)
-
-// Action states.
-const (
-	ActionPending   = "pending"
-	ActionSettling  = "settling" // a completion was accepted; the activity result is on its way
-	ActionCompleted = "completed"
-	ActionFailed    = "failed"
-	ActionExpired   = "deadline-exceeded"
-	ActionCancelled = "cancelled"
-)
-
-// ActionState is one delegated action as its turn sees it.
-type ActionState struct {
-	ActionID string    `json:"actionId"`
-	Tool     string    `json:"tool"`
-	CallID   string    `json:"callId"`
-	State    string    `json:"state"`
-	Deadline time.Time `json:"deadline"`
-	// Hash identifies the settled outcome (see HashSettle).
-	Hash string `json:"hash,omitempty"`
-}
-
-// HashSettle fingerprints an outcome, so a repeated completion can be told
-// from a different one. Output JSON is canonicalized first (object keys
-// sorted, whitespace dropped), so key order does not make a conflict.
-func HashSettle(req SettleAction) string {
-	h := sha256.New()
-	if req.Error != nil {
-		fmt.Fprintf(h, "error\x00%s\x00%s", req.Error.Code, req.Error.Message)
-	} else {
-		h.Write([]byte("output\x00"))
-		h.Write(canonicalJSON(req.Output))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func canonicalJSON(raw json.RawMessage) []byte {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return raw
-	}
-	b, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
-		return raw
-	}
-	return b
 }
 
 // SignalTextDelta (model step activity → turn) carries streamed text,

@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Completion is how an external job finishes a delegated call: POST the
 // result to URL (a signed capability URL; no other credential needed).
-type Completion struct {
-	ID  string `json:"id"`
-	URL string `json:"url"`
-}
+// Package actions posts it for Go jobs.
+type Completion = signals.Completion
 
 // Action is handed to a delegated tool's Delegate function.
 type Action struct {

@@ -67,32 +67,9 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	return c
 }
 
-// APIError is an error answer {ok:false, error, code}.
-type APIError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"error"`
-	// Tool and Violations are set for input that breaks the tool's schema.
-	Tool       string              `json:"tool,omitempty"`
-	Violations []catalog.Violation `json:"violations,omitempty"`
-	// ExecutionID names the execution concerned, when there is one.
-	ExecutionID string                  `json:"executionId,omitempty"`
-	ExecStatus  catalog.ExecutionStatus `json:"status,omitempty"`
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("eve tools API: %d %s: %s", e.Status, e.Code, e.Message)
-}
-
-// As lets catalog.ExecuteAnthropicToolCalls (and the OpenAI variant), run
-// over Executor, report the code and message to the model.
-func (e *APIError) As(target any) bool {
-	if p, ok := target.(**catalog.ExecutionError); ok && e.Status < 500 {
-		*p = &catalog.ExecutionError{Code: e.Code, Message: e.Message}
-		return true
-	}
-	return false
-}
+// APIError is an error answer {ok:false, error, code}, with the HTTP
+// status; the server writes the same type.
+type APIError = catalog.APIError
 
 // RunTimeoutError says Run stopped waiting; the execution goes on. Fetch
 // it later with Executions.Get(ExecutionID).

@@ -19,7 +19,7 @@ import (
 )
 
 // MaxMessageBytes bounds one user message.
-const MaxMessageBytes = 256 << 10
+const MaxMessageBytes = signals.MaxMessageBytes
 
 // SessionInput starts (or continues) a session.
 type SessionInput struct {

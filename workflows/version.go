@@ -1,4 +1,6 @@
 package workflows
 
+import "github.com/eve-temporal/eve/signals"
+
 // Version is eve's version, reported in session.started.
-const Version = "0.1.0"
+const Version = signals.Version

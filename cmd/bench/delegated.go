@@ -137,7 +137,7 @@ func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), erro
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		token := a.Completion.URL[len("http://bench.invalid"+activities.ActionsPath):]
+		token := a.Completion.URL[len("http://bench.invalid"+signals.ActionsPath):]
 		start := time.Now()
 		if st, rep := completer.Complete(ctx, token, actionsvc.Body{Output: json.RawMessage(`{"status":"ok"}`)}); st != 200 {
 			return 0, errors.New("complete: " + rep.Error)

@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/actions"
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/internal/httpjson"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -118,7 +118,7 @@ func (s *Service) Complete(ctx context.Context, token string, body Body) (int, R
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			// The turn is over: compare with how the action settled.
-			return s.afterTurn(ctx, c, body)
+			return s.late(ctx, c, body)
 		}
 		return s.mapError(c, err)
 	}
@@ -129,15 +129,12 @@ func (s *Service) Complete(ctx context.Context, token string, body Body) (int, R
 	if dec.Decision == signals.DecisionDuplicate {
 		return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
 	}
-	result := activities.ActionResult{Kind: activities.ResultKind, Status: status, Output: body.Output, Error: body.Error}
+	result := signals.ActionResult{Kind: signals.ResultKind, Status: status, Output: body.Output, Error: body.Error}
 	if err := s.Client.CompleteActivityByID(ctx, c.Namespace, c.WorkflowID, "", c.ActivityID, result, nil); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			// Completed already (a retry after a crash), or ended first.
-			if st, err := s.state(ctx, c); err == nil && (st.State == signals.ActionCompleted || st.State == signals.ActionFailed || st.State == signals.ActionSettling) {
-				return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
-			}
-			return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s ended before this completion", c.ActionID))
+			return s.late(ctx, c, body)
 		}
 		if st, r, ok := tooLarge(c, err); ok {
 			return st, r
@@ -148,38 +145,42 @@ func (s *Service) Complete(ctx context.Context, token string, body Body) (int, R
 	return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status}
 }
 
-// afterTurn answers a completion that arrives after the action's turn ended.
-func (s *Service) afterTurn(ctx context.Context, c capability.Claims, body Body) (int, Reply) {
+// late answers a completion that found no pending activity (its workflow
+// ended, or the activity completed) by the late-completion rule
+// (signals.ActionState.LateSettle): a repeat of how the action settled is
+// a duplicate (200), anything else 409 or 410.
+func (s *Service) late(ctx context.Context, c capability.Claims, body Body) (int, Reply) {
 	st, err := s.state(ctx, c)
 	if err != nil {
 		return fail(http.StatusGone, "action_ended", fmt.Sprintf("the turn of action %s has ended", c.ActionID))
 	}
-	switch st.State {
-	case signals.ActionCompleted, signals.ActionFailed:
-		if st.Hash == signals.HashSettle(signals.SettleAction{Output: body.Output, Error: body.Error}) {
-			status := protocol.StatusCompleted
-			if body.Error != nil {
-				status = protocol.StatusFailed
-			}
-			return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
-		}
-		return fail(http.StatusConflict, "action_conflict", fmt.Sprintf("action %s already settled with a different outcome", c.ActionID))
+	if err := st.LateSettle(signals.SettleAction{ActionID: c.ActionID, Output: body.Output, Error: body.Error}); err != nil {
+		return refusal(err)
 	}
-	return fail(http.StatusGone, "action_ended", fmt.Sprintf("action %s ended first (%s); a late completion cannot revive it", c.ActionID, st.State))
+	status := protocol.StatusCompleted
+	if body.Error != nil {
+		status = protocol.StatusFailed
+	}
+	return http.StatusOK, Reply{OK: true, ActionID: c.ActionID, Status: status, Duplicate: true}
+}
+
+// refusal answers a *signals.SettleError with its status and code.
+func refusal(err error) (int, Reply) {
+	var se *signals.SettleError
+	if errors.As(err, &se) {
+		if status, code, ok := signals.SettleHTTP(se.Type); ok {
+			return fail(status, code, se.Message)
+		}
+	}
+	return fail(http.StatusInternalServerError, "internal_error", err.Error())
 }
 
 func (s *Service) mapError(c capability.Claims, err error) (int, Reply) {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		switch appErr.Type() {
-		case signals.ErrActionUnknown:
-			return fail(http.StatusNotFound, "unknown_action", appErr.Message())
-		case signals.ErrActionConflict:
-			return fail(http.StatusConflict, "action_conflict", appErr.Message())
-		case signals.ErrActionGone:
-			return fail(http.StatusGone, "action_ended", appErr.Message())
-		case signals.ErrActionInvalid:
-			return fail(http.StatusUnprocessableEntity, "invalid_output", appErr.Message())
+		// The settle Update's validator refused it (signals.ActionState.CheckSettle).
+		if status, code, ok := signals.SettleHTTP(appErr.Type()); ok {
+			return fail(status, code, appErr.Message())
 		}
 	}
 	var nf *serviceerror.NotFound
@@ -270,13 +271,13 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // ServeHTTP handles POST {prefix}{token} and POST {prefix}{token}/heartbeat,
-// where prefix is activities.ActionsPath, and the same with the capability
+// where prefix is signals.ActionsPath, and the same with the capability
 // in an "Authorization: Bearer <token>" header: POST {prefix}{action id}
 // (or {prefix} alone) and POST {prefix}{action id}/heartbeat. With the
 // header, a path that names another action than the capability is refused
 // (401 invalid_capability).
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, activities.ActionsPath)
+	rest := strings.TrimPrefix(r.URL.Path, signals.ActionsPath)
 	token, heartbeat := strings.CutSuffix(rest, "/heartbeat")
 	named := "" // the action the path names, with the header form
 	if h, ok := bearer(r); ok {
@@ -287,22 +288,22 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
+		httpjson.Write(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
+			httpjson.Write(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
+		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
 		return
 	}
 	if named != "" {
 		if c, _, _, ok := s.verify(token); ok && c.ActionID != named {
-			writeJSON(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
+			httpjson.Write(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
 			return
 		}
 	}
@@ -311,11 +312,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Details json.RawMessage `json:"details"`
 		}
 		if len(strings.TrimSpace(string(raw))) > 0 && json.Unmarshal(raw, &hb) != nil {
-			writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
+			httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
 			return
 		}
 		st, rep := s.Heartbeat(r.Context(), token, hb.Details)
-		writeJSON(w, st, rep)
+		httpjson.Write(w, st, rep)
 		return
 	}
 	var body Body
@@ -324,19 +325,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&body); err != nil {
 		if _, _, _, ok := s.verify(token); !ok {
 			st, rep := s.Complete(r.Context(), token, Body{})
-			writeJSON(w, st, rep)
+			httpjson.Write(w, st, rep)
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
+		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
 		return
 	}
 	st, rep := s.Complete(r.Context(), token, body)
-	writeJSON(w, st, rep)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, st, rep)
 }

@@ -14,8 +14,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // downClient is a Temporal client that cannot reach Temporal; its errors
@@ -36,7 +36,7 @@ func newTestService(t *testing.T, logs *bytes.Buffer) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := signer.Sign(capability.Claims{Namespace: "default", SessionID: "ses_1", WorkflowID: "ses_1/turn_0", ActivityID: "tool/call_1", ActionID: "act_one", Tool: "run_report", Expires: time.Now().Add(time.Hour).Unix()})
+	tok := signer.Sign(capability.Claims{Namespace: "default", SessionID: "ses_1", WorkflowID: "ses_1/turn_0", ActivityID: signals.ToolActivityID("call_1"), ActionID: "act_one", Tool: "run_report", Expires: time.Now().Add(time.Hour).Unix()})
 	return &Service{Client: downClient{}, Signer: signer, Timeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, tok
 }
@@ -59,7 +59,7 @@ func serve(s *Service, path, auth, body string) (int, Reply) {
 func TestLogsAndAnswersHideCapability(t *testing.T) {
 	var logs bytes.Buffer
 	s, tok := newTestService(t, &logs)
-	p := activities.ActionsPath
+	p := signals.ActionsPath
 	for _, c := range []struct{ path, auth string }{
 		{p + tok, ""},
 		{p + tok + "/heartbeat", ""},
@@ -85,7 +85,7 @@ func TestLogsAndAnswersHideCapability(t *testing.T) {
 func TestBearerHeaderForm(t *testing.T) {
 	var logs bytes.Buffer
 	s, tok := newTestService(t, &logs)
-	p := activities.ActionsPath
+	p := signals.ActionsPath
 	// The URL names another action than the header's capability.
 	if st, r := serve(s, p+"act_other", "Bearer "+tok, `{"output":{}}`); st != http.StatusUnauthorized || r.Code != "invalid_capability" {
 		t.Fatalf("mismatch: %d %+v", st, r)

@@ -58,7 +58,7 @@ func wantErr(t *testing.T, w *httptest.ResponseRecorder, status int, code, part 
 	if w.Code != status {
 		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
 	}
-	var b ErrorBody
+	var b protocol.ErrorBody
 	if err := json.Unmarshal(w.Body.Bytes(), &b); err != nil || b.OK || b.Error == "" || b.Code != code {
 		t.Fatalf("body %s: want {ok:false, error, code:%q}", w.Body, code)
 	}

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/eve-temporal/eve/internal/httpjson"
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // Error codes of the error body {ok:false, error, code}.
@@ -34,26 +37,8 @@ const (
 	CodeInternal         = "internal_error"
 )
 
-// ErrorBody is every error response: {ok:false, error, code}. eve's client
-// shows Error as the message and Code as ClientError.code.
-type ErrorBody struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error"`
-	Code  string `json:"code,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{OK: false, Error: msg, Code: code})
+	httpjson.Write(w, status, protocol.ErrorBody{OK: false, Error: msg, Code: code})
 }
 
 // overloadRetryAfter is the Retry-After (seconds) of a 503 or 429 that

@@ -10,8 +10,9 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/httpjson"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Info describes the agent behind the server for GET /eve/v1/info. The API
@@ -66,12 +67,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "Temporal is not answering: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "status": "ready", "workflowId": signals.SessionWorkflow})
+	httpjson.Write(w, http.StatusOK, protocol.Health{OK: true, Status: "ready", WorkflowID: signals.SessionWorkflow})
 }
 
 // info: GET /eve/v1/info, AgentInfoResultSchema version 5 (strict).
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.infoBody())
+	httpjson.Write(w, http.StatusOK, s.infoBody())
 }
 
 type jsonObj = map[string]any
@@ -88,7 +89,7 @@ func (s *Server) infoBody() jsonObj {
 			"binding": jsonObj{
 				"backing": jsonObj{
 					"kind": "programmatic", "moduleId": "go:" + path,
-					"registryId": "eve-temporal", "revision": workflows.Version,
+					"registryId": "eve-temporal", "revision": signals.Version,
 				},
 				"logicalPath": path,
 				"owner":       owner,
@@ -132,7 +133,7 @@ func (s *Server) infoBody() jsonObj {
 		tools = append(tools, tool)
 	}
 	sandbox := moduleSource("sandbox:none", "sandbox")
-	sandbox["revisionHash"] = workflows.Version
+	sandbox["revisionHash"] = signals.Version
 	mode := "development"
 	if in.Production {
 		mode = "production"

@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/eve-temporal/eve/internal/httpjson"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // DefaultRequestTimeout bounds how long a write (a create, a message,
@@ -25,33 +25,11 @@ import (
 // absent workers answer 503 with Retry-After, never a client-side timeout.
 const DefaultRequestTimeout = 20 * time.Second
 
-// Accepted is the body of an accepted create, message or answer batch.
-type Accepted struct {
-	OK         bool   `json:"ok"`
-	SessionID  string `json:"sessionId"`
-	Status     string `json:"status"`
-	DeliveryID string `json:"deliveryId,omitempty"`
-	// TurnID is the turn a message starts (not part of eve's body; eve's
-	// client ignores it).
-	TurnID string `json:"turnId,omitempty"`
-	// Resolutions and Duplicates report what an answer batch settled.
-	Resolutions []protocol.InputResolution `json:"resolutions,omitempty"`
-	Duplicates  []string                   `json:"duplicates,omitempty"`
-}
-
-// ControlBody is the body of cancel, clear, compact and reset.
-type ControlBody struct {
-	OK                bool   `json:"ok"`
-	SessionID         string `json:"sessionId,omitempty"`
-	PreviousSessionID string `json:"previousSessionId,omitempty"`
-	Status            string `json:"status"`
-}
-
-func accepted(w http.ResponseWriter, body Accepted) {
+func accepted(w http.ResponseWriter, body protocol.Accepted) {
 	w.Header().Set("x-eve-session-id", body.SessionID)
 	body.OK = true
 	body.Status = "accepted"
-	writeJSON(w, http.StatusAccepted, body)
+	httpjson.Write(w, http.StatusAccepted, body)
 }
 
 // turnInput is a parsed message route body.
@@ -100,8 +78,8 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 	case in.message == "" && in.responses == nil && !create:
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected a non-empty 'message' or a non-empty 'inputResponses' array")
 	}
-	if n := len(in.message); n > workflows.MaxMessageBytes {
-		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, workflows.MaxMessageBytes)
+	if n := len(in.message); n > signals.MaxMessageBytes {
+		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, signals.MaxMessageBytes)
 	}
 	return in, nil
 }
@@ -210,7 +188,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.owners.put(id, caller)
-		accepted(w, Accepted{SessionID: id})
+		accepted(w, protocol.Accepted{SessionID: id})
 		return
 	}
 	res, err := s.opts.Sessions.CreateAndSendOnce(ctx, id, caller, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
@@ -220,7 +198,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.owners.put(res.SessionID, caller)
 	s.hub.wake(res.SessionID)
-	accepted(w, Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
+	accepted(w, protocol.Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
 // message: POST /eve/v1/session/{id} with a message or answers.
@@ -264,10 +242,14 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.hub.wake(id)
-	accepted(w, Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
+	accepted(w, protocol.Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
-// respond authorizes and delivers a batch of answers.
+// respond authorizes and delivers a batch of answers in two round trips:
+// the session's summary (its owner, and the running turn to send to), then
+// the turn's respond Update, whose validator decides the whole batch. Only
+// a refused batch, and a caller the app's hook decides on, read the
+// session's log (see inputsFor).
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs []protocol.InputResponse) {
 	caller := Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
@@ -279,41 +261,20 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	}
 	s.owners.put(id, sum.Initiator)
 	access := SessionAccess{SessionID: id, Action: ActionRespond, Owner: sum.Initiator, Caller: caller, Responses: rs}
-	byOwner := s.ownerAllows(caller, sum.Initiator)
-	if !byOwner && s.opts.AuthorizeSession == nil {
-		s.fail(w, s.forbidden(access))
-		return
-	}
-	// Answers almost always concern the running turn: read its events
-	// first, and the whole log only when a request is not among them. Both
-	// are folded page by page.
-	from := 0
-	if sum.ActiveTurn != nil {
-		from = sum.ActiveTurn.Base
-	}
-	var inputs *sessions.Inputs
-	for {
-		inputs, err = s.opts.Sessions.Inputs(ctx, id, from)
-		if err != nil {
+	var inputs *protocol.Inputs
+	if !s.ownerAllows(caller, sum.Initiator) {
+		if s.opts.AuthorizeSession == nil {
+			s.fail(w, s.forbidden(access))
+			return
+		}
+		// The app's hook sees the requests being answered (those the
+		// session asked) before anything else is said about them.
+		if inputs, err = s.inputsFor(ctx, id, sum.ActiveTurn, rs); err != nil {
 			s.fail(w, s.temporalError("read the session", id, err))
 			return
 		}
-		missing := false
 		for _, resp := range rs {
-			if _, ok := inputs.Asked[resp.RequestID]; !ok {
-				missing = true
-			}
-		}
-		if !missing || from == 0 {
-			break
-		}
-		from = 0
-	}
-	// The app's hook sees the requests being answered (those the session
-	// asked) before anything else is said about them.
-	if !byOwner {
-		for _, resp := range rs {
-			if q, ok := inputs.Asked[resp.RequestID]; ok {
+			if q, ok := inputs.Asked(resp.RequestID); ok {
 				access.Requests = append(access.Requests, q.InputRequest)
 			}
 		}
@@ -322,46 +283,87 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 			return
 		}
 	}
-	for _, resp := range rs {
-		if _, ok := inputs.Asked[resp.RequestID]; !ok {
-			s.fail(w, errorf(http.StatusBadRequest, CodeUnknownRequest, "session %s has no input request %q: answer a requestId from an input.requested event", id, resp.RequestID))
-			return
-		}
-	}
-	for _, resp := range rs {
-		q := inputs.Asked[resp.RequestID]
-		if inputs.EndedTurns[q.TurnID] && !inputs.Settled[resp.RequestID] {
-			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is no longer pending: %s ended", resp.RequestID, id, q.TurnID))
-			return
-		}
-		if inputs.Settled[resp.RequestID] && (sum.ActiveTurn == nil || sum.ActiveTurn.TurnID != q.TurnID) {
-			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is already settled", resp.RequestID, id))
-			return
-		}
-	}
-	res, err := s.opts.Sessions.Respond(ctx, id, signals.RespondRequest{Responses: rs, Responder: caller})
+	res, err := s.opts.Sessions.RespondTo(ctx, id, sum.ActiveTurn, signals.RespondRequest{Responses: rs, Responder: caller})
 	if err != nil {
-		if errors.Is(err, sessions.ErrNoActiveTurn) {
-			s.fail(w, errorf(http.StatusConflict, CodeInputNotPending, "session %s has no running turn waiting for input", id))
-			return
-		}
 		var rej *sessions.RejectedError
-		if errors.As(err, &rej) {
-			status, code := http.StatusBadRequest, CodeRejected
-			for _, resp := range rs {
-				if inputs.Settled[resp.RequestID] {
-					// A different answer to a settled request.
-					status, code = http.StatusConflict, CodeInputNotPending
-				}
-			}
-			s.fail(w, errorf(status, code, "the answers were rejected and nothing was recorded: %s", rejectionMessage(rej)))
+		if errors.Is(err, sessions.ErrNoActiveTurn) || errors.As(err, &rej) {
+			s.fail(w, s.refused(ctx, id, sum.ActiveTurn, rs, inputs, err))
 			return
 		}
 		s.fail(w, s.temporalError("deliver the answers", id, err))
 		return
 	}
 	s.hub.wake(id)
-	accepted(w, Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+	accepted(w, protocol.Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+}
+
+// inputsFor folds the input requests of the session's log that rs answer.
+// Answers almost always concern the running turn (active): its events are
+// read first, and the whole log only when a request is not among them.
+// Both are folded page by page.
+func (s *Server) inputsFor(ctx context.Context, id string, active *signals.ActiveTurn, rs []protocol.InputResponse) (*protocol.Inputs, error) {
+	from := 0
+	if active != nil {
+		from = active.Base
+	}
+	for {
+		inputs, err := s.opts.Sessions.Inputs(ctx, id, from)
+		if err != nil {
+			return nil, err
+		}
+		missing := false
+		for _, resp := range rs {
+			if _, ok := inputs.Asked(resp.RequestID); !ok {
+				missing = true
+			}
+		}
+		if !missing || from == 0 {
+			return inputs, nil
+		}
+		from = 0
+	}
+}
+
+// refused says why a batch was refused (cause: the turn's validator
+// rejected it, or no turn runs), from the session's log (inputs, read now
+// when nil): an unknown request is 400 unknown_request; a request whose
+// turn ended, or that is settled, 409 input_not_pending; any other
+// rejection 400 rejected, with the validator's words.
+func (s *Server) refused(ctx context.Context, id string, active *signals.ActiveTurn, rs []protocol.InputResponse, inputs *protocol.Inputs, cause error) error {
+	if inputs == nil {
+		var err error
+		if inputs, err = s.inputsFor(ctx, id, active, rs); err != nil {
+			return s.temporalError("read the session", id, err)
+		}
+	}
+	for _, resp := range rs {
+		if _, ok := inputs.Asked(resp.RequestID); !ok {
+			return errorf(http.StatusBadRequest, CodeUnknownRequest, "session %s has no input request %q: answer a requestId from an input.requested event", id, resp.RequestID)
+		}
+	}
+	settled := false
+	for _, resp := range rs {
+		q, _ := inputs.Asked(resp.RequestID)
+		if inputs.TurnEnded(q.TurnID) && !inputs.Settled(resp.RequestID) {
+			return errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is no longer pending: %s ended", resp.RequestID, id, q.TurnID)
+		}
+		if inputs.Settled(resp.RequestID) {
+			if active == nil || active.TurnID != q.TurnID {
+				return errorf(http.StatusConflict, CodeInputNotPending, "input request %s of session %s is already settled", resp.RequestID, id)
+			}
+			settled = true
+		}
+	}
+	var rej *sessions.RejectedError
+	if !errors.As(cause, &rej) {
+		return errorf(http.StatusConflict, CodeInputNotPending, "session %s has no running turn waiting for input", id)
+	}
+	status, code := http.StatusBadRequest, CodeRejected
+	if settled {
+		// A different answer to a settled request.
+		status, code = http.StatusConflict, CodeInputNotPending
+	}
+	return errorf(status, code, "the answers were rejected and nothing was recorded: %s", rejectionMessage(rej))
 }
 
 // rejectionMessage digs the workflow's own words out of an update failure.
@@ -468,15 +470,15 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, req signals.Con
 	w.Header().Set("x-eve-session-id", id)
 	switch res.Status {
 	case signals.ControlAccepted:
-		writeJSON(w, http.StatusAccepted, ControlBody{OK: true, SessionID: id, Status: res.Status})
+		httpjson.Write(w, http.StatusAccepted, protocol.ControlResult{OK: true, SessionID: id, Status: res.Status})
 	case signals.ControlReset:
 		prev := res.PreviousSessionID
 		if prev == "" {
 			prev = id
 		}
-		writeJSON(w, http.StatusOK, ControlBody{OK: true, PreviousSessionID: prev, Status: res.Status})
+		httpjson.Write(w, http.StatusOK, protocol.ControlResult{OK: true, PreviousSessionID: prev, Status: res.Status})
 	case signals.ControlNoActiveTurn, signals.ControlNoActiveSession:
-		writeJSON(w, http.StatusOK, ControlBody{OK: true, Status: res.Status})
+		httpjson.Write(w, http.StatusOK, protocol.ControlResult{OK: true, Status: res.Status})
 	default:
 		s.fail(w, fmt.Errorf("%s session %s: the workflow answered an unknown status %q", req.Op, id, res.Status))
 	}

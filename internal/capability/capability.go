@@ -97,3 +97,17 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	}
 	return c, nil
 }
+
+// PeekActionID reads the action id from a token's claims without verifying
+// it: for jobs and the CLI, which hold a token but not the secret, to name
+// the action they settle (the server verifies before it believes it).
+func PeekActionID(token string) string {
+	claims, _, _ := strings.Cut(token, ".")
+	b, err := enc.DecodeString(claims)
+	if err != nil {
+		return ""
+	}
+	var c Claims
+	_ = json.Unmarshal(b, &c)
+	return c.ActionID
+}

@@ -19,6 +19,13 @@ func TestSignVerify(t *testing.T) {
 	if err != nil || got != c {
 		t.Fatalf("verify = %+v, %v", got, err)
 	}
+	// Holders without the secret can still name the action.
+	if id := PeekActionID(tok); id != "act_1" {
+		t.Fatalf("peek = %q", id)
+	}
+	if id := PeekActionID("not a token"); id != "" {
+		t.Fatalf("peek of junk = %q", id)
+	}
 	if _, err := s.Verify(tok, now.Add(61*time.Second)); !errors.Is(err, ErrExpired) {
 		t.Fatalf("expired: %v", err)
 	}

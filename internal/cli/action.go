@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/eve-temporal/eve/actions"
-	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -254,13 +254,14 @@ func (f *actionFlags) settle(cmd *cobra.Command, t actionTarget, output json.Raw
 		return actionSettleReply{}, err
 	}
 	defer c.Close()
-	result := activities.ActionResult{Kind: activities.ResultKind, Status: status, Output: output, Error: fail}
+	result := signals.ActionResult{Kind: signals.ResultKind, Status: status, Output: output, Error: fail}
 	d := f.timeoutFor(t)
 	ctx, cancel := context.WithTimeout(cmd.Context(), d)
 	defer cancel()
 	err = c.CompleteActivity(ctx, t.token, result, nil)
 	if err == nil {
-		return actionSettleReply{OK: true, ActionID: t.ref.actionID(), Status: status}, nil
+		id, _ := t.ref.actionID()
+		return actionSettleReply{OK: true, ActionID: id, Status: status}, nil
 	}
 	var nf *serviceerror.NotFound
 	if !errors.As(err, &nf) {
@@ -272,14 +273,16 @@ func (f *actionFlags) settle(cmd *cobra.Command, t actionTarget, output json.Raw
 	if qerr != nil {
 		return actionSettleReply{}, fmt.Errorf("the action is no longer pending (it already settled, or its turn ended), and its state could not be read: %v", actionErrLine(qerr))
 	}
-	switch st.State {
-	case signals.ActionCompleted, signals.ActionFailed, signals.ActionSettling:
-		if st.Hash == signals.HashSettle(signals.SettleAction{Output: output, Error: fail}) {
-			return actionSettleReply{OK: true, ActionID: st.ActionID, Status: status, Duplicate: true}, nil
+	if err := st.LateSettle(signals.SettleAction{ActionID: st.ActionID, Output: output, Error: fail}); err != nil {
+		var se *signals.SettleError
+		if errors.As(err, &se) {
+			if _, code, ok := signals.SettleHTTP(se.Type); ok {
+				return actionSettleReply{}, fmt.Errorf("%s: %s", code, se.Message)
+			}
 		}
-		return actionSettleReply{}, fmt.Errorf("action_conflict: action %s already settled with a different outcome (%s)", st.ActionID, st.State)
+		return actionSettleReply{}, err
 	}
-	return actionSettleReply{}, fmt.Errorf("action_ended: action %s ended first (%s); a late completion cannot revive it", st.ActionID, st.State)
+	return actionSettleReply{OK: true, ActionID: st.ActionID, Status: status, Duplicate: true}, nil
 }
 
 func (f *actionFlags) heartbeat(cmd *cobra.Command, t actionTarget, details json.RawMessage) (bool, error) {
@@ -335,7 +338,8 @@ func (f *actionFlags) heartbeat(cmd *cobra.Command, t actionTarget, details json
 // actionState asks the action's turn how it settled.
 func (f *actionFlags) actionState(ctx context.Context, c client.Client, ref taskTokenRef) (signals.ActionState, error) {
 	var st signals.ActionState
-	if ref.workflowID == "" || !strings.HasPrefix(ref.activityID, "tool/") {
+	actionID, ok := ref.actionID()
+	if !ok {
 		return st, errors.New("the task token names no eve delegated call")
 	}
 	// A closed turn is queried by replay on a worker: bound it separately.
@@ -345,7 +349,7 @@ func (f *actionFlags) actionState(ctx context.Context, c client.Client, ref task
 	}
 	ctx, cancel := context.WithTimeout(ctx, qd)
 	defer cancel()
-	v, err := c.QueryWorkflow(ctx, ref.workflowID, ref.runID, signals.QueryAction, ref.actionID())
+	v, err := c.QueryWorkflow(ctx, ref.workflowID, ref.runID, signals.QueryAction, actionID)
 	if err != nil {
 		return st, err
 	}
@@ -462,23 +466,16 @@ func showURL(raw string) string {
 func checkCompletionURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("--url %s is not an http(s) URL: want the action's completion URL (…%s<token>)", showURL(raw), activities.ActionsPath)
+		return "", fmt.Errorf("--url %s is not an http(s) URL: want the action's completion URL (…%s<token>)", showURL(raw), signals.ActionsPath)
 	}
-	_, token, ok := strings.Cut(u.Path, activities.ActionsPath)
+	_, token, ok := strings.Cut(u.Path, signals.ActionsPath)
 	if !ok || token == "" || strings.Contains(token, "/") {
 		if strings.HasSuffix(token, "/heartbeat") {
 			return "", fmt.Errorf("--url: give the completion URL itself, without /heartbeat")
 		}
-		return "", fmt.Errorf("--url %s is not a completion URL: want …%s<token>", showURL(raw), activities.ActionsPath)
+		return "", fmt.Errorf("--url %s is not a completion URL: want …%s<token>", showURL(raw), signals.ActionsPath)
 	}
-	claims, _, _ := strings.Cut(token, ".")
-	var c struct {
-		ActionID string `json:"act"`
-	}
-	if b, err := base64.RawURLEncoding.DecodeString(claims); err == nil {
-		_ = json.Unmarshal(b, &c)
-	}
-	return c.ActionID, nil
+	return capability.PeekActionID(token), nil
 }
 
 func decodeTaskToken(s string) ([]byte, error) {
@@ -506,13 +503,9 @@ type taskTokenRef struct {
 	workflowID, runID, activityID string
 }
 
-// actionID is the eve action the token's activity runs ("tool/<callId>").
-func (r taskTokenRef) actionID() string {
-	call, ok := strings.CutPrefix(r.activityID, "tool/")
-	if !ok || r.workflowID == "" {
-		return ""
-	}
-	return activities.ActionID(r.workflowID, call)
+// actionID is the eve action the token's activity runs (a tool call's).
+func (r taskTokenRef) actionID() (string, bool) {
+	return signals.ActionIDOfActivity(r.workflowID, r.activityID)
 }
 
 func parseTaskToken(b []byte) (taskTokenRef, error) {

@@ -157,7 +157,7 @@ func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) 
 	}
 	svc := &actionsvc.Service{Client: e.Client, Signer: signer}
 	mux := http.NewServeMux()
-	mux.Handle(activities.ActionsPath, svc)
+	mux.Handle(signals.ActionsPath, svc)
 	srv := httptest.NewServer(mux)
 	e.T.Cleanup(srv.Close)
 	cfg, err := activities.NewActionsConfig(secret, srv.URL)

@@ -30,7 +30,7 @@ import (
 
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/toolsapi"
-	"github.com/eve-temporal/eve/workflows"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // TasksExtension is the extension key under which a client may also
@@ -51,7 +51,7 @@ const (
 type Options struct {
 	// Tools is the catalog and executor (required).
 	Tools *toolsapi.Service
-	// Name and Version identify the server (default "eve", workflows.Version).
+	// Name and Version identify the server (default "eve", signals.Version).
 	Name    string
 	Version string
 	// UserID is the user tool calls run for (default: the service's
@@ -115,7 +115,7 @@ func New(opts Options) (*Server, error) {
 		opts.Name = "eve"
 	}
 	if opts.Version == "" {
-		opts.Version = workflows.Version
+		opts.Version = signals.Version
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout

@@ -14,21 +14,31 @@ import (
 // ErrNoActiveTurn means the session has no running turn to answer.
 var ErrNoActiveTurn = errors.New("the session has no running turn with open input requests")
 
-// Respond delivers a batch of answers to the session's running turn. A
+// Respond delivers a batch of answers to the session's running turn: it
+// reads the session's summary to find the turn, then calls RespondTo. A
 // rejected batch returns the validator's error (which says which answer and
 // why) and changes nothing. A closed session answers *EndedError, an
 // unknown one ErrNotFound, one whose turn has ended ErrNoActiveTurn.
 func (s *Service) Respond(ctx context.Context, sessionID string, req signals.RespondRequest) (signals.RespondResult, error) {
-	var res signals.RespondResult
 	sum, err := s.Summary(ctx, sessionID)
 	if err != nil {
-		return res, err
+		return signals.RespondResult{}, err
 	}
-	if sum.ActiveTurn == nil {
+	return s.RespondTo(ctx, sessionID, sum.ActiveTurn, req)
+}
+
+// RespondTo is Respond for a caller that has read the session's summary:
+// turn is its ActiveTurn (nil: ErrNoActiveTurn). It costs one round trip,
+// the turn's respond Update, whose validator decides the whole batch and
+// whose handler applies it. Errors are Respond's; a *RejectedError carries
+// the validator's words.
+func (s *Service) RespondTo(ctx context.Context, sessionID string, turn *signals.ActiveTurn, req signals.RespondRequest) (signals.RespondResult, error) {
+	var res signals.RespondResult
+	if turn == nil {
 		return res, ErrNoActiveTurn
 	}
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   sum.ActiveTurn.WorkflowID,
+		WorkflowID:   turn.WorkflowID,
 		UpdateName:   signals.UpdateRespond,
 		Args:         []any{req},
 		WaitForStage: client.WorkflowUpdateStageCompleted,

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Service talks to session workflows.
@@ -48,7 +46,7 @@ func (s *Service) Create(ctx context.Context, id string, initiator *auth.Princip
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: initiator})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -71,7 +69,7 @@ func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *a
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptions(id), signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: initiator})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -151,37 +149,6 @@ func (s *Service) Events(ctx context.Context, id string, from int) ([]protocol.E
 		evs = append(evs, p.Events...)
 	}
 	return evs, nil
-}
-
-// Follow calls fn for each event from index from on (a negative from counts
-// back from the tail), polling every interval once it has caught up with
-// the tail, until fn returns false, ctx ends, or an error occurs (an
-// *EndedError when the session's workflow closes).
-func (s *Service) Follow(ctx context.Context, id string, from int, interval time.Duration, fn func(index int, e protocol.Event) bool) error {
-	if interval <= 0 {
-		interval = 20 * time.Millisecond
-	}
-	p, err := s.Read(ctx, id, from)
-	for {
-		if err != nil {
-			return err
-		}
-		for i, e := range p.Events {
-			if !fn(p.From+i, e) {
-				return nil
-			}
-		}
-		next := p.Next()
-		if next >= p.Total {
-			// Caught up: wait for more. (A partial page reads on at once.)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(interval):
-			}
-		}
-		p, err = s.ReadNext(ctx, id, next, p)
-	}
 }
 
 // Summary reads the session's state (*EndedError when its workflow is closed).

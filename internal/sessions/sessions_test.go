@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -263,7 +262,7 @@ func TestReadPagesTruncatedLogs(t *testing.T) {
 	if pages < 6 {
 		t.Fatalf("%d pages: the reads were not bounded", pages)
 	}
-	// The same through Read alone, and through Events and Follow.
+	// The same through Read alone, and through Events.
 	got = nil
 	for next := 0; next < total; {
 		p, err := s.Read(ctx, "ses_1", next)
@@ -279,18 +278,6 @@ func TestReadPagesTruncatedLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, evs, f.all())
-	got = nil
-	err = s.Follow(ctx, "ses_1", 0, time.Millisecond, func(i int, e protocol.Event) bool {
-		if i != len(got) {
-			t.Fatalf("follow: index %d after %d events", i, len(got))
-		}
-		got = append(got, e)
-		return i < total-1
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, got, f.all())
 }
 
 // A negative index reads the tail from where it starts, never from 0.
@@ -349,12 +336,13 @@ func TestInputsAcrossPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Open) != 1 || in.Open[0].RequestID != "b" || in.Open[0].Index != 1 || !in.Settled["a"] {
-		t.Fatalf("open %+v settled %v", in.Open, in.Settled)
+	if open := in.Open(); len(open) != 1 || open[0].RequestID != "b" || open[0].Index != 1 || !in.Settled("a") {
+		t.Fatalf("open %+v, a settled: %v", open, in.Settled("a"))
 	}
-	whole := FoldInputs(f.events, 0)
-	if len(whole.Open) != 1 || whole.Open[0].RequestID != "b" {
-		t.Fatalf("FoldInputs open %+v", whole.Open)
+	var whole protocol.Inputs
+	whole.AddEvents(0, f.events)
+	if open := whole.Open(); len(open) != 1 || open[0].RequestID != "b" {
+		t.Fatalf("the whole log folds to open %+v", open)
 	}
 }
 
@@ -386,8 +374,8 @@ func TestEndedAndUnknownSessions(t *testing.T) {
 	check("respond", err)
 	_, err = s.Summary(ctx, "ses_1")
 	check("summary", err)
-	err = s.Follow(ctx, "ses_1", 0, time.Millisecond, func(int, protocol.Event) bool { return true })
-	check("follow", err)
+	_, err = s.Events(ctx, "ses_1", 0)
+	check("events", err)
 	if !strings.Contains(err.Error(), "terminated: Workflow history size exceeds limit.") {
 		t.Fatalf("message %q", err)
 	}

@@ -319,96 +319,15 @@ func (s *Service) turnEvents(ctx context.Context, workflowID string, from int) (
 	return evs, nil
 }
 
-// OpenRequest is an input request with where it was asked.
-type OpenRequest struct {
-	protocol.InputRequest
-	// Index is the global index of the input.requested event that asked.
-	Index  int    `json:"index"`
-	TurnID string `json:"turnId"`
-}
-
-// Inputs is the state of a session's input requests, folded from its events.
-type Inputs struct {
-	// Asked holds every request ever asked, by id.
-	Asked map[string]OpenRequest
-	// Open lists the requests still waiting for an answer, in the order asked.
-	Open []OpenRequest
-	// Settled holds the ids some input.resolved settled (invalid answers
-	// do not settle a request).
-	Settled map[string]bool
-	// EndedTurns holds the turns that ended (turn.completed, turn.failed,
-	// turn.cancelled); their unsettled requests are not open.
-	EndedTurns map[string]bool
-
-	order []string // request ids in the order first asked
-}
-
-// NewInputs returns an empty Inputs to Add pages of events to.
-func NewInputs() *Inputs {
-	return &Inputs{Asked: map[string]OpenRequest{}, Settled: map[string]bool{}, EndedTurns: map[string]bool{}}
-}
-
-// FoldInputs folds events (evs[0] at global index from) into Inputs.
-func FoldInputs(evs []protocol.Event, from int) Inputs {
-	in := NewInputs()
-	in.Add(evs, from)
-	return *in
-}
-
-// Add folds the next events (evs[0] at global index from) in, so a log read
-// page by page folds to what FoldInputs gives for the whole of it.
-func (in *Inputs) Add(evs []protocol.Event, from int) {
-	if in.Asked == nil {
-		*in = *NewInputs()
-	}
-	for i, e := range evs {
-		switch e.Type {
-		case protocol.InputRequested:
-			var d protocol.InputRequestedData
-			if e.Decode(&d) != nil {
-				continue
-			}
-			for _, r := range d.Requests {
-				if _, seen := in.Asked[r.RequestID]; !seen {
-					in.order = append(in.order, r.RequestID)
-				}
-				in.Asked[r.RequestID] = OpenRequest{InputRequest: r, Index: from + i, TurnID: d.TurnID}
-			}
-		case protocol.InputResolved:
-			var d protocol.InputResolvedData
-			if e.Decode(&d) != nil {
-				continue
-			}
-			for _, r := range d.Resolutions {
-				if r.Outcome != protocol.OutcomeInvalid {
-					in.Settled[r.RequestID] = true
-				}
-			}
-		case protocol.TurnCompleted, protocol.TurnFailed, protocol.TurnCancelled:
-			var d protocol.TurnRef
-			if e.Decode(&d) == nil {
-				in.EndedTurns[d.TurnID] = true
-			}
-		}
-	}
-	in.Open = nil
-	for _, id := range in.order {
-		r := in.Asked[id]
-		if !in.Settled[id] && !in.EndedTurns[r.TurnID] {
-			in.Open = append(in.Open, r)
-		}
-	}
-}
-
 // Inputs folds the session's events from index from (negative: from the
 // tail) up to its tail, reading page by page without holding the events.
-func (s *Service) Inputs(ctx context.Context, id string, from int) (*Inputs, error) {
-	in := NewInputs()
+func (s *Service) Inputs(ctx context.Context, id string, from int) (*protocol.Inputs, error) {
+	in := &protocol.Inputs{}
 	p, err := s.Read(ctx, id, from)
 	if err != nil {
 		return nil, err
 	}
-	in.Add(p.Events, p.From)
+	in.AddEvents(p.From, p.Events)
 	for p.More() {
 		if p, err = s.ReadNext(ctx, id, p.Next(), p); err != nil {
 			return nil, err
@@ -416,7 +335,7 @@ func (s *Service) Inputs(ctx context.Context, id string, from int) (*Inputs, err
 		if len(p.Events) == 0 {
 			break
 		}
-		in.Add(p.Events, p.From)
+		in.AddEvents(p.From, p.Events)
 	}
 	return in, nil
 }

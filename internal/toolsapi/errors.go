@@ -10,30 +10,9 @@ import (
 	"github.com/eve-temporal/eve/catalog"
 )
 
-// Error is a request the tools API refuses, with its HTTP status. Its JSON
-// form is the error body {ok:false, error, code} plus, for input that
-// breaks a tool's schema, the tool and every violation.
-type Error struct {
-	Status     int                 `json:"-"`
-	Code       string              `json:"code"`
-	Message    string              `json:"error"`
-	Tool       string              `json:"tool,omitempty"`
-	Violations []catalog.Violation `json:"violations,omitempty"`
-	// ExecutionID names the execution concerned, when there is one.
-	ExecutionID string `json:"executionId,omitempty"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// As lets errors.As find a *catalog.ExecutionError, so ExecuteToolCalls
-// reports the code and message the model should see.
-func (e *Error) As(target any) bool {
-	if p, ok := target.(**catalog.ExecutionError); ok {
-		*p = &catalog.ExecutionError{Code: e.Code, Message: e.Message}
-		return true
-	}
-	return false
-}
+// Error is a request the tools API refuses, with its HTTP status: the
+// error body, as toolsclient reads it too.
+type Error = catalog.APIError
 
 // inputError maps a catalog validation error to a 400 (or 404).
 func inputError(err error) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/httpjson"
 )
 
 // Routes, relative to the server root. Mount Handler at "/v1/".
@@ -167,9 +168,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
+	httpjson.SetHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	// Stream: a 10,000-tool bundle is megabytes; write it in small pieces.
 	buf := getBuf()
@@ -202,7 +201,7 @@ func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
 			res.Reason = e.Message
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	httpjson.Write(w, http.StatusOK, res)
 }
 
 func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
@@ -218,7 +217,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if res.Tools == nil {
 		res.Tools = []catalog.Definition{}
 	}
-	writeJSON(w, http.StatusOK, res)
+	httpjson.Write(w, http.StatusOK, res)
 }
 
 func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +247,7 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if !res.Status.Terminal() {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, res)
+	httpjson.Write(w, status, res)
 }
 
 func (s *Service) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -271,14 +270,14 @@ func (s *Service) handleRun(w http.ResponseWriter, r *http.Request) {
 	var failed *ExecutionFailedError
 	if errors.As(err, &failed) {
 		// The execution ended: its result says how (the client raises it).
-		writeJSON(w, http.StatusOK, res)
+		httpjson.Write(w, http.StatusOK, res)
 		return
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	httpjson.Write(w, http.StatusOK, res)
 }
 
 func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +314,7 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		res := s.ExecuteAnthropicToolCalls(r.Context(), cs, opts)
-		writeJSON(w, http.StatusOK, ToolCallsResponse{Provider: "anthropic", Results: res})
+		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "anthropic", Results: res})
 	case "openai":
 		cs, err := catalog.DecodeOpenAIToolCalls(calls)
 		if err != nil {
@@ -323,7 +322,7 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		res := s.ExecuteOpenAIToolCalls(r.Context(), cs, opts)
-		writeJSON(w, http.StatusOK, ToolCallsResponse{Provider: "openai", Results: res})
+		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "openai", Results: res})
 	default:
 		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("provider %q: want anthropic or openai", req.Provider)})
 	}
@@ -349,7 +348,7 @@ func (s *Service) handleExecution(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d.result)
+	httpjson.Write(w, http.StatusOK, d.result)
 }
 
 func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
@@ -367,7 +366,7 @@ func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 	if !res.Status.Terminal() {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, res)
+	httpjson.Write(w, status, res)
 }
 
 // decode reads a JSON body into v; it answers the error itself.
@@ -396,23 +395,6 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
-// errorBody is every error response.
-type errorBody struct {
-	OK bool `json:"ok"`
-	*Error
-	Status catalog.ExecutionStatus `json:"status,omitempty"`
-}
-
 func writeError(w http.ResponseWriter, err error) {
 	var (
 		e  *Error
@@ -420,12 +402,12 @@ func writeError(w http.ResponseWriter, err error) {
 	)
 	switch {
 	case errors.As(err, &e):
-		writeJSON(w, e.Status, errorBody{Error: e})
+		httpjson.Write(w, e.Status, e)
 	case errors.As(err, &rt):
-		writeJSON(w, http.StatusGatewayTimeout, errorBody{Error: &Error{Code: "run_timeout", Message: rt.Error(), Tool: rt.Tool, ExecutionID: rt.ExecutionID}, Status: rt.Status})
+		httpjson.Write(w, http.StatusGatewayTimeout, &Error{Code: "run_timeout", Message: rt.Error(), Tool: rt.Tool, ExecutionID: rt.ExecutionID, ExecStatus: rt.Status})
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: &Error{Code: "unavailable", Message: "the request ended before an answer: " + err.Error()}})
+		httpjson.Write(w, http.StatusServiceUnavailable, &Error{Code: "unavailable", Message: "the request ended before an answer: " + err.Error()})
 	default:
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: &Error{Code: "internal_error", Message: err.Error()}})
+		httpjson.Write(w, http.StatusInternalServerError, &Error{Code: "internal_error", Message: err.Error()})
 	}
 }

@@ -251,9 +251,9 @@ func TestHTTPGetAndSearch(t *testing.T) {
 	if len(res.Tools) != 7 || res.NameMap.WireToCanonical["demo_get_weather"] != "demo.get_weather" {
 		t.Fatalf("anthropic: %+v", res)
 	}
-	var e errorBody
+	var e Error
 	if code := call(t, h, "GET", "/v1/tools?toolkits=nope", nil, &e); code != 400 || e.Code != "unknown_toolkit" || e.OK {
-		t.Fatalf("unknown toolkit: %d %+v", code, e.Error)
+		t.Fatalf("unknown toolkit: %d %+v", code, e)
 	}
 	if code := call(t, h, "GET", "/v1/tools?strict=maybe", nil, &e); code != 400 {
 		t.Fatalf("bad bool: %d", code)
@@ -267,7 +267,7 @@ func TestHTTPGetAndSearch(t *testing.T) {
 		t.Fatalf("tool: %d %+v", code, tr)
 	}
 	if code := call(t, h, "GET", "/v1/nope", nil, &e); code != 404 || e.Code != "not_found" {
-		t.Fatalf("route: %d %+v", code, e.Error)
+		t.Fatalf("route: %d %+v", code, e)
 	}
 }
 
@@ -287,26 +287,26 @@ func TestHTTPExecuteRefusals(t *testing.T) {
 		{"demo.refund_charge", `{"chargeId":"c","amount":1}`, 403, "approval_required"},
 		{"demo.get_weather", `{"city":"Paris"}`, 503, "unavailable"}, // no Temporal client
 	} {
-		var e errorBody
+		var e Error
 		code := call(t, h, "POST", "/v1/tools/"+c.tool+"/execute", map[string]any{"input": json.RawMessage(c.input)}, &e)
-		if code != c.status || e.Error == nil || e.Code != c.code || e.OK {
-			t.Errorf("%s %s: %d %+v", c.tool, c.input, code, e.Error)
+		if code != c.status || e.Message == "" || e.Code != c.code || e.OK {
+			t.Errorf("%s %s: %d %+v", c.tool, c.input, code, e)
 			continue
 		}
 		if c.code == catalog.CodeInvalidInput && (len(e.Violations) == 0 || e.Tool != c.tool) {
-			t.Errorf("%s: violations missing: %+v", c.input, e.Error)
+			t.Errorf("%s: violations missing: %+v", c.input, e)
 		}
 	}
-	var e errorBody
+	var e Error
 	if code := call(t, h, "POST", "/v1/tools/demo.get_weather/execute", map[string]any{"input": map[string]any{"city": "x"}, "mode": "later"}, &e); code != 503 {
 		// Mode is checked after the client: no client answers 503 first.
-		t.Logf("mode check: %d %+v", code, e.Error)
+		t.Logf("mode check: %d %+v", code, e)
 	}
 	if code := call(t, h, "POST", "/v1/tools/execute-tool-calls", map[string]any{"provider": "anthropic", "calls": []any{}}, &e); code != 400 || !strings.Contains(e.Message, "nameMap") {
-		t.Fatalf("tool calls without name map: %d %+v", code, e.Error)
+		t.Fatalf("tool calls without name map: %d %+v", code, e)
 	}
 	if code := call(t, h, "GET", "/v1/executions/session-abc", nil, &e); code != 404 || e.Code != "execution_not_found" {
-		t.Fatalf("foreign id: %d %+v", code, e.Error)
+		t.Fatalf("foreign id: %d %+v", code, e)
 	}
 	req := httptest.NewRequest("POST", "/v1/tools/search", strings.NewReader("{"))
 	rec := httptest.NewRecorder()

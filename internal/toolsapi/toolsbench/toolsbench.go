@@ -1,4 +1,8 @@
-package toolsapi
+// Package toolsbench measures the tools API: the catalog side in process on
+// a synthetic catalog (Bench), and sync executions against a running worker
+// (BenchExecute). It lives beside toolsapi so that the service itself
+// imports no test fixtures.
+package toolsbench
 
 import (
 	"bytes"
@@ -15,6 +19,7 @@ import (
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
 // BenchOptions sizes Bench.
@@ -66,7 +71,7 @@ func Bench(ctx context.Context, opts BenchOptions) ([]benchkit.Row, error) {
 	}
 
 	began := time.Now()
-	svc, err := New(Options{Extra: catalogtest.Synthetic(opts.Tools), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, err := toolsapi.New(toolsapi.Options{Extra: catalogtest.Synthetic(opts.Tools), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return rows, err
 	}
@@ -163,7 +168,7 @@ func Bench(ctx context.Context, opts BenchOptions) ([]benchkit.Row, error) {
 // serving its agent and the execution workflow must be running): each call
 // a new execution ("tools: execute"), then repeats of one idempotency key
 // ("tools: execute, same key": a join, no new run).
-func BenchExecute(ctx context.Context, svc *Service, tool string, input json.RawMessage, n, warmup int) ([]benchkit.Row, error) {
+func BenchExecute(ctx context.Context, svc *toolsapi.Service, tool string, input json.RawMessage, n, warmup int) ([]benchkit.Row, error) {
 	var rows []benchkit.Row
 	st, err := benchkit.Latency(ctx, n, warmup, func(ctx context.Context, i int) error {
 		res, err := svc.Execute(ctx, tool, catalog.ExecuteToolOptions{UserID: "bench", Input: input, Mode: catalog.ModeSync})

@@ -1,9 +1,11 @@
-package toolsapi
+package toolsbench
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,17 +15,20 @@ import (
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
 var (
 	big10kOnce sync.Once
-	big10k     *Service
+	big10k     *toolsapi.Service
 	big10kErr  error
 )
 
-func service10k(tb testing.TB) *Service {
+func service10k(tb testing.TB) *toolsapi.Service {
 	tb.Helper()
-	big10kOnce.Do(func() { big10k, big10kErr = New(Options{Extra: catalogtest.Synthetic(10000), Logger: quiet()}) })
+	big10kOnce.Do(func() {
+		big10k, big10kErr = toolsapi.New(toolsapi.Options{Extra: catalogtest.Synthetic(10000), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	})
 	if big10kErr != nil {
 		tb.Fatal(big10kErr)
 	}

@@ -1,0 +1,124 @@
+package eve_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+const module = "github.com/eve-temporal/eve"
+
+// Imports run one way: contracts and clients at the bottom, workflows at
+// the top. These rules keep the light packages light for the apps, jobs
+// and clients that import them.
+func TestImportsRunOneWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the module's import graph")
+	}
+	var (
+		temporal   = "go.temporal.io/"
+		workflows  = module + "/workflows"
+		activities = module + "/activities"
+		agent      = module + "/agent"
+		tools      = module + "/tools"
+		catalog    = module + "/catalog"
+		payloads   = module + "/payloadstore"
+	)
+	rules := []struct {
+		pkg    string
+		direct bool // only the package's own imports, not its dependencies
+		never  []string
+		why    string
+	}{
+		{"signals", false, []string{temporal, workflows, activities, agent, tools, catalog, payloads},
+			"the contract package is light enough for any client to import"},
+		{"protocol", false, []string{temporal, workflows, activities, agent, tools, catalog, payloads},
+			"the wire types are light enough for any client to import"},
+		{"client", false, []string{temporal, workflows, activities, agent, tools, payloads},
+			"the session protocol's Go client speaks HTTP only"},
+		{"toolsclient", false, []string{temporal, workflows, activities, agent, tools, payloads},
+			"the tools API's Go client speaks HTTP only"},
+		{"actions", false, []string{temporal, workflows, activities, agent, tools, catalog, payloads},
+			"the job helper is for external jobs: HTTP and the contract only"},
+		{"internal/sessions", false, []string{workflows, activities, agent, tools, catalog},
+			"sessions drives workflows through a Temporal client and the contract"},
+		{"internal/api", true, []string{workflows, activities},
+			"the API server names workflows through the contract package"},
+		{"internal/mcpserver", true, []string{workflows, activities},
+			"the MCP server names workflows through the contract package"},
+		{"internal/toolsapi", true, []string{"net/http/httptest", module + "/catalog/catalogtest"},
+			"the tools API service imports no test fixtures (its benchmark is toolsbench)"},
+	}
+	var patterns []string
+	for _, r := range rules {
+		patterns = append(patterns, module+"/"+r.pkg)
+	}
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps}, patterns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]*packages.Package{}
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 {
+			t.Fatalf("%s: %v", p.PkgPath, p.Errors)
+		}
+		byPath[p.PkgPath] = p
+	}
+	for _, r := range rules {
+		p := byPath[module+"/"+r.pkg]
+		if p == nil {
+			t.Fatalf("%s did not load", r.pkg)
+		}
+		imports := directImports(p)
+		if !r.direct {
+			imports = allImports(p)
+		}
+		var bad []string
+		for _, imp := range imports {
+			for _, never := range r.never {
+				if imp == never || strings.HasSuffix(never, "/") && strings.HasPrefix(imp, never) {
+					bad = append(bad, imp)
+				}
+			}
+		}
+		if len(bad) > 0 {
+			how := "depends on"
+			if r.direct {
+				how = "imports"
+			}
+			t.Errorf("%s %s %s: %s", r.pkg, how, strings.Join(bad, ", "), r.why)
+		}
+	}
+}
+
+func directImports(p *packages.Package) []string {
+	var out []string
+	for path := range p.Imports {
+		out = append(out, path)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// allImports lists every package p depends on.
+func allImports(p *packages.Package) []string {
+	seen := map[string]bool{}
+	var walk func(*packages.Package)
+	walk = func(p *packages.Package) {
+		for path, dep := range p.Imports {
+			if !seen[path] {
+				seen[path] = true
+				walk(dep)
+			}
+		}
+	}
+	walk(p)
+	out := make([]string, 0, len(seen))
+	for path := range seen {
+		out = append(out, path)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,20 @@
+package signals
+
+import "github.com/eve-temporal/eve/auth"
+
+// Version is eve's version, reported in session.started and by the API
+// server's /eve/v1/info and the MCP server's initialize.
+const Version = "0.1.0"
+
+// MaxMessageBytes bounds one user message: the session's send validator
+// refuses a longer one, and the API server answers 413 before asking it.
+const MaxMessageBytes = 256 << 10
+
+// SessionInput starts a session workflow (SessionWorkflow). The workflow's
+// own input type, workflows.SessionInput, has these fields and the state a
+// session carries across continue-as-new, which only the workflow writes;
+// starters need no more than this.
+type SessionInput struct {
+	SessionID string          `json:"sessionId"`
+	Initiator *auth.Principal `json:"initiator,omitempty"`
+}
