@@ -85,7 +85,9 @@ func OutcomeOf(r signals.ActionResult) ToolOutcome {
 		if e == nil {
 			e = &protocol.ActionError{Code: protocol.CodeToolExecution, Message: "the job failed"}
 		}
-		return FailedOutcome(e.Code, e.Message)
+		out := FailedOutcome(e.Code, e.Message)
+		out.Error = e // keeps the job's own error name
+		return out
 	}
 	return ToolOutcome{Status: protocol.StatusCompleted, Output: r.Output}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // One pipeline takes a tool call to its outcome, in turns and in tools API
@@ -119,7 +120,7 @@ func execute(ctx workflow.Context, h callHost, c *pendingCall) activities.ToolOu
 	in := h.toolInput(c)
 	if p.Kind == activities.KindDelegated {
 		wid := workflow.GetInfo(ctx).WorkflowExecution.ID
-		in.ActionID = activities.ActionID(wid, p.Call.ID)
+		in.ActionID = signals.ActionID(wid, p.Call.ID)
 		in.Deadline = workflow.Now(ctx).Add(p.Deadline)
 		a := newActionState(p, in)
 		closed := h.openAction(ctx, a)
@@ -152,7 +153,7 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          "tool/" + in.CallID,
+		ActivityID:          signals.ToolActivityID(in.CallID),
 		StartToCloseTimeout: p.Timeout,
 		HeartbeatTimeout:    p.HeartbeatTimeout,
 		RetryPolicy:         retry,
