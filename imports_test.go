@@ -48,6 +48,8 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the API server names workflows through the contract package"},
 		{"internal/mcpserver", true, []string{workflows, activities},
 			"the MCP server names workflows through the contract package"},
+		{"workflows", true, []string{catalog},
+			"workflow code records the tools API's results in protocol's types, not the catalog's"},
 		{"internal/toolsapi", true, []string{"net/http/httptest", module + "/catalog/catalogtest"},
 			"the tools API service imports no test fixtures (its benchmark is toolsbench)"},
 	}
