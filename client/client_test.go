@@ -179,3 +179,36 @@ func TestErrorIsSessionEnded(t *testing.T) {
 		t.Fatal("404 session_not_found is not ErrSessionNotFound")
 	}
 }
+
+func TestTailRetriesOverload(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(503)
+			w.Write([]byte(`{"ok":false,"error":"session stream unavailable","code":"unavailable"}`))
+			return
+		}
+		w.Header().Set("x-eve-stream-tail-index", "7")
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	tail, err := New(srv.URL).Tail(context.Background(), "ses_x")
+	if err != nil || tail != 7 || calls != 2 {
+		t.Fatalf("tail %d, err %v after %d calls; want 7 after a retried 503", tail, err, calls)
+	}
+}
+
+func TestTailDoesNotRetryRefusals(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.WriteHeader(403)
+		w.Write([]byte(`{"ok":false,"error":"no","code":"forbidden"}`))
+	}))
+	defer srv.Close()
+	if _, err := New(srv.URL).Tail(context.Background(), "ses_x"); !IsStatus(err, 403) || calls != 1 {
+		t.Fatalf("err %v after %d calls; want 403 at once", err, calls)
+	}
+}

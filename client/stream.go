@@ -346,22 +346,62 @@ func (c *Client) Events(ctx context.Context, sessionID string, from int) ([]prot
 
 // Tail returns the index of the session's last event (-1 when it has none).
 func (c *Client) Tail(ctx context.Context, sessionID string) (int, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, sessionRoute(sessionID, "/stream"), url.Values{"startIndex": {"-1"}, "follow": {"false"}, "includeTailIndex": {"1"}}, nil)
-	if err != nil {
-		return 0, err
+	for attempt := 1; ; attempt++ {
+		req, err := c.newRequest(ctx, http.MethodGet, sessionRoute(sessionID, "/stream"), url.Values{"startIndex": {"-1"}, "follow": {"false"}, "includeTailIndex": {"1"}}, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			err := decodeError(resp.StatusCode, data)
+			if transient(resp.StatusCode) && attempt < 12 {
+				// A read changes nothing: retry as a stream's open does.
+				if err := sleepCtx(ctx, retryDelay(resp, attempt)); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			return 0, err
+		}
+		resp.Body.Close()
+		t, err := strconv.Atoi(resp.Header.Get("x-eve-stream-tail-index"))
+		if err != nil {
+			return 0, fmt.Errorf("tail of session %s: the server sent no x-eve-stream-tail-index header", sessionID)
+		}
+		return t, nil
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
+}
+
+// transient reports the statuses the protocol calls transient for reads.
+func transient(status int) bool {
+	switch status {
+	case 409, 425, 429, 500, 502, 503, 504:
+		return true
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return 0, decodeError(resp.StatusCode, data)
+	return false
+}
+
+// retryDelay is the server's Retry-After when it sent one (capped at 30 s),
+// else the backoff of the attempt.
+func retryDelay(resp *http.Response, attempt int) time.Duration {
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
+		return min(time.Duration(n)*time.Second, 30*time.Second)
 	}
-	t, err := strconv.Atoi(resp.Header.Get("x-eve-stream-tail-index"))
-	if err != nil {
-		return 0, fmt.Errorf("tail of session %s: the server sent no x-eve-stream-tail-index header", sessionID)
+	return backoff(attempt)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	return t, nil
 }

@@ -94,7 +94,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case ctx.Err() != nil:
 		default:
 			s.log.Warn("api: stream unavailable", "session", id, "err", err)
-			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "session stream unavailable: "+err.Error())
+			s.fail(w, errorf(http.StatusServiceUnavailable, CodeUnavailable, "session stream unavailable (the session's workers did not answer in time; retry after Retry-After): %v", err))
 		}
 		return
 	}
