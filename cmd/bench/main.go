@@ -57,6 +57,15 @@ type scenario struct {
 	// hops: after the measurements, one more call is made and the histories
 	// of the workflows it names (recordHop) are counted (hops.go).
 	hops bool
+	// calls, when positive, replaces -n, -warmup, -block and -budget for
+	// this scenario's latency: one warm-up call (unless noWarmup), then
+	// exactly this many sequential timed calls per config (for calls that
+	// take seconds).
+	calls    int
+	noWarmup bool
+	// reportOnly scenarios are left out of the main table (a report prints
+	// what they measured); a failure still shows there.
+	reportOnly bool
 	// setup prepares the scenario on env (typically: start a worker on
 	// env.Queue(name)) and returns the measured call and a cleanup.
 	setup func(ctx context.Context, env *benchEnv) (run runFunc, cleanup func(), err error)
