@@ -1,10 +1,11 @@
 // Command streambench measures what open streams cost: N follow streams on
-// N idle sessions, through one API server, first with change notifications
-// (the in-process bus, as in eve dev; EVE_NOTIFY across processes) and then
+// N idle sessions, through one API server, with change notifications (push:
+// the in-process bus, as in eve dev; pg: PostgreSQL LISTEN/NOTIFY between
+// two API servers and the worker, as EVE_NOTIFY does across processes) or
 // polling (no bus: one reader per session). For each it prints the CPU of
-// this process (API server + worker) and of the Temporal dev server while
-// the streams idle, the Temporal queries per second they cause, the API
-// server's RSS, and new event → stream latency.
+// this process (API servers + worker) and of the Temporal dev server while
+// the streams idle, the Temporal queries per second they cause, memory, and
+// message → stream latency.
 //
 // The stream clients run in child processes (this binary with -client,
 // -per-proc streams each), so the API server holds only its own end of each
@@ -12,13 +13,16 @@
 // then opens 9,000 more on 9,000 more sessions and measures 10,000.
 //
 //	go run ./cmd/streambench -n 1000
-//	go run ./cmd/streambench -n 1000,10000 -modes push
+//	go run ./cmd/streambench -n 1000,10000 -modes push,pg -first-turn=false
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -58,12 +62,13 @@ type options struct {
 	firstTurn   bool
 	cachedFlows int
 	heapProfile string
+	pgURL       string
 }
 
 func main() {
 	clientOf := flag.String("client", "", "internal: run as a stream client of this API server URL (session ids on stdin)")
 	counts := flag.String("n", "1000", "open streams (one per idle session); comma-separated counts are measured one after another, cumulatively")
-	modes := flag.String("modes", "push,poll", "what to measure: push (change notifications), poll (no bus), or both")
+	modes := flag.String("modes", "push,poll", "what to measure, comma-separated: push (change notifications, in-process bus), pg (two API servers and the worker joined by PostgreSQL LISTEN/NOTIFY: messages posted to A, streams on B), poll (no bus)")
 	var o options
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "how long the streams idle while CPU and queries are measured")
 	flag.IntVar(&o.samples, "samples", 40, "new event → stream latency samples per count")
@@ -73,6 +78,7 @@ func main() {
 	flag.BoolVar(&o.firstTurn, "first-turn", true, "give every session one finished turn before its stream opens (false: sessions without a turn, faster to create)")
 	flag.IntVar(&o.cachedFlows, "cache", 2000, "worker workflow cache size (eve's default)")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write this process's heap profile here (and its goroutines to this path + .goroutines) after the last count of the first mode")
+	flag.StringVar(&o.pgURL, "pg", "", "PostgreSQL URL for the pg mode (default: start a throwaway cluster, as the tests do)")
 	flag.Parse()
 	if *clientOf != "" {
 		runClient(*clientOf)
@@ -87,13 +93,27 @@ func main() {
 	}
 	o.modes = strings.Split(*modes, ",")
 	raiseFileLimit()
+	if err := run(o); err != nil {
+		fatal(err)
+	}
+}
+
+func run(o options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
 	if err != nil {
-		fatal(err)
+		return err
 	}
 	defer srv.Stop()
+	if slices.Contains(o.modes, "pg") && o.pgURL == "" {
+		url, stop, err := startPostgres()
+		if err != nil {
+			return fmt.Errorf("pg mode: %w", err)
+		}
+		defer stop()
+		o.pgURL = url
+	}
 	worker.SetStickyWorkflowCacheSize(o.cachedFlows)
 	var rows []row
 	for _, mode := range o.modes {
@@ -101,20 +121,23 @@ func main() {
 		rows = append(rows, r...)
 		if err != nil {
 			printRows(rows)
-			fatal(fmt.Errorf("%s: %w", mode, err))
+			return fmt.Errorf("%s: %w", mode, err)
 		}
 	}
 	printRows(rows)
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\npush: change notifications (in-process bus); poll: no bus, one reader per session polling.\n"+
-		"idle: CPU and Temporal queries while every stream idles for %s; eve = this process (API server + worker);\n"+
+	fmt.Printf("\npush: change notifications (in-process bus); pg: two API servers in this process and the worker, joined only\n"+
+		"  by PostgreSQL LISTEN/NOTIFY (one connection each), messages posted to A, streams on B; poll: no bus, one reader\n"+
+		"  per session polling.\n"+
+		"idle: CPU and Temporal queries while every stream idles for %s; eve = this process (API servers + worker);\n"+
 		"  the stream clients run in child processes of %d streams (clients CPU: theirs, not eve's).\n"+
-		"turns: a message sent to one session → its turn.completed on the stream (the turn included); event → stream:\n"+
+		"turns: a message POSTed to one session → its turn.completed on the stream (the turn included); event → stream:\n"+
 		"  the turn.completed event's meta.at (the workflow task that recorded it) → its arrival on the stream;\n"+
 		"  queries per turn: Temporal queries while those turns ran, per turn (on Temporal Cloud each one is an action).\n"+
 		"memory: this process (the worker's workflow cache holds up to %d workflows); heap per new stream: Go heap in use\n"+
 		"  after GC with the new streams open, minus before, per new stream. load average: %s",
 		o.idle, o.perProc, o.cachedFlows, load)
+	return nil
 }
 
 type row struct {
@@ -225,17 +248,36 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 	}
 	defer c.Close()
 	tq := "streambench-" + mode
-	var bus *notify.Local
-	if mode == "push" {
-		bus = notify.NewLocal()
+	// The worker's notifier, and the buses of API servers A and B (B only
+	// in pg mode: its streams hear the worker through PostgreSQL).
+	var workerBus, busA, busB notify.Bus
+	switch mode {
+	case "push":
+		l := notify.NewLocal()
+		workerBus, busA = l, l
+	case "pg":
+		bctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		buses := make([]notify.Bus, 3)
+		for i := range buses {
+			b, err := notify.OpenPostgres(bctx, o.pgURL, nil)
+			if err != nil {
+				return nil, fmt.Errorf("PostgreSQL bus: %w", err)
+			}
+			buses[i] = b
+		}
+		workerBus, busA, busB = buses[0], buses[1], buses[2]
+	case "poll":
+	default:
+		return nil, fmt.Errorf("unknown mode %q (want push, pg or poll)", mode)
 	}
 	m, err := scripted.Parse([]byte(rules))
 	if err != nil {
 		return nil, err
 	}
 	a := &agent.Agent{Name: "streams", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: srv.PayloadStore()}
-	if bus != nil {
-		a.Notifier = bus
+	if workerBus != nil {
+		a.Notifier = workerBus
 	}
 	// As eve's workers do (internal/workerhost): the SDK's default pollers
 	// stall new sessions behind thousands of idle ones.
@@ -250,16 +292,30 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 		return nil, err
 	}
 	defer w.Stop()
-	opts := api.Options{Sessions: &sessions.Service{Client: c, TaskQueue: tq}, MaxStreamsPerPrincipal: -1}
-	if bus != nil {
-		opts.Notify = bus
+	// Messages are posted to API server A; streams follow on A, or in pg
+	// mode on B.
+	serve := func(bus notify.Bus) (*httptest.Server, error) {
+		opts := api.Options{Sessions: &sessions.Service{Client: c, TaskQueue: tq}, MaxStreamsPerPrincipal: -1, Notify: bus}
+		h, err := api.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		return httptest.NewServer(h), nil
 	}
-	h, err := api.New(opts)
+	hsA, err := serve(busA)
 	if err != nil {
 		return nil, err
 	}
-	hs := httptest.NewServer(h)
-	defer hs.Close()
+	defer hsA.Close()
+	streamURL := hsA.URL
+	if mode == "pg" {
+		hsB, err := serve(busB)
+		if err != nil {
+			return nil, err
+		}
+		defer hsB.Close()
+		streamURL = hsB.URL
+	}
 	svc := &sessions.Service{Client: c, TaskQueue: tq}
 
 	set := &streamSet{completed: map[string]chan completion{}}
@@ -291,7 +347,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 		// processes of at most -per-proc streams.
 		t1 := time.Now()
 		for chunk := range slices.Chunk(more, o.perProc) {
-			p, err := startClient(ctx, hs.URL, chunk, set.onLine)
+			p, err := startClient(ctx, streamURL, chunk, set.onLine)
 			if err != nil {
 				return rows, err
 			}
@@ -338,7 +394,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 			set.mu.Unlock()
 			start := time.Now()
 			sctx, cancel := context.WithTimeout(ctx, time.Minute)
-			res, err := svc.Send(sctx, id, signals.SendRequest{Message: "again"})
+			delivery, err := postMessage(sctx, hsA.URL, id, "again")
 			if err != nil {
 				cancel()
 				return rows, err
@@ -347,7 +403,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 			for {
 				select {
 				case c := <-ch:
-					if c.delivery == res.DeliveryID {
+					if c.delivery == delivery {
 						if c.lag >= 0 {
 							lags = append(lags, c.lag)
 						}
@@ -379,6 +435,30 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 			mode, n, r.selfCPU, r.serverCPU, r.qps, r.p50, mib(r.rss))
 	}
 	return rows, nil
+}
+
+// postMessage sends a message to a session through an API server and
+// returns its delivery id.
+func postMessage(ctx context.Context, base, id, text string) (string, error) {
+	body, _ := json.Marshal(map[string]string{"message": text})
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/eve/v1/session/"+id, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("post a message to %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		DeliveryID string `json:"deliveryId"`
+		Error      string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode/100 != 2 || out.DeliveryID == "" {
+		return "", fmt.Errorf("post a message to %s: %s %s (%v)", id, resp.Status, out.Error, err)
+	}
+	return out.DeliveryID, nil
 }
 
 // createSessions creates n sessions, conc at a time.
