@@ -39,7 +39,7 @@ func main() {
 	counts := flag.String("n", "1000,10000", "numbers of parked sessions to measure, comma-separated (cumulative)")
 	cache := flag.Int("cache", 2000, "worker workflow cache size (eve's default)")
 	conc := flag.Int("c", 32, "sessions parked concurrently")
-	flag.BoolVar(&autoscale, "autoscale", false, "autoscaling workflow and activity task pollers instead of the SDK's 2 each")
+	flag.BoolVar(&autoscale, "autoscale", true, "autoscaling workflow and activity task pollers, as eve's workers use (false: the SDK's default, 2 each)")
 	flag.BoolVar(&dumpEvents, "events", false, "print the history events of one park (session and turn)")
 	flag.Parse()
 	if err := run(*counts, *cache, *conc); err != nil {

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,7 +27,8 @@ import (
 // Protocol between the processes, one line each:
 //
 //	parent → child (stdin):  a session id per line, then EOF
-//	child → parent (stdout): "ready N" once N streams are open;
+//	child → parent (stdout): "ready N R" once N streams are open (after R
+//	                           retries of opens answered 503 or 429);
 //	                         "done SESSION DELIVERY LAG" for each turn.completed
 //	                           (LAG: µs from the event's meta.at to its arrival);
 //	                         "lost SESSION REASON" when a stream ends;
@@ -81,24 +84,41 @@ func runClient(url string) {
 			os.Exit(1)
 		}
 	}
-	out.printf("ready %d", len(ids))
+	out.printf("ready %d %d", len(ids), retried.Load())
 	select {} // until the parent kills this process
 }
 
+// openRetries bounds the retries of a stream answered 503 or 429 (an
+// overloaded server, as the poll mode makes it), as eve's client retries.
+const openRetries = 10
+
+// retried counts the retries of all opens in this client.
+var retried atomic.Int64
+
 func openStream(ctx context.Context, hc *http.Client, url, id string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", url+"/eve/v1/session/"+id+"/stream?startIndex=-1", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", id, err)
-	}
-	if resp.StatusCode != http.StatusOK {
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, "GET", url+"/eve/v1/session/"+id+"/stream?startIndex=-1", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", id, err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
 		resp.Body.Close()
-		return nil, fmt.Errorf("stream %s: %s", id, resp.Status)
+		if (resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusTooManyRequests) || try == openRetries {
+			return nil, fmt.Errorf("stream %s: %s", id, resp.Status)
+		}
+		retried.Add(1)
+		wait := time.Second
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+			wait = time.Duration(min(n, 5)) * time.Second
+		}
+		time.Sleep(wait)
 	}
-	return resp, nil
 }
 
 // follow reads NDJSON events until the body ends and says why it ended.
@@ -133,8 +153,9 @@ func (l *lineWriter) printf(format string, args ...any) {
 
 // clientProc is a running child, seen from the parent.
 type clientProc struct {
-	cmd   *exec.Cmd
-	ready chan error
+	cmd     *exec.Cmd
+	ready   chan error
+	retries int // opens answered 503 or 429 and retried
 }
 
 // startClient starts a child following ids' streams on url; lines it
@@ -163,6 +184,9 @@ func startClient(ctx context.Context, url string, ids []string, onLine func(kind
 			kind, rest, _ := strings.Cut(sc.Text(), " ")
 			switch kind {
 			case "ready":
+				if _, r, ok := strings.Cut(rest, " "); ok {
+					p.retries, _ = strconv.Atoi(r)
+				}
 				p.signal(nil)
 			case "error":
 				p.signal(fmt.Errorf("stream client: %s", rest))
