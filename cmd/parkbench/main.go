@@ -1,9 +1,11 @@
 // Command parkbench measures what parked sessions cost a worker: it parks N
 // sessions on an approval (each one a session and a turn workflow), then
 // reports the worker process's heap, RSS and goroutines with the workflow
-// cache bounded, and checks that a parked session still resumes.
+// cache bounded, and checks that a parked session still resumes. With
+// -anatomy, it shows instead where a park's Temporal CPU goes (anatomy.go).
 //
 //	go run ./cmd/parkbench -n 1000,10000
+//	go run ./cmd/parkbench -anatomy 500
 package main
 
 import (
@@ -41,7 +43,15 @@ func main() {
 	conc := flag.Int("c", 32, "sessions parked concurrently")
 	flag.BoolVar(&autoscale, "autoscale", true, "autoscaling workflow and activity task pollers, as eve's workers use (false: the SDK's default, 2 each)")
 	flag.BoolVar(&dumpEvents, "events", false, "print the history events of one park (session and turn)")
+	anatomy := flag.Int("anatomy", 0, "instead: park this many raw-SDK workflows of each of the shapes of anatomy.go and show what each piece of a park costs")
 	flag.Parse()
+	if *anatomy > 0 {
+		if err := runAnatomy(context.Background(), *anatomy, *conc); err != nil {
+			fmt.Fprintln(os.Stderr, "parkbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*counts, *cache, *conc); err != nil {
 		fmt.Fprintln(os.Stderr, "parkbench:", err)
 		os.Exit(1)
