@@ -221,7 +221,7 @@ func main() {
 	}
 	fmt.Printf("p50/p99: back-to-back sequential calls, in blocks of %d (after %d untimed) alternating between configs;\n"+
 		"  park rows time the Update sent → turn result. turns/s: %d calls (or %s) at concurrency %d, in %d\n"+
-		"  alternating bursts per config. vs baseline: p50 ratio to the named row.\n",
+		"  alternating bursts per config. vs baseline: ratios of p50 and turns/s to the named row.\n",
 		f.block, f.settle, f.total, f.tbudget, f.concurrency, f.bursts)
 	fmt.Printf("took %s\n", time.Since(began).Round(time.Second))
 }
