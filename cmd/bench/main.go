@@ -121,12 +121,22 @@ type serverConfig struct {
 	desc string
 }
 
+// eveWorkerOptions poll as eve's workers do (internal/workerhost): with the
+// SDK's default pollers, a new session's first workflow task can wait
+// behind many cached ones for a long poll (an Update-with-Start timed out
+// after 60 s in a throughput run).
+var eveWorkerOptions = worker.Options{
+	WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+	ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+}
+
+// The workers of these configs, raw and eve alike, poll as eve's do.
 var defaultConfigs = []serverConfig{
-	{name: "default", tuning: devserver.TuningDefault, desc: "dev server defaults, in memory"},
-	{name: "fast", tuning: devserver.TuningFast, desc: "devserver.TuningFast (eve's default), in memory"},
-	{name: "fast-sqlite", tuning: devserver.TuningFast, sqlite: true, desc: "devserver.TuningFast, SQLite file (WAL, synchronous=normal)"},
+	{name: "default", tuning: devserver.TuningDefault, workerOptions: eveWorkerOptions, desc: "dev server defaults, in memory"},
+	{name: "fast", tuning: devserver.TuningFast, workerOptions: eveWorkerOptions, desc: "devserver.TuningFast (eve's default), in memory"},
+	{name: "fast-sqlite", tuning: devserver.TuningFast, sqlite: true, workerOptions: eveWorkerOptions, desc: "devserver.TuningFast, SQLite file (WAL, synchronous=normal)"},
 	// Not run unless named in -configs:
-	{name: "default-sqlite", tuning: devserver.TuningDefault, sqlite: true, desc: "dev server defaults, SQLite file"},
+	{name: "default-sqlite", tuning: devserver.TuningDefault, sqlite: true, workerOptions: eveWorkerOptions, desc: "dev server defaults, SQLite file"},
 }
 
 var defaultConfigNames = []string{"default", "fast", "fast-sqlite"}
@@ -218,6 +228,9 @@ func main() {
 	fmt.Println("configs:")
 	for _, cfg := range configs {
 		fmt.Printf("  %-22s %s\n", cfg.name, cfg.desc)
+	}
+	if !f.sweep {
+		fmt.Println("  workers (raw and eve) poll with autoscaling pollers, as eve's workers do")
 	}
 	fmt.Printf("p50/p99: back-to-back sequential calls, in blocks of %d (after %d untimed) alternating between configs;\n"+
 		"  park rows time the Update sent → turn result. turns/s: %d calls (or %s) at concurrency %d, in %d\n"+
