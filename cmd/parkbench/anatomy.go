@@ -99,6 +99,9 @@ func anatomyTurn(ctx workflow.Context, in anatomyInput) error {
 	return workflow.Await(ctx, func() bool { return false })
 }
 
+// anatomyRounds is how many batches each shape's parks are split into.
+const anatomyRounds = 5
+
 // runAnatomy measures n parks of each shape on its own dev server.
 func runAnatomy(ctx context.Context, n, conc int) error {
 	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
@@ -134,7 +137,7 @@ func runAnatomy(ctx context.Context, n, conc int) error {
 		{"session + turn", anatomyInput{Child: true}},
 		{"eve's shape", anatomyInput{Markers: true, Child: true}},
 	}
-	fmt.Printf("\nanatomy of a park (raw SDK rebuilding eve's park), %d parks per shape at concurrency %d:\n", n, conc)
+	fmt.Printf("\nanatomy of a park (raw SDK rebuilding eve's park), %d parks per shape at concurrency %d, in %d alternating rounds:\n", n, conc, anatomyRounds)
 	fmt.Printf("%-16s %-8s %-8s %-8s %-10s %s\n", "shape", "events", "tasks", "actions", "parked/s", "CPU ms per park: server + worker&client")
 	var seq atomic.Int64
 	park := func(ctx context.Context, in anatomyInput) (string, error) {
@@ -155,46 +158,70 @@ func runAnatomy(ctx context.Context, n, conc int) error {
 		}
 		return id, nil
 	}
+	// A few untimed parks of each shape first (worker caches, pollers).
 	for _, s := range shapes {
-		// A few untimed parks first (worker caches, pollers).
 		for range 5 {
 			if _, err := park(ctx, s.in); err != nil {
 				return err
 			}
 		}
-		cpu := benchkit.StartCPU(srv.PID())
-		t0 := time.Now()
-		var next atomic.Int64
-		var firstErr error
-		var once sync.Once
-		var last atomic.Value
-		var wg sync.WaitGroup
-		for range conc {
-			wg.Go(func() {
-				for next.Add(1) <= int64(n) {
-					cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-					id, err := park(cctx, s.in)
-					cancel()
-					if err != nil {
-						once.Do(func() { firstErr = err })
-						return
+	}
+	// Then rounds: a batch of each shape in turn, so that load from other
+	// processes and the server's growing state hit every shape alike.
+	type total struct {
+		parks        int
+		wall         time.Duration
+		server, self time.Duration
+		last         string
+	}
+	totals := make([]total, len(shapes))
+	batch := max(conc, n/anatomyRounds)
+	for done := 0; done < n; done += batch {
+		size := min(batch, n-done)
+		for i, s := range shapes {
+			cpu := benchkit.StartCPU(srv.PID())
+			t0 := time.Now()
+			var next atomic.Int64
+			var firstErr error
+			var once sync.Once
+			var last atomic.Value
+			var wg sync.WaitGroup
+			for range conc {
+				wg.Go(func() {
+					for next.Add(1) <= int64(size) {
+						cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+						id, err := park(cctx, s.in)
+						cancel()
+						if err != nil {
+							once.Do(func() { firstErr = err })
+							return
+						}
+						last.Store(id)
 					}
-					last.Store(id)
-				}
-			})
+				})
+			}
+			wg.Wait()
+			if firstErr != nil {
+				return fmt.Errorf("%s: %w", s.name, firstErr)
+			}
+			t := &totals[i]
+			t.wall += time.Since(t0)
+			srvCPU, selfCPU, _ := cpu.Delta()
+			t.server += srvCPU
+			t.self += selfCPU
+			t.parks += size
+			t.last = last.Load().(string)
 		}
-		wg.Wait()
-		if firstErr != nil {
-			return fmt.Errorf("%s: %w", s.name, firstErr)
-		}
-		rate := float64(n) / time.Since(t0).Seconds()
-		srvCPU, selfCPU, _ := cpu.Delta()
-		h, err := benchkit.CountHops(ctx, c, []string{last.Load().(string)}, nil)
+	}
+	for i, s := range shapes {
+		t := totals[i]
+		h, err := benchkit.CountHops(ctx, c, []string{t.last}, nil)
 		if err != nil {
 			return err
 		}
-		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
-		fmt.Printf("%-16s %-8d %-8d %-8d %-10.1f %.1f + %.1f\n", s.name, h.Events, h.Tasks, h.Actions, rate, ms(srvCPU), ms(selfCPU))
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(t.parks) }
+		fmt.Printf("%-16s %-8d %-8d %-8d %-10.1f %.1f + %.1f\n", s.name, h.Events, h.Tasks, h.Actions,
+			float64(t.parks)/t.wall.Seconds(), ms(t.server), ms(t.self))
 	}
 	return nil
 }
