@@ -85,12 +85,18 @@ test-node: $(TEMPORAL_BIN)
 dev: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/eve dev
 
-# Raw Temporal SDK vs eve on the same dev servers; parked-session memory;
-# the tools API's catalog benchmarks.
+# The rows of issue 14, each with the raw Temporal SDK beside eve in the
+# same run (docs/performance.md; about 15 minutes): turns, parks, hops per
+# call, streamed text, a creation burst through HTTP; 10,000 parked
+# sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
+# (the pg row needs PostgreSQL: make postgres).
+# The tools API's catalog benchmarks. `go run ./cmd/bench` alone also runs
+# the default and fast-sqlite dev-server configs.
 bench: $(TEMPORAL_BIN)
-	$(GO) run ./cmd/bench
+	$(GO) run ./cmd/bench -configs fast -cpu
 	$(GO) run ./cmd/parkbench -n 1000,10000
-	$(GO) run ./cmd/streambench -n 1000
+	$(GO) run ./cmd/parkbench -anatomy 300
+	$(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
 	EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./internal/toolsapi/
 
 fmt:

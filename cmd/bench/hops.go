@@ -10,7 +10,6 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
@@ -20,19 +19,9 @@ import (
 // Hops: after a scenario's measurements, runScenario makes one more call
 // with a recorder in its context (withHops); the scenario names the
 // workflows it started (recordHop), and the histories of those workflows
-// and of their children are counted: history events, workflow tasks and
-// Temporal Cloud billable actions. reportHops prints them as a second table,
-// each eve row beside its raw-SDK baseline.
-//
-// Billable actions, per https://docs.temporal.io/cloud/actions, as far as a
-// history shows them:
-//   - workflow started (client start, Update-with-Start, child, continue-as-new): 1
-//   - activity task started: 1 per attempt
-//   - local activities: 1 per workflow task that ran any (their markers)
-//   - side effect recorded: 1; version markers (GetVersion): 0
-//   - search-attribute upsert: 1 per command, unless it sets only TemporalChangeVersion
-//   - timer started: 1; signal received: 1 (counted once, at the receiver)
-//   - update accepted: 1 (rejected updates leave no event and are not counted)
+// and of their children are counted (benchkit.CountHops: history events,
+// workflow tasks and Temporal Cloud billable actions). reportHops prints
+// them as a second table, each eve row beside its raw-SDK baseline.
 //
 // Queries leave no history: not counted (the raw park variant polls one to
 // see that it parked; eve's respond does not).
@@ -68,79 +57,16 @@ func hopsRequested(ctx context.Context) bool {
 }
 
 // hopCount is what one call cost in Temporal.
-type hopCount struct {
-	Workflows, Events, Tasks, Actions int
-	ByType                            map[string]int // billable actions by kind
-}
+type hopCount = benchkit.Hops
 
 func countHops(ctx context.Context, c client.Client, ids []string) (hopCount, error) {
-	h := hopCount{ByType: map[string]int{}}
-	seen := map[string]bool{}
-	for len(ids) > 0 {
-		id := ids[0]
-		ids = ids[1:]
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		h.Workflows++
-		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		laTasks := map[int64]bool{}
-		for it.HasNext() {
-			e, err := it.Next()
-			if err != nil {
-				return h, fmt.Errorf("history of %s: %w", id, err)
-			}
-			h.Events++
-			if hopsDump {
-				fmt.Fprintf(os.Stderr, "hops %s %d %s\n", id, e.GetEventId(), e.GetEventType())
-			}
-			add := func(kind string, n int) { h.ByType[kind] += n; h.Actions += n }
-			switch e.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				h.Tasks++
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-				add("start", 1)
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-				add("activity", int(max(e.GetActivityTaskStartedEventAttributes().GetAttempt(), 1)))
-			case enumspb.EVENT_TYPE_MARKER_RECORDED:
-				a := e.GetMarkerRecordedEventAttributes()
-				switch a.GetMarkerName() {
-				case "LocalActivity":
-					if wt := a.GetWorkflowTaskCompletedEventId(); !laTasks[wt] {
-						laTasks[wt] = true
-						add("local-activity", 1)
-					}
-				case "SideEffect", "MutableSideEffect":
-					add("side-effect", 1)
-				}
-			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-				if onlyChangeVersion(e) {
-					continue
-				}
-				add("upsert", 1)
-			case enumspb.EVENT_TYPE_TIMER_STARTED:
-				add("timer", 1)
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-				add("signal", 1)
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-				add("update", 1)
-			case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
-				ids = append(ids, e.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution().GetWorkflowId())
-			}
+	var each func(string, *historypb.HistoryEvent)
+	if hopsDump {
+		each = func(id string, e *historypb.HistoryEvent) {
+			fmt.Fprintf(os.Stderr, "hops %s %d %s\n", id, e.GetEventId(), e.GetEventType())
 		}
 	}
-	return h, nil
-}
-
-func onlyChangeVersion(e *historypb.HistoryEvent) bool {
-	f := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
-	for k := range f {
-		if k != "TemporalChangeVersion" {
-			return false
-		}
-	}
-	return true
+	return benchkit.CountHops(ctx, c, ids, each)
 }
 
 var (
@@ -206,7 +132,8 @@ func reportHops(w io.Writer, t *benchkit.Table) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "per call: one call after the measurements, counted from the histories of the workflows it started (and their children);\n"+
 		"  park rows count the whole call (start, park, respond, done). billable actions: Temporal Cloud's definition\n"+
-		"  (docs.temporal.io/cloud/actions) as the history shows it; queries are not counted.")
+		"  (docs.temporal.io/cloud/actions) as the history shows it. Queries leave no history and are not counted here,\n"+
+		"  but on Temporal Cloud every query a worker answers is an action too (stream reads are queries: see streambench).")
 }
 
 func hopBaseline(baseline, config string) string {

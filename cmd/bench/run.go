@@ -82,6 +82,9 @@ func run(ctx context.Context, f flags, configs []serverConfig, selected []scenar
 			break
 		}
 		for _, a := range runScenario(ctx, f, s, targets) {
+			if s.reportOnly && !a.failed {
+				continue
+			}
 			rows[a.t.cfg.name][s.name] = a.row
 		}
 	}
@@ -184,8 +187,12 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 			}
 		}
 	}()
+	timeout := 60 * time.Second
+	if s.calls > 0 {
+		timeout = 10 * time.Minute // a call may be a whole burst
+	}
 	call := func(a *active, i int) (time.Duration, error) {
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		t0 := time.Now()
 		d, err := a.run(cctx, i)
@@ -199,7 +206,27 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		a.row.Note = strings.TrimSpace(a.row.Note + " " + what + ": " + err.Error())
 	}
 
-	if s.latency {
+	if s.latency && s.calls > 0 {
+		// Fixed count: one warm-up, then the calls, one config after another.
+		for _, a := range as {
+			first := 0
+			if s.noWarmup {
+				first = 1
+			}
+			for i := first; i <= s.calls && !a.failed; i++ {
+				d, err := call(a, i)
+				if err != nil {
+					fail(a, "latency", err)
+					break
+				}
+				if i > 0 {
+					a.lat = append(a.lat, d)
+				}
+			}
+			a.row.Latency = benchkit.Summarize(a.lat, 0)
+		}
+	}
+	if s.latency && s.calls <= 0 {
 		for _, a := range as {
 			for i := 0; i < f.warmup && !a.failed; i++ {
 				if _, err := call(a, i); err != nil {

@@ -1,9 +1,11 @@
 // Command parkbench measures what parked sessions cost a worker: it parks N
 // sessions on an approval (each one a session and a turn workflow), then
 // reports the worker process's heap, RSS and goroutines with the workflow
-// cache bounded, and checks that a parked session still resumes.
+// cache bounded, and checks that a parked session still resumes. With
+// -anatomy, it shows instead where a park's Temporal CPU goes (anatomy.go).
 //
 //	go run ./cmd/parkbench -n 1000,10000
+//	go run ./cmd/parkbench -anatomy 500
 package main
 
 import (
@@ -13,12 +15,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -37,15 +41,24 @@ func main() {
 	counts := flag.String("n", "1000,10000", "numbers of parked sessions to measure, comma-separated (cumulative)")
 	cache := flag.Int("cache", 2000, "worker workflow cache size (eve's default)")
 	conc := flag.Int("c", 32, "sessions parked concurrently")
-	flag.BoolVar(&autoscale, "autoscale", false, "autoscaling workflow and activity task pollers instead of the SDK's 2 each")
+	flag.BoolVar(&autoscale, "autoscale", true, "autoscaling workflow and activity task pollers, as eve's workers use (false: the SDK's default, 2 each)")
+	flag.BoolVar(&dumpEvents, "events", false, "print the history events of one park (session and turn)")
+	anatomy := flag.Int("anatomy", 0, "instead: park this many raw-SDK workflows of each of the shapes of anatomy.go and show what each piece of a park costs")
 	flag.Parse()
+	if *anatomy > 0 {
+		if err := runAnatomy(context.Background(), *anatomy, *conc); err != nil {
+			fmt.Fprintln(os.Stderr, "parkbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*counts, *cache, *conc); err != nil {
 		fmt.Fprintln(os.Stderr, "parkbench:", err)
 		os.Exit(1)
 	}
 }
 
-var autoscale bool
+var autoscale, dumpEvents bool
 
 func run(counts string, cacheSize, conc int) error {
 	var targets []int
@@ -155,6 +168,27 @@ func run(counts string, cacheSize, conc int) error {
 		}
 		fmt.Printf("%-16d %-12s %-12s %-12d %-11.1f %-20s %s\n", parked, mib(s.heap), mib(s.rss), s.goroutines, rate, per, cpu)
 	}
+	// What one park cost Temporal: the histories of the last session parked
+	// (its session and turn workflows, up to the park).
+	var each func(string, *historypb.HistoryEvent)
+	if dumpEvents {
+		fmt.Println("\nevents of one park:")
+		each = func(id string, e *historypb.HistoryEvent) {
+			fmt.Printf("  %-40s %3d %s%s\n", id, e.GetEventId(), strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_"), eventDetail(e))
+		}
+	}
+	h, err := benchkit.CountHops(ctx, c, []string{ids[len(ids)-1]}, each)
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	for k, n := range h.ByType {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(kinds)
+	fmt.Printf("\none park (a new session's first message, up to parked): %d workflows, %d history events, %d workflow tasks, %d billable actions (%s)\n",
+		h.Workflows, h.Events, h.Tasks, h.Actions, strings.Join(kinds, ", "))
+
 	// The oldest session was evicted long ago: it still resumes.
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -191,6 +225,27 @@ func rss() uint64 {
 	}
 	pages, _ := strconv.ParseUint(f[1], 10, 64)
 	return pages * uint64(os.Getpagesize())
+}
+
+// eventDetail names what an event is about (activity type, signal, marker).
+func eventDetail(e *historypb.HistoryEvent) string {
+	switch {
+	case e.GetActivityTaskScheduledEventAttributes() != nil:
+		return " " + e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+	case e.GetMarkerRecordedEventAttributes() != nil:
+		return " " + e.GetMarkerRecordedEventAttributes().GetMarkerName()
+	case e.GetWorkflowExecutionSignaledEventAttributes() != nil:
+		return " " + e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
+	case e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes() != nil:
+		return " " + e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName()
+	case e.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil:
+		return " " + e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName()
+	case e.GetStartChildWorkflowExecutionInitiatedEventAttributes() != nil:
+		return " " + e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowType().GetName()
+	case e.GetWorkflowExecutionStartedEventAttributes() != nil:
+		return " " + e.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
+	}
+	return ""
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

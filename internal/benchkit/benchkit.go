@@ -212,8 +212,8 @@ type Row struct {
 	Note string
 }
 
-// Table prints rows as aligned columns:
-// scenario, config, p50, p99, turns/s, ratio of p50 to the baseline's p50.
+// Table prints rows as aligned columns: scenario, config, p50, p99, turns/s,
+// and the ratios of p50 and of turns/s to the baseline's.
 type Table struct {
 	Rows []Row
 	// Unit names what a call is in the throughput header; default "turns".
@@ -230,7 +230,7 @@ func (t *Table) Fprint(w io.Writer) error {
 		unit = "turns"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scenario\tconfig\tp50\tp99\t%s/s\tvs baseline\tnote\t\n", unit)
+	fmt.Fprintf(tw, "scenario\tconfig\tp50\tp99\t%s/s\tvs baseline: p50\t%s/s\tnote\t\n", unit, unit)
 	for _, r := range t.Rows {
 		p50, p99 := "-", "-"
 		if r.Latency.N > 0 {
@@ -240,11 +240,16 @@ func (t *Table) Fprint(w io.Writer) error {
 		if r.Throughput.N > 0 {
 			tput = fmt.Sprintf("%.1f", r.Throughput.PerSec)
 		}
-		ratio := ""
-		if b, ok := t.find(r.Baseline, r.Config); ok && b.Latency.P50 > 0 && r.Latency.N > 0 {
-			ratio = fmt.Sprintf("%.2fx", float64(r.Latency.P50)/float64(b.Latency.P50))
+		ratio, tratio := "", ""
+		if b, ok := t.find(r.Baseline, r.Config); ok {
+			if b.Latency.P50 > 0 && r.Latency.N > 0 {
+				ratio = fmt.Sprintf("%.2fx", float64(r.Latency.P50)/float64(b.Latency.P50))
+			}
+			if b.Throughput.PerSec > 0 && r.Throughput.N > 0 {
+				tratio = fmt.Sprintf("%.2fx", r.Throughput.PerSec/b.Throughput.PerSec)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Config, p50, p99, tput, ratio, r.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Config, p50, p99, tput, ratio, tratio, r.Note)
 	}
 	return tw.Flush()
 }

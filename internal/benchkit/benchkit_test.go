@@ -90,10 +90,10 @@ func TestThroughput(t *testing.T) {
 func TestTable(t *testing.T) {
 	var tb Table
 	tb.Add(Row{Scenario: "raw", Config: "fast", Latency: Stats{N: 1, P50: 10 * time.Millisecond, P99: 20 * time.Millisecond}, Throughput: Stats{N: 1, PerSec: 50}})
-	tb.Add(Row{Scenario: "eve-turn", Config: "fast", Latency: Stats{N: 1, P50: 15 * time.Millisecond, P99: 30 * time.Millisecond}, Baseline: "raw"})
+	tb.Add(Row{Scenario: "eve-turn", Config: "fast", Latency: Stats{N: 1, P50: 15 * time.Millisecond, P99: 30 * time.Millisecond}, Throughput: Stats{N: 1, PerSec: 40}, Baseline: "raw"})
 	tb.Add(Row{Scenario: "eve-turn", Config: "default", Latency: Stats{N: 1, P50: 40 * time.Millisecond}, Baseline: "raw@fast", Note: "x"})
 	out := tb.String()
-	for _, want := range []string{"scenario", "turns/s", "1.50x", "4.00x", "50.0", "10.0ms", "20.0ms"} {
+	for _, want := range []string{"scenario", "turns/s", "1.50x", "4.00x", "0.80x", "50.0", "10.0ms", "20.0ms"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
