@@ -138,7 +138,8 @@ func (v value) Get(ptr any) error {
 
 // An answer costs two round trips: the session's summary (its owner and
 // running turn), then the turn's respond Update, which decides and applies
-// the batch. Refusals read the log to say which status applies, as before.
+// the batch; one, the Update, once the server knows the owner and the
+// turn. Refusals read the log to say which status applies, as before.
 func TestRespondTakesTwoRoundTrips(t *testing.T) {
 	f := &respondTemporal{}
 	s := newTestServer(t, func(o *Options) { o.Sessions = &sessions.Service{Client: f} })
@@ -159,6 +160,18 @@ func TestRespondTakesTwoRoundTrips(t *testing.T) {
 		t.Fatalf("round trips: %q, want %q", f.calls, want)
 	}
 
+	// The server now knows the session's owner and its running turn: the
+	// owner's next answer is one round trip, the turn's Update.
+	f.calls = nil
+	if w := serve(s, "POST", "/eve/v1/session/ses_1", answer("apr_new", "cancel"), js); w.Code != 202 {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	if want := []string{"update " + signals.UpdateRespond}; strings.Join(f.calls, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("round trips with the turn known: %q, want %q", f.calls, want)
+	}
+
+	// A batch the known turn refuses asks the session which turn runs, and
+	// the refusal's status is decided as before.
 	for _, c := range []struct {
 		requestID, option string
 		status            int

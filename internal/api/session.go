@@ -245,15 +245,26 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	accepted(w, protocol.Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
 
-// respond authorizes and delivers a batch of answers in two round trips:
-// the session's summary (its owner, and the running turn to send to), then
-// the turn's respond Update, whose validator decides the whole batch. Only
+// respond authorizes and delivers a batch of answers. When the session's
+// owner answers and the server knows the turn its message went to, that is
+// one round trip, the turn's respond Update; otherwise two: the session's
+// summary (its owner, and the running turn to send to), then the turn's
+// respond Update, whose validator decides the whole batch. Only
 // a refused batch, and a caller the app's hook decides on, read the
 // session's log (see inputsFor).
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs []protocol.InputResponse) {
 	caller := Caller(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
+	if owner, ok := s.owners.get(id); ok && s.ownerAllows(caller, owner) {
+		// The owner answers, most likely to the turn its message started:
+		// one round trip when that turn takes the batch.
+		if res, ok := s.opts.Sessions.RespondHinted(ctx, id, signals.RespondRequest{Responses: rs, Responder: caller}); ok {
+			s.hub.wake(id)
+			accepted(w, protocol.Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+			return
+		}
+	}
 	sum, err := s.opts.Sessions.Summary(ctx, id)
 	if err != nil {
 		s.fail(w, s.temporalError("read the session", id, err))

@@ -20,11 +20,42 @@ var ErrNoActiveTurn = errors.New("the session has no running turn with open inpu
 // why) and changes nothing. A closed session answers *EndedError, an
 // unknown one ErrNotFound, one whose turn has ended ErrNoActiveTurn.
 func (s *Service) Respond(ctx context.Context, sessionID string, req signals.RespondRequest) (signals.RespondResult, error) {
+	if res, ok := s.RespondHinted(ctx, sessionID, req); ok {
+		return res, nil
+	}
 	sum, err := s.Summary(ctx, sessionID)
 	if err != nil {
 		return signals.RespondResult{}, err
 	}
 	return s.RespondTo(ctx, sessionID, sum.ActiveTurn, req)
+}
+
+// RespondHinted sends the answers to the session's last known turn (the
+// turn its last message went to, or its summary named): one round trip.
+// It reports false when it knows no turn or that turn did not take the
+// batch (it ended, or the answers are not its own, or they are wrong);
+// then the caller asks the session which turn runs (Respond does), and the
+// running turn's verdict is the one that counts.
+func (s *Service) RespondHinted(ctx context.Context, sessionID string, req signals.RespondRequest) (signals.RespondResult, bool) {
+	wid, ok := s.turns.get(sessionID)
+	if !ok {
+		return signals.RespondResult{}, false
+	}
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   wid,
+		UpdateName:   signals.UpdateRespond,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var res signals.RespondResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil {
+		s.turns.drop(sessionID, wid)
+		return signals.RespondResult{}, false
+	}
+	return res, true
 }
 
 // RespondTo is Respond for a caller that has read the session's summary:

@@ -22,6 +22,9 @@ import (
 type Service struct {
 	Client    client.Client
 	TaskQueue string
+	// turns are the sessions' last known turns, so a respond takes one
+	// round trip when the guess is right (see Respond).
+	turns turnHints
 }
 
 // NewID returns a fresh id with a prefix, e.g. "ses_01J...".
@@ -88,7 +91,15 @@ func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *a
 	if err := h.Get(ctx, &res); err != nil {
 		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("send to session %s: %w", id, err))
 	}
+	s.learnTurn(res)
 	return res, nil
+}
+
+// learnTurn notes the turn a sent message went to.
+func (s *Service) learnTurn(res signals.SendResult) {
+	if res.SessionID != "" && res.TurnID != "" {
+		s.turns.put(res.SessionID, turnWorkflowID(res.SessionID, res.TurnID))
+	}
 }
 
 // Send delivers a message to an existing session. It returns only once the
@@ -125,6 +136,7 @@ func (s *Service) SendOnce(ctx context.Context, id, updateID string, req signals
 	if err := h.Get(ctx, &res); err != nil {
 		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("send to session %s: %w", id, err))
 	}
+	s.learnTurn(res)
 	return res, nil
 }
 
@@ -160,6 +172,9 @@ func (s *Service) Summary(ctx context.Context, id string) (signals.SessionSummar
 	}
 	if err := v.Get(&sum); err != nil {
 		return sum, fmt.Errorf("decode the state of session %s: %w", id, err)
+	}
+	if sum.ActiveTurn != nil {
+		s.turns.put(id, sum.ActiveTurn.WorkflowID)
 	}
 	return sum, nil
 }
