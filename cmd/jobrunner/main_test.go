@@ -101,29 +101,6 @@ func (e *runnerEnv) waitClaimed(t *testing.T) {
 	}
 }
 
-func (e *runnerEnv) idle(t *testing.T, id string) []protocol.Event {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		evs := e.Events(e.Ctx(10*time.Second), id)
-		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.SessionWaiting {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out; events: %s", evetest.Join(evs))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (e *runnerEnv) reply(t *testing.T, id string) string {
-	t.Helper()
-	mc := evetest.Of(e.idle(t, id), protocol.MessageCompleted)
-	var m protocol.MessageCompletedData
-	mc[len(mc)-1].Decode(&m)
-	return m.Message
-}
-
 func (e *runnerEnv) files(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir(e.dir)
@@ -174,7 +151,7 @@ func TestRunnerCompletesReport(t *testing.T) {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
 	want := "The sales report " + makeReport(job.Action.ID, demo.ReportInput{Name: "sales"}).Status + ": " + makeReport(job.Action.ID, demo.ReportInput{Name: "sales"}).Detail
-	if got := e.reply(t, id); got != want || !strings.HasPrefix(got, "The sales report succeeded: sales report generated: ") {
+	if got := e.Reply(id); got != want || !strings.HasPrefix(got, "The sales report succeeded: sales report generated: ") {
 		t.Fatalf("reply = %q, want %q", got, want)
 	}
 	if f := e.files(t); len(f) != 0 {
@@ -209,7 +186,7 @@ func TestRunnerStopsWhenTurnCancelled(t *testing.T) {
 		t.Fatalf("jobs dir still holds %v", f)
 	}
 	var ar protocol.ActionResultData
-	evetest.Of(e.idle(t, id), protocol.ActionResult)[0].Decode(&ar)
+	evetest.Of(e.WaitIdle(id), protocol.ActionResult)[0].Decode(&ar)
 	if ar.Error == nil || ar.Error.Code != protocol.CodeToolCancelled {
 		t.Fatalf("action.result = %+v", ar)
 	}
@@ -247,7 +224,7 @@ func TestRunnerSurvivesRestarts(t *testing.T) {
 	if n, err := e.runner(100 * time.Millisecond).RunOnce(e.Ctx(30 * time.Second)); err != nil || n != 1 {
 		t.Fatalf("stale claim: RunOnce = %d, %v", n, err)
 	}
-	if got := e.reply(t, id); !strings.HasPrefix(got, "The revenue report succeeded: revenue report generated") {
+	if got := e.Reply(id); !strings.HasPrefix(got, "The revenue report succeeded: revenue report generated") {
 		t.Fatalf("reply = %q", got)
 	}
 	if f := e.files(t); len(f) != 0 {

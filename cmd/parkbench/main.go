@@ -211,20 +211,7 @@ func measure() sample {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return sample{heap: ms.HeapInuse, rss: rss(), goroutines: runtime.NumGoroutine()}
-}
-
-func rss() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
+	return sample{heap: ms.HeapInuse, rss: benchkit.RSS(), goroutines: runtime.NumGoroutine()}
 }
 
 // eventDetail names what an event is about (activity type, signal, marker).

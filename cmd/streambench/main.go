@@ -45,6 +45,7 @@ import (
 	"github.com/eve-temporal/eve/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/notify"
+	"github.com/eve-temporal/eve/internal/notify/pgtest"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/signals"
@@ -109,7 +110,7 @@ func run(o options) error {
 	}
 	defer srv.Stop()
 	if slices.Contains(o.modes, "pg") && o.pgURL == "" {
-		url, stop, err := startPostgres()
+		url, stop, err := pgtest.Cluster()
 		if err != nil {
 			// Not every machine has PostgreSQL: measure the rest.
 			fmt.Fprintf(os.Stderr, "streambench: pg mode skipped: %v\n", err)
@@ -391,7 +392,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 		}
 		pct := func(d time.Duration) float64 { return 100 * d.Seconds() / o.idle.Seconds() }
 		r.selfCPU, r.serverCPU, r.clientCPU = pct(selfCPU), pct(serverCPU), pct(clients-clients0)
-		r.rss = rss()
+		r.rss = benchkit.RSS()
 		r.heap = heapInUse()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -536,19 +537,6 @@ func writeHeapProfile(path string) error {
 	}
 	defer g.Close()
 	return pprof.Lookup("goroutine").WriteTo(g, 1)
-}
-
-func rss() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -63,3 +63,18 @@ func (m *CPUMeter) Delta() (server, self time.Duration, ok bool) {
 	}
 	return srv - m.server, me - m.self, true
 }
+
+// RSS is this process's resident set size in bytes (0 when /proc cannot
+// tell).
+func RSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}

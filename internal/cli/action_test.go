@@ -77,32 +77,9 @@ func (e *actionEnv) start(t *testing.T) (string, tools.Action) {
 	return "", tools.Action{}
 }
 
-func (e *actionEnv) waitIdle(t *testing.T, id string) []protocol.Event {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		evs := e.Events(e.Ctx(10*time.Second), id)
-		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.SessionWaiting {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out; events: %s", evetest.Join(evs))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (e *actionEnv) reply(t *testing.T, id string) string {
-	t.Helper()
-	mc := evetest.Of(e.waitIdle(t, id), protocol.MessageCompleted)
-	var m protocol.MessageCompletedData
-	mc[len(mc)-1].Decode(&m)
-	return m.Message
-}
-
 func (e *actionEnv) actionResult(t *testing.T, id string) protocol.ActionResultData {
 	t.Helper()
-	ars := evetest.Of(e.waitIdle(t, id), protocol.ActionResult)
+	ars := evetest.Of(e.WaitIdle(id), protocol.ActionResult)
 	if len(ars) != 1 {
 		t.Fatalf("%d action results, want 1", len(ars))
 	}
@@ -178,7 +155,7 @@ func TestActionCompleteByURL(t *testing.T) {
 	}
 	_, err = runEve(t, "", "action", "complete", "--url", u, "--output", `{"status":"succeeded","detail":"other"}`)
 	mustFail(t, err, "409", "action_conflict")
-	if got := e.reply(t, id); got != "succeeded: from the cli" {
+	if got := e.Reply(id); got != "succeeded: from the cli" {
 		t.Fatalf("reply = %q", got)
 	}
 }
@@ -193,7 +170,7 @@ func TestActionCompleteByURLFromFile(t *testing.T) {
 	if _, err := runEve(t, "", "action", "complete", "--url", a.Completion.URL, "--output-file", f); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.reply(t, id); got != "succeeded: from a file" {
+	if got := e.Reply(id); got != "succeeded: from a file" {
 		t.Fatalf("reply = %q", got)
 	}
 }
@@ -209,7 +186,7 @@ func TestActionCompleteByTaskToken(t *testing.T) {
 	if r := decodeOut[actionSettleReply](t, out); !r.OK || r.ActionID != a.ID || r.Duplicate {
 		t.Fatalf("reply = %+v", r)
 	}
-	if got := e.reply(t, id); got != "succeeded: by token" {
+	if got := e.Reply(id); got != "succeeded: by token" {
 		t.Fatalf("reply = %q", got)
 	}
 	// After the turn: the same completion is a duplicate, a different one a conflict.
@@ -235,7 +212,7 @@ func TestActionFail(t *testing.T) {
 	if r := decodeOut[actionSettleReply](t, out); r.Status != protocol.StatusFailed {
 		t.Fatalf("reply = %+v", r)
 	}
-	if got := e.reply(t, id); !strings.Contains(got, "the warehouse is down") {
+	if got := e.Reply(id); !strings.Contains(got, "the warehouse is down") {
 		t.Fatalf("reply = %q", got)
 	}
 	if ar := e.actionResult(t, id); ar.Status != protocol.StatusFailed || ar.Error == nil || ar.Error.Code != "REPORT_FAILED" {
@@ -248,7 +225,7 @@ func TestActionFail(t *testing.T) {
 	if _, err := runEve(t, "", args...); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.reply(t, id); !strings.Contains(got, "no data for q3") {
+	if got := e.Reply(id); !strings.Contains(got, "no data for q3") {
 		t.Fatalf("reply = %q", got)
 	}
 	if ar := e.actionResult(t, id); ar.Error == nil || ar.Error.Code != protocol.CodeToolExecution {

@@ -123,6 +123,37 @@ func (e *Env) Events(ctx context.Context, sessionID string) []protocol.Event {
 	return evs
 }
 
+// WaitIdle polls a session's events until its last is session.waiting (the
+// session is idle again) and returns them; it fails the test after 20 s.
+func (e *Env) WaitIdle(sessionID string) []protocol.Event {
+	e.T.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		evs := e.Events(e.Ctx(10*time.Second), sessionID)
+		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.SessionWaiting {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			e.T.Fatalf("session %s did not become idle; events: %s", sessionID, Join(evs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Reply waits for the session to be idle and returns its last assistant message.
+func (e *Env) Reply(sessionID string) string {
+	e.T.Helper()
+	mc := Of(e.WaitIdle(sessionID), protocol.MessageCompleted)
+	if len(mc) == 0 {
+		e.T.Fatalf("session %s has no message.completed", sessionID)
+	}
+	var m protocol.MessageCompletedData
+	if err := mc[len(mc)-1].Decode(&m); err != nil {
+		e.T.Fatalf("decode message.completed: %v", err)
+	}
+	return m.Message
+}
+
 // Types lists event types.
 func Types(evs []protocol.Event) []string {
 	out := make([]string, len(evs))
