@@ -42,8 +42,18 @@ type Agent struct {
 	// StreamText records streamed model text as message.appended events
 	// (needs Client, and a regular model activity: LocalModel false).
 	StreamText bool
-	// Client is the worker's Temporal client (model steps signal text deltas).
+	// Client is the worker's Temporal client: model steps signal text
+	// deltas with it, and sessions start their turns with it as workflows of
+	// their own (two workflow tasks fewer per turn than child workflows).
+	// It must be the client the worker was created with. Without it,
+	// sessions run their turns as child workflows.
 	Client client.Client
+	// ChildTurns runs turns as child workflows of their session even when
+	// Client is set: on Temporal Cloud a turn then costs 3 billable actions
+	// fewer (the local activities and the signal that replace the child's
+	// start and completion), and the server 1 workflow task and 11 history
+	// events more, and its caller ~10% more time (docs/performance.md).
+	ChildTurns bool
 	// ContinueAsNewAfterTurns, when positive, starts a session's next run
 	// after that many turns (besides when Temporal suggests it).
 	ContinueAsNewAfterTurns int
@@ -170,6 +180,7 @@ func Register(w worker.Registry, a *Agent) error {
 		LocalModel:              a.LocalModel,
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
+		DirectTurns:             a.Client != nil && !a.ChildTurns,
 	}, Notifier: a.Notifier}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
@@ -181,5 +192,8 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
 	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
 	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
+	w.RegisterActivityWithOptions(acts.StartWorkflow, activity.RegisterOptions{Name: activities.StartWorkflowName})
+	w.RegisterActivityWithOptions(acts.SignalWorkflow, activity.RegisterOptions{Name: activities.SignalWorkflowName})
+	w.RegisterActivityWithOptions(acts.WorkflowClosed, activity.RegisterOptions{Name: activities.WorkflowClosedName})
 	return nil
 }

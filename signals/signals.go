@@ -222,6 +222,9 @@ const (
 	// SignalRequeue (turn → session) hands back an offered message the turn
 	// could not use; the session runs it as a new turn.
 	SignalRequeue = "eve.session.requeue"
+	// SignalTurnEnded (turn → session) reports the end of a turn the
+	// session started as a workflow of its own, with what it keeps of it.
+	SignalTurnEnded = "eve.turn.ended"
 )
 
 // TurnInputs is the turn's open input requests.

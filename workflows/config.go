@@ -43,6 +43,10 @@ type Config struct {
 	// step (negative: never automatically).
 	ContextWindow int     `json:"contextWindow,omitempty"`
 	CompactAt     float64 `json:"compactAt,omitempty"`
+	// DirectTurns: the worker has a Temporal client, so sessions start
+	// their turns as workflows of their own, through a local activity,
+	// instead of as child workflows (versionDirectTurns).
+	DirectTurns bool `json:"directTurns,omitempty"`
 }
 
 func (c Config) hasScope(s string) bool {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
@@ -193,11 +194,34 @@ func (t *turn) waitForInput(ctx workflow.Context) {
 }
 
 func (t *turn) tellSession(ctx workflow.Context) {
-	if t.parent == nil {
+	// The session's mirror only routes typed answers.
+	t.tell(ctx, signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
+}
+
+// tell signals the session. A child turn signals its parent, fire and
+// forget (the signal's acknowledgement costs the turn a workflow task); a
+// started turn sends it from a local activity, within this workflow task,
+// and waits until it is sent.
+func (t *turn) tell(ctx workflow.Context, signal string, payload any) {
+	if t.in.ReportTo == "" {
+		if t.parent != nil {
+			workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signal, payload)
+		}
 		return
 	}
-	// Fire and forget: the session's mirror only routes typed answers.
-	workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
+	raw, err := json.Marshal(payload)
+	if err == nil {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+		})
+		err = workflow.ExecuteLocalActivity(lctx, activities.SignalWorkflowName, activities.SignalWorkflowInput{
+			WorkflowID: t.in.ReportTo, Signal: signal, Payload: raw,
+		}).Get(ctx, nil)
+	}
+	if err != nil {
+		workflow.GetLogger(ctx).Error("the turn could not tell its session", "session", t.in.ReportTo, "signal", signal, "error", err)
+	}
 }
 
 // decide checks one answer against its request without changing anything
@@ -504,9 +528,7 @@ func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
 	}
 	if err != nil {
 		// The question was settled meanwhile: the message starts its own turn.
-		if t.parent != nil {
-			workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signals.SignalRequeue, m)
-		}
+		t.tell(ctx, signals.SignalRequeue, m)
 		return
 	}
 	t.messageReceived(ctx, m.DeliveryID, m.Message)

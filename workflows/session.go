@@ -1,10 +1,12 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -100,7 +102,21 @@ type session struct {
 	prompts      bool
 	activeCaller *auth.Principal
 	offered      []QueuedMessage
+	// direct: versionDirectTurns (which implies byRef and prompts).
+	direct bool
 }
+
+// versionDirectTurns: one version marker stands for the session's earlier
+// three ("session-memo", versionConversationRef, versionMessagePrompts; a
+// marker is two history events, with its TemporalChangeVersion upsert), its
+// turns take them from their input instead of markers of their own, and a
+// session whose Config.DirectTurns is set starts each turn as a workflow of
+// its own through a local activity (startTurn), which reports its open
+// requests and its end by signal. A child turn costs the session a task
+// for ChildWorkflowExecutionStarted and one for its completion, and each
+// signal from a turn a task on the turn (docs/performance.md, "Hops per
+// turn").
+const versionDirectTurns = "direct-turns"
 
 type deferredEvent struct {
 	typ  string
@@ -129,8 +145,9 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
+		s.direct = workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, 1) == 1
 		// Sessions recorded before the memo existed replay without it.
-		if workflow.GetVersion(ctx, "session-memo", workflow.DefaultVersion, 1) == 1 {
+		if s.direct || workflow.GetVersion(ctx, "session-memo", workflow.DefaultVersion, 1) == 1 {
 			if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
 				return fmt.Errorf("memo: %w", err)
 			}
@@ -144,8 +161,15 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
 	}
-	s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
-	s.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
+	if in.State != nil {
+		s.direct = workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, 1) == 1
+	}
+	if s.direct {
+		s.byRef, s.prompts = true, true
+	} else {
+		s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+		s.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
+	}
 	// Counted again: a new run's session.started counts twice, as it
 	// always has (the count decides when to continue as new).
 	for _, e := range s.log.events {
@@ -485,14 +509,16 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		// History is set only once, to hand an inline conversation over.
 		in.Conversation = s.st.Conversation
 	}
+	in.Current = s.direct
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
-	cctx, cancel := workflow.WithCancel(ctx)
-	s.cancelTurn = cancel
-	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
-	// Each turn roots its own trace, not a span of a session that lives for days.
-	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
 	var out TurnOutput
-	if err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out); err != nil {
+	var err error
+	if s.direct && s.st.Config.DirectTurns {
+		out, err = s.runStarted(ctx, wid, in)
+	} else {
+		out, err = s.runChild(ctx, wid, in)
+	}
+	if err != nil {
 		// The turn workflow turns every expected failure into events; this
 		// is the unexpected (terminated, timed out): say so in the stream.
 		// Its own events are lost with it.
@@ -534,6 +560,129 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			}
 		}
 	}
+}
+
+// runChild runs the turn as a child workflow.
+func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
+	cctx, cancel := workflow.WithCancel(ctx)
+	s.cancelTurn = cancel
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
+	// Each turn roots its own trace, not a span of a session that lives for days.
+	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
+	var out TurnOutput
+	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
+	return out, err
+}
+
+// turnEnded is a started turn's report of its end (signals.SignalTurnEnded).
+type turnEnded struct {
+	TurnID string     `json:"turnId"`
+	Output TurnOutput `json:"output"`
+}
+
+// runStarted runs the turn as a workflow of its own, started by a local
+// activity within this workflow task, and waits for the signal by which it
+// reports its end. Cancelling it asks the turn workflow to cancel, then
+// checks that it still runs: a turn that closed without its report
+// (terminated by an operator) is gone, and the session stops waiting.
+func (s *session) runStarted(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
+	in.ReportTo = workflow.GetInfo(ctx).WorkflowExecution.ID
+	gone := workflow.NewChannel(ctx)
+	started, cancelled := false, false
+	requestCancel := func() {
+		f := workflow.RequestCancelExternalWorkflow(ctx, wid, "")
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			err := f.Get(ctx, nil)
+			if err == nil {
+				var closed bool
+				if err = workflowClosed(ctx, wid).Get(ctx, &closed); err == nil && !closed {
+					return // it runs, and reports when it ends
+				}
+			}
+			gone.Send(ctx, err)
+		})
+	}
+	s.cancelTurn = func() {
+		// A cancel that arrives while the start runs is sent once it is done.
+		if started {
+			requestCancel()
+		}
+		cancelled = true
+	}
+	if err := startTurn(ctx, wid, in); err != nil {
+		return TurnOutput{}, err
+	}
+	started = true
+	if cancelled {
+		requestCancel()
+	}
+	ended := workflow.GetSignalChannel(ctx, signals.SignalTurnEnded)
+	var out *TurnOutput
+	var goneErr error
+	take := func(c workflow.ReceiveChannel, more bool) {
+		var e turnEnded
+		c.Receive(ctx, &e)
+		if e.TurnID == in.TurnID {
+			out = &e.Output
+		} // else a repeated report of an earlier turn
+	}
+	for out == nil && goneErr == nil {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(ended, take)
+		sel.AddReceive(gone, func(c workflow.ReceiveChannel, _ bool) {
+			var err error
+			c.Receive(ctx, &err)
+			if goneErr = err; goneErr == nil {
+				goneErr = errors.New("it closed without reporting its end")
+			}
+		})
+		sel.Select(ctx)
+	}
+	if out == nil {
+		// A turn reports before it closes, so its report, if any, is in
+		// the history by the next workflow task.
+		_, _ = workflow.AwaitWithTimeout(ctx, time.Second, func() bool { return ended.Len() > 0 })
+		for out == nil && ended.Len() > 0 {
+			take(ended, true)
+		}
+	}
+	if out == nil {
+		if goneErr == nil {
+			goneErr = errors.New("it closed without reporting its end")
+		}
+		return TurnOutput{}, fmt.Errorf("turn workflow %s is gone: %w", wid, goneErr)
+	}
+	return *out, nil
+}
+
+// workflowClosed asks the server whether a workflow has closed.
+func workflowClosed(ctx workflow.Context, wid string) workflow.Future {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+	})
+	return workflow.ExecuteLocalActivity(lctx, activities.WorkflowClosedName, wid)
+}
+
+// startTurn starts the turn workflow (on the session's task queue) from a
+// local activity: the start is recorded with this workflow task, so it
+// schedules no task on the session as a child's start does.
+func startTurn(ctx workflow.Context, wid string, in TurnInput) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode the turn's input: %w", err)
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+	})
+	err = workflow.ExecuteLocalActivity(lctx, activities.StartWorkflowName, activities.StartWorkflowInput{
+		WorkflowID: wid, Workflow: signals.TurnWorkflow, TaskQueue: workflow.GetInfo(ctx).TaskQueueName, Input: raw,
+	}).Get(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("start the turn workflow %s: %w", wid, err)
+	}
+	return nil
 }
 
 func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {

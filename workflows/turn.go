@@ -36,6 +36,14 @@ type TurnInput struct {
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved when the session started.
 	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
+	// Current: the session runs versionDirectTurns, so the turn stores the
+	// conversation by reference and takes messages as eve 0.80.1 does,
+	// without version markers of its own.
+	Current bool `json:"current,omitempty"`
+	// ReportTo is the workflow id of the session that started the turn as
+	// a workflow of its own (not a child): the turn reports its open
+	// requests and its end to it by signals sent from local activities.
+	ReportTo string `json:"reportTo,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
@@ -217,8 +225,13 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 	}); err != nil {
 		return nil, err
 	}
-	byRef := workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
-	t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
+	byRef := true
+	if in.Current {
+		t.prompts = true
+	} else {
+		byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
+		t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
+	}
 	t.conv = newTranscript(byRef, in)
 	return t, nil
 }
@@ -371,6 +384,10 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 		t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 		ref := t.conv.ref
 		out.Conversation = &ref
+	}
+	if t.in.ReportTo != "" {
+		// The session waits for this report, not for the workflow's end.
+		t.tell(dctx, signals.SignalTurnEnded, turnEnded{TurnID: t.in.TurnID, Output: out})
 	}
 	return out, nil
 }

@@ -89,7 +89,7 @@ func convSetup(name string, size int64) func(ctx context.Context, env *benchEnv)
 		tq := env.Queue(name)
 		w := worker.New(env.Client, tq, env.WorkerOptions)
 		if err := agent.Register(w, &agent.Agent{
-			Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store,
+			Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store, Client: env.Client,
 			// Nothing compacts: the conversation keeps its size.
 			ContextWindow: 100_000_000, CompactAt: -1,
 		}); err != nil {

@@ -95,7 +95,7 @@ func run(counts string, cacheSize, conc int) error {
 		wo.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
 	}
 	w := worker.New(c, tq, wo)
-	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore()}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore(), Client: c}); err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {

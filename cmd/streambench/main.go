@@ -289,7 +289,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 	if err != nil {
 		return nil, err
 	}
-	a := &agent.Agent{Name: "streams", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: srv.PayloadStore()}
+	a := &agent.Agent{Name: "streams", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: srv.PayloadStore(), Client: c}
 	if workerBus != nil {
 		a.Notifier = workerBus
 	}

@@ -2,10 +2,12 @@ package benchkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
 
@@ -32,8 +34,11 @@ type Hops struct {
 	Signals map[string]int
 }
 
-// CountHops reads the histories of the workflows named by ids and of their
-// child workflows and adds them up. each, if not nil, sees every event.
+// CountHops reads the histories of the workflows named by ids, of their
+// child workflows and of eve sessions' turns, and adds them up. each, if
+// not nil, sees every event. A session starts its turns from a local
+// activity (no child event names them), so a session's turns are found by
+// their ids, <session>/turn_<n> from 0, until one does not exist.
 func CountHops(ctx context.Context, c client.Client, ids []string, each func(workflowID string, e *historypb.HistoryEvent)) (Hops, error) {
 	h := Hops{ByType: map[string]int{}, Signals: map[string]int{}}
 	seen := map[string]bool{}
@@ -62,6 +67,13 @@ func CountHops(ctx context.Context, c client.Client, ids []string, each func(wor
 				h.Tasks++
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 				add("start", 1)
+				if e.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() == "eve.Session" {
+					turns, err := sessionTurns(ctx, c, id)
+					if err != nil {
+						return h, err
+					}
+					ids = append(ids, turns...)
+				}
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 				add("activity", int(max(e.GetActivityTaskStartedEventAttributes().GetAttempt(), 1)))
 			case enumspb.EVENT_TYPE_MARKER_RECORDED:
@@ -110,6 +122,23 @@ func (h Hops) Add(o Hops) Hops {
 		}
 	}
 	return out
+}
+
+// sessionTurns lists the turn workflows of a session that exist.
+func sessionTurns(ctx context.Context, c client.Client, session string) ([]string, error) {
+	var ids []string
+	for n := 0; ; n++ {
+		id := fmt.Sprintf("%s/turn_%d", session, n)
+		_, err := c.DescribeWorkflowExecution(ctx, id, "")
+		var missing *serviceerror.NotFound
+		if errors.As(err, &missing) {
+			return ids, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("describe %s: %w", id, err)
+		}
+		ids = append(ids, id)
+	}
 }
 
 func onlyChangeVersion(e *historypb.HistoryEvent) bool {

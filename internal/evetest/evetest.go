@@ -78,6 +78,9 @@ func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	if a.Notifier == nil {
 		a.Notifier = e.Bus
 	}
+	if a.Client == nil {
+		a.Client = e.Client // as eve's workers have (internal/workerhost)
+	}
 	w := worker.New(e.Client, e.TaskQueue, worker.Options{})
 	if err := agent.Register(w, a); err != nil {
 		e.T.Fatalf("register agent: %v", err)
