@@ -1,6 +1,6 @@
 // Package workflows holds eve's workflow code: the session (an entity that
 // receives messages, keeps the conversation and the event log, and runs one
-// child workflow per turn) and the turn (the model → tools step loop).
+// workflow per turn) and the turn (the model → tools step loop).
 //
 // Workflow code is deterministic: it reads no clocks but workflow time, no
 // randomness, no maps for order, no network, and no worker configuration
