@@ -57,8 +57,12 @@ const (
 type TurnInput struct {
 	Variant Variant `json:"variant"`
 	// Park waits for the "respond" Update after the first model call.
-	Park bool   `json:"park,omitempty"`
-	City string `json:"city"`
+	Park bool `json:"park,omitempty"`
+	// ReportTo is a session (shapes.go) the turn signals when it ends, from
+	// a local activity; ReportStart starts it if needed.
+	ReportTo    string `json:"reportTo,omitempty"`
+	ReportStart bool   `json:"reportStart,omitempty"`
+	City        string `json:"city"`
 }
 
 // TurnResult is the workflow's result.
@@ -174,7 +178,8 @@ func TurnWorkflow(ctx workflow.Context, in TurnInput) (TurnResult, error) {
 		return TurnResult{}, err
 	}
 	if first.ToolCall == nil {
-		return TurnResult{Text: first.Text, Steps: 1}, nil
+		res := TurnResult{Text: first.Text, Steps: 1}
+		return res, report(ctx, in, res)
 	}
 	res := TurnResult{Steps: 3}
 	if in.Park {
@@ -194,7 +199,7 @@ func TurnWorkflow(ctx workflow.Context, in TurnInput) (TurnResult, error) {
 		return TurnResult{}, err
 	}
 	res.Text = final.Text
-	return res, nil
+	return res, report(ctx, in, res)
 }
 
 var seq atomic.Int64

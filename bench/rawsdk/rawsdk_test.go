@@ -107,3 +107,38 @@ func BenchmarkPark(b *testing.B) {
 		})
 	}
 }
+
+// Each shape runs a turn through a session, and the session hears its end.
+func TestShapes(t *testing.T) {
+	srv := devtest.Shared(t)
+	c := devtest.Client(t, srv)
+	tq := devtest.TaskQueue(t)
+	w := worker.New(c, tq, worker.Options{})
+	rawsdk.RegisterWorker(w)
+	rawsdk.RegisterShapes(w, c)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, shape := range []rawsdk.Shape{rawsdk.ShapeSession, rawsdk.ShapeTurnFirst} {
+		for _, v := range []rawsdk.Variant{rawsdk.Regular, rawsdk.Local} {
+			id := rawsdk.NextWorkflowID("shape")
+			if err := rawsdk.RunShape(ctx, c, tq, shape, v, id); err != nil {
+				t.Fatalf("%s/%s: %v", shape, v, err)
+			}
+			// The session runs, and the turn is a workflow of its own.
+			d, err := c.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				t.Fatalf("%s/%s: session: %v", shape, v, err)
+			}
+			if d.WorkflowExecutionInfo.GetType().GetName() != rawsdk.SessionWorkflowName {
+				t.Fatalf("%s/%s: session type %s", shape, v, d.WorkflowExecutionInfo.GetType().GetName())
+			}
+			if _, err := c.DescribeWorkflowExecution(ctx, id+"/turn_0", ""); err != nil {
+				t.Fatalf("%s/%s: turn: %v", shape, v, err)
+			}
+		}
+	}
+}

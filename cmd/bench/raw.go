@@ -48,6 +48,24 @@ func init() {
 		}
 		scenarios = append(scenarios, park)
 	}
+	// A session and a workflow per turn, with the raw SDK: what eve's
+	// shape costs at the least, and what a turn started by the caller would.
+	for _, v := range []struct {
+		name, baseline string
+		shape          rawsdk.Shape
+		variant        rawsdk.Variant
+	}{
+		{"raw-session/regular", "raw-turn/regular", rawsdk.ShapeSession, rawsdk.Regular},
+		{"raw-session/local", "raw-turn/local", rawsdk.ShapeSession, rawsdk.Local},
+		{"raw-turn-first/regular", "raw-turn/regular", rawsdk.ShapeTurnFirst, rawsdk.Regular},
+		{"raw-turn-first/local", "raw-turn/local", rawsdk.ShapeTurnFirst, rawsdk.Local},
+	} {
+		v := v
+		scenarios = append(scenarios, scenario{
+			name: v.name, baseline: v.baseline, latency: true, throughput: true, hops: true,
+			configs: []string{"fast"}, setup: rawShapeSetup(v.shape, v.variant),
+		})
+	}
 	scenarios = append(scenarios, scenario{
 		name:     "raw-turn/regular+eager-start",
 		baseline: "raw-turn/regular",
@@ -86,6 +104,24 @@ func rawSetup(v rawsdk.Variant, park bool, opts ...rawsdk.RunOption) func(ctx co
 		}
 		return func(ctx context.Context, i int) (time.Duration, error) {
 			return 0, rawsdk.RunTurn(ctx, env.Client, tq, v, withID(ctx)...)
+		}, w.Stop, nil
+	}
+}
+
+// rawShapeSetup runs the raw turn in a shape with a session (bench/rawsdk/shapes.go).
+func rawShapeSetup(shape rawsdk.Shape, v rawsdk.Variant) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		tq := env.Queue("raw-" + string(shape) + "-" + string(v))
+		w := worker.New(env.Client, tq, env.WorkerOptions)
+		rawsdk.RegisterWorker(w)
+		rawsdk.RegisterShapes(w, env.Client)
+		if err := w.Start(); err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, i int) (time.Duration, error) {
+			id := rawsdk.NextWorkflowID("session")
+			recordHop(ctx, id)
+			return 0, rawsdk.RunShape(ctx, env.Client, tq, shape, v, id)
 		}, w.Stop, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -38,7 +39,8 @@ type Hops struct {
 // child workflows and of eve sessions' turns, and adds them up. each, if
 // not nil, sees every event. A session starts its turns from a local
 // activity (no child event names them), so a session's turns are found by
-// their ids, <session>/turn_<n> from 0, until one does not exist.
+// their ids, <session>/turn_<n> from 0, until one does not exist (so are
+// the raw SDK's sessions, bench/rawsdk/shapes.go).
 func CountHops(ctx context.Context, c client.Client, ids []string, each func(workflowID string, e *historypb.HistoryEvent)) (Hops, error) {
 	h := Hops{ByType: map[string]int{}, Signals: map[string]int{}}
 	seen := map[string]bool{}
@@ -67,7 +69,7 @@ func CountHops(ctx context.Context, c client.Client, ids []string, each func(wor
 				h.Tasks++
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 				add("start", 1)
-				if e.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() == "eve.Session" {
+				if strings.HasSuffix(e.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(), ".Session") {
 					turns, err := sessionTurns(ctx, c, id)
 					if err != nil {
 						return h, err
