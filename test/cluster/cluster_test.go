@@ -399,14 +399,11 @@ func (c *cluster) scenarioKillWorkerDelegated(t *testing.T, a *accounts) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Which worker ran each in-flight tool call: the turn's pending activity.
+	// Which worker ran each in-flight tool call: the turn's pending activity
+	// (each session's first turn, a workflow of its own).
 	byPid := map[int]int{}
 	for _, s := range ss {
-		sd, err := c.tc.DescribeWorkflowExecution(ctx, s.sid, "")
-		if err != nil || len(sd.GetPendingChildren()) == 0 {
-			t.Fatalf("session %s: no running turn (%v)", s.sid, err)
-		}
-		td, err := c.tc.DescribeWorkflowExecution(ctx, sd.GetPendingChildren()[0].GetWorkflowId(), "")
+		td, err := c.tc.DescribeWorkflowExecution(ctx, s.sid+"/turn_0", "")
 		if err != nil || len(td.GetPendingActivities()) == 0 {
 			t.Fatalf("turn of %s: no tool call in flight (%v)", s.sid, err)
 		}
