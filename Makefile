@@ -86,7 +86,7 @@ dev: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/eve dev
 
 # The rows of issue 14, each with the raw Temporal SDK beside eve in the
-# same run (docs/performance.md; about 15 minutes): turns, parks, hops per
+# same run (docs/performance.md; about 19 minutes): turns, parks, hops per
 # call, streamed text, a creation burst through HTTP; 10,000 parked
 # sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
 # (the pg row needs PostgreSQL: make postgres).

@@ -216,8 +216,8 @@ type RunOption func(*client.StartWorkflowOptions)
 
 // WithEagerStart requests eager workflow start: the first workflow task comes
 // back in the start response to a worker created from the same client, instead
-// of through the transfer queue and matching. (Eve's turns are child workflows
-// of a session, which cannot start eagerly; this is for comparison.)
+// of through the transfer queue and matching, as eve's sessions start their
+// turns (from a local activity on the worker).
 func WithEagerStart() RunOption {
 	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = true }
 }
