@@ -111,7 +111,7 @@ type session struct {
 // marker is two history events, with its TemporalChangeVersion upsert), its
 // turns take them from their input instead of markers of their own, and a
 // session whose Config.DirectTurns is set starts each turn as a workflow of
-// its own through a local activity (startTurn), which reports its open
+// its own through a local activity (startTurnWorkflow), which reports its open
 // requests and its end by signal. A child turn costs the session a task
 // for ChildWorkflowExecutionStarted and one for its completion, and each
 // signal from a turn a task on the turn (docs/performance.md, "Hops per
@@ -587,7 +587,7 @@ type turnEnded struct {
 // (terminated by an operator) is gone, and the session stops waiting.
 func (s *session) runStarted(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
 	in.ReportTo = workflow.GetInfo(ctx).WorkflowExecution.ID
-	gone := workflow.NewChannel(ctx)
+	gone := workflow.NewBufferedChannel(ctx, 1)
 	started, cancelled := false, false
 	requestCancel := func() {
 		f := workflow.RequestCancelExternalWorkflow(ctx, wid, "")
@@ -609,7 +609,7 @@ func (s *session) runStarted(ctx workflow.Context, wid string, in TurnInput) (Tu
 		}
 		cancelled = true
 	}
-	if err := startTurn(ctx, wid, in); err != nil {
+	if err := startTurnWorkflow(ctx, wid, in); err != nil {
 		return TurnOutput{}, err
 	}
 	started = true
@@ -664,10 +664,10 @@ func workflowClosed(ctx workflow.Context, wid string) workflow.Future {
 	return workflow.ExecuteLocalActivity(lctx, activities.WorkflowClosedName, wid)
 }
 
-// startTurn starts the turn workflow (on the session's task queue) from a
+// startTurnWorkflow starts the turn workflow (on the session's task queue) from a
 // local activity: the start is recorded with this workflow task, so it
 // schedules no task on the session as a child's start does.
-func startTurn(ctx workflow.Context, wid string, in TurnInput) error {
+func startTurnWorkflow(ctx workflow.Context, wid string, in TurnInput) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode the turn's input: %w", err)
