@@ -35,18 +35,27 @@ type StartWorkflowInput struct {
 // agent has no Temporal client.
 const ErrTypeNoClient = "NoClient"
 
+// client is the worker's client, which these activities need.
+func (a *Activities) client() (client.Client, error) {
+	if a.Client == nil {
+		return nil, temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Agent.Client)", ErrTypeNoClient, nil)
+	}
+	return a.Client, nil
+}
+
 // StartWorkflow starts in.Workflow under in.WorkflowID, eagerly when this
 // worker polls its task queue (its first workflow task then runs here, with
 // no trip through matching). A workflow id already used counts as started:
 // this is the retry of a start that went through, and ids are never reused
 // (a session's turn ids only grow).
 func (a *Activities) StartWorkflow(ctx context.Context, in StartWorkflowInput) error {
-	if a.Client == nil {
-		return temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Agent.Client)", ErrTypeNoClient, nil)
+	c, err := a.client()
+	if err != nil {
+		return err
 	}
 	// Without the activity's values: the started workflow roots its own
 	// trace (a turn's), not a span of the session that lives for days.
-	_, err := a.Client.ExecuteWorkflow(withoutValues{ctx}, client.StartWorkflowOptions{
+	_, err = c.ExecuteWorkflow(withoutValues{ctx}, client.StartWorkflowOptions{
 		ID:                    in.WorkflowID,
 		TaskQueue:             in.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -73,10 +82,11 @@ type SignalWorkflowInput struct {
 // SignalWorkflow sends the signal. A workflow that is gone has nobody to
 // tell: that is not an error.
 func (a *Activities) SignalWorkflow(ctx context.Context, in SignalWorkflowInput) error {
-	if a.Client == nil {
-		return temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Agent.Client)", ErrTypeNoClient, nil)
+	c, err := a.client()
+	if err != nil {
+		return err
 	}
-	err := a.Client.SignalWorkflow(ctx, in.WorkflowID, "", in.Signal, in.Payload)
+	err = c.SignalWorkflow(ctx, in.WorkflowID, "", in.Signal, in.Payload)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
 		return nil
@@ -90,10 +100,11 @@ func (a *Activities) SignalWorkflow(ctx context.Context, in SignalWorkflowInput)
 // WorkflowClosed reports whether the workflow has closed (a gone workflow
 // counts as closed).
 func (a *Activities) WorkflowClosed(ctx context.Context, workflowID string) (bool, error) {
-	if a.Client == nil {
-		return false, temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Agent.Client)", ErrTypeNoClient, nil)
+	c, err := a.client()
+	if err != nil {
+		return false, err
 	}
-	d, err := a.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
 		return true, nil

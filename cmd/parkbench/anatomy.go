@@ -13,23 +13,25 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/internal/benchkit"
-	"github.com/eve-temporal/eve/internal/devserver"
 )
 
 // The anatomy of a park (-anatomy N): where a park's Temporal CPU goes.
-// Raw-SDK workflows rebuild the shape of eve's park piece by piece, and N
-// parks of each are measured for Temporal and worker CPU per park:
+// Raw-SDK workflows rebuild the shape eve's park had with child turns
+// (before version direct-turns) piece by piece, and N parks of each are
+// measured for Temporal and worker CPU per park. eve's park now is 3
+// workflow tasks and 21 events (the -n run prints it; cmd/bench's
+// raw-session rows rebuild that shape):
 //
 //	one workflow     Update-with-Start; one workflow task runs the model
 //	                 step (a local activity) and answers the Update, parked
 //	+ markers        the same, plus what eve's session records in its first
 //	                 task: a side effect, 3 version markers (each with its
 //	                 TemporalChangeVersion upsert) and a memo upsert
-//	session + turn   the session starts the turn as a child; the turn runs
+//	session + child  the session starts the turn as a child; the turn runs
 //	                 the step and signals the session, which answers the
-//	                 Update: eve's 5 workflow tasks, without the markers
-//	eve's shape      session + turn with eve's markers (the turn has 2
-//	                 version markers): 37 history events, like eve's park
+//	                 Update: 5 workflow tasks, without the markers
+//	child + markers  session + child with the markers (the turn has 2
+//	                 version markers): 37 history events, eve's park then
 //
 // The differences between rows are what the removable pieces cost.
 
@@ -104,23 +106,13 @@ const anatomyRounds = 5
 
 // runAnatomy measures n parks of each shape on its own dev server.
 func runAnatomy(ctx context.Context, n, conc int) error {
-	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
+	srv, c, stop, err := startServer(ctx)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	c, err := srv.Dial(client.Options{Logger: devserver.WarnLogger()})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer stop()
 	tq := fmt.Sprintf("anatomy-%d", time.Now().UnixNano())
-	wo := worker.Options{}
-	if autoscale {
-		wo.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-		wo.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-	}
-	w := worker.New(c, tq, wo)
+	w := worker.New(c, tq, workerOptions())
 	w.RegisterWorkflow(anatomySession)
 	w.RegisterWorkflow(anatomyTurn)
 	w.RegisterActivity(anatomyStep)
@@ -134,10 +126,10 @@ func runAnatomy(ctx context.Context, n, conc int) error {
 	}{
 		{"one workflow", anatomyInput{}},
 		{"+ markers", anatomyInput{Markers: true}},
-		{"session + turn", anatomyInput{Child: true}},
-		{"eve's shape", anatomyInput{Markers: true, Child: true}},
+		{"session + child", anatomyInput{Child: true}},
+		{"child + markers", anatomyInput{Markers: true, Child: true}},
 	}
-	fmt.Printf("\nanatomy of a park (raw SDK rebuilding eve's park), %d parks per shape at concurrency %d, in %d alternating rounds:\n", n, conc, anatomyRounds)
+	fmt.Printf("\nanatomy of a park (raw SDK rebuilding eve's park with child turns), %d parks per shape at concurrency %d, in %d alternating rounds:\n", n, conc, anatomyRounds)
 	fmt.Printf("%-16s %-8s %-8s %-8s %-10s %s\n", "shape", "events", "tasks", "actions", "parked/s", "CPU ms per park: server + worker&client")
 	var seq atomic.Int64
 	park := func(ctx context.Context, in anatomyInput) (string, error) {

@@ -60,6 +60,30 @@ func main() {
 
 var autoscale, dumpEvents bool
 
+// startServer starts a dev server tuned as eve's and dials it; stop ends both.
+func startServer(ctx context.Context) (*devserver.Server, client.Client, func(), error) {
+	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := srv.Dial(client.Options{Logger: devserver.WarnLogger()})
+	if err != nil {
+		srv.Stop()
+		return nil, nil, nil, err
+	}
+	return srv, c, func() { c.Close(); srv.Stop() }, nil
+}
+
+// workerOptions gives workers autoscaling pollers unless -autoscale=false.
+func workerOptions() worker.Options {
+	var wo worker.Options
+	if autoscale {
+		wo.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+		wo.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	return wo
+}
+
 func run(counts string, cacheSize, conc int) error {
 	var targets []int
 	for _, s := range strings.Split(counts, ",") {
@@ -70,16 +94,11 @@ func run(counts string, cacheSize, conc int) error {
 		targets = append(targets, n)
 	}
 	ctx := context.Background()
-	srv, err := devserver.Start(ctx, devserver.Options{Tuning: devserver.TuningFast})
+	srv, c, stop, err := startServer(ctx)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	c, err := srv.Dial(client.Options{Logger: devserver.WarnLogger()})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer stop()
 	m, err := scripted.Parse([]byte("rules:\n  - match: refund\n    steps:\n      - calls: [{tool: refund}]\n      - reply: done\n"))
 	if err != nil {
 		return err
@@ -89,12 +108,7 @@ func run(counts string, cacheSize, conc int) error {
 		Execute: func(*tools.Context, json.RawMessage) (any, error) { return map[string]bool{"ok": true}, nil }})
 	worker.SetStickyWorkflowCacheSize(cacheSize)
 	tq := fmt.Sprintf("parkbench-%d", time.Now().UnixNano())
-	wo := worker.Options{}
-	if autoscale {
-		wo.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-		wo.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
-	}
-	w := worker.New(c, tq, wo)
+	w := worker.New(c, tq, workerOptions())
 	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore(), Client: c}); err != nil {
 		return err
 	}
