@@ -21,6 +21,7 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/httpjson"
+	"github.com/eve-temporal/eve/internal/query"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -212,7 +213,7 @@ func tooLarge(c capability.Claims, err error) (int, Reply, bool) {
 
 func (s *Service) state(ctx context.Context, c capability.Claims) (signals.ActionState, error) {
 	var st signals.ActionState
-	v, err := s.Client.QueryWorkflow(ctx, c.WorkflowID, "", signals.QueryAction, c.ActionID)
+	v, err := query.Value(ctx, s.Client, c.WorkflowID, "", signals.QueryAction, c.ActionID)
 	if err != nil {
 		return st, err
 	}

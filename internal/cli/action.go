@@ -24,6 +24,7 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/query"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -349,7 +350,7 @@ func (f *actionFlags) actionState(ctx context.Context, c client.Client, ref task
 	}
 	ctx, cancel := context.WithTimeout(ctx, qd)
 	defer cancel()
-	v, err := c.QueryWorkflow(ctx, ref.workflowID, ref.runID, signals.QueryAction, actionID)
+	v, err := query.Value(ctx, c, ref.workflowID, ref.runID, signals.QueryAction, actionID)
 	if err != nil {
 		return st, err
 	}

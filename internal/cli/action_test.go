@@ -107,7 +107,7 @@ func runEve(t *testing.T, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err := root.ExecuteContext(ctx)
-	t.Logf("eve %s\n  stdout: %s  stderr: %s  err: %v", strings.Join(args, " "), out.String(), errOut.String(), err)
+	t.Logf("%s eve %s\n  stdout: %s  stderr: %s  err: %v", time.Now().Format("15:04:05.000"), strings.Join(args, " "), out.String(), errOut.String(), err)
 	return out.String(), err
 }
 

@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/eve-temporal/eve/internal/query"
 )
 
 // ErrEnded means the session's workflow is closed: it takes no messages,
@@ -152,7 +154,7 @@ func (s *Service) classify(ctx context.Context, id string, err error) error {
 // querySession queries the session's latest run, refusing closed runs:
 // a closed session answers *EndedError, an unknown one ErrNotFound.
 func (s *Service) querySession(ctx context.Context, id, queryType string, args ...any) (converter.EncodedValue, error) {
-	resp, err := s.Client.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+	resp, err := query.Workflow(ctx, s.Client, &client.QueryWorkflowWithOptionsRequest{
 		WorkflowID:           id,
 		QueryType:            queryType,
 		Args:                 args,

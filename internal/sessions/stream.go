@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/eve-temporal/eve/internal/query"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -215,7 +216,7 @@ func (s *Service) read(ctx context.Context, id string, from int, prefetched func
 // page queries one run of the session (an earlier run: closed by continue-as-new).
 func (s *Service) page(ctx context.Context, id, runID string, from int) (signals.EventsPage, error) {
 	var page signals.EventsPage
-	v, err := s.Client.QueryWorkflow(ctx, id, runID, signals.QueryEvents, signals.EventsQuery{From: from})
+	v, err := query.Value(ctx, s.Client, id, runID, signals.QueryEvents, signals.EventsQuery{From: from})
 	if err != nil {
 		return page, fmt.Errorf("read events of session %s: %w", id, err)
 	}
@@ -308,7 +309,7 @@ func (s *Service) turnLen(ctx context.Context, workflowID string) (int, error) {
 }
 
 func (s *Service) turnEvents(ctx context.Context, workflowID string, from int) ([]protocol.Event, error) {
-	v, err := s.Client.QueryWorkflow(ctx, workflowID, "", signals.QueryTurnEvents, from)
+	v, err := query.Value(ctx, s.Client, workflowID, "", signals.QueryTurnEvents, from)
 	if err != nil {
 		return nil, fmt.Errorf("read events of turn %s: %w", workflowID, err)
 	}
