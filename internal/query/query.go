@@ -2,9 +2,8 @@
 //
 // A query now and then goes unanswered for the sticky task queue's
 // schedule-to-start timeout (5 s) before the server sends it to the normal
-// task queue. It happens when a query reaches the worker's sticky queue as a
-// workflow task of the same workflow is scheduled or completes, and the raw
-// SDK shows it as well: in a run that queried 200 short workflows without a
+// task queue. The stalls traced began shortly before a workflow task of the
+// same workflow was scheduled, and the raw SDK shows them as well: in a run that queried 200 short workflows without a
 // pause, 16 of them had one query answered after 5.0 s, every other query
 // within 8 ms (p99). A second copy of the stalled query is answered at once,
 // so a query still unanswered after a while is sent again and the first
@@ -21,8 +20,9 @@ import (
 
 // hedges are the delays, from the first send, after which a query still
 // unanswered is sent again. A second is far above a query's usual latency
-// (milliseconds) and well below the 5 s stall; a query that waits behind a
-// long workflow task (a local activity) is sent at most three times.
+// (milliseconds) and well below the 5 s stall. A query that is slow for a
+// reason (it waits behind a long workflow task, or replays a long history on
+// the worker) is sent at most three times.
 var hedges = []time.Duration{time.Second, 3 * time.Second}
 
 // Workflow is client.QueryWorkflowWithOptions, hedged.
