@@ -26,6 +26,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -45,13 +46,20 @@ var (
 	sharedMu   sync.Mutex
 	sharedOpts = devserver.Options{Tuning: devserver.TuningFast}
 	shared     *devserver.Server
+	sharedDir  string // the shared server's SQLite file lives here
 	sharedErr  error
 	mainUsed   bool
 )
 
 // Main runs the package's tests (m.Run) and then stops the shared server, if
 // a test started one, and exits. Call it from TestMain. opts adjust the shared
-// server's options (default: in-memory, devserver.TuningFast, free ports).
+// server's options (default: a SQLite file in a temporary directory,
+// devserver.TuningFast, free ports).
+//
+// The file, not the dev server's in-memory default: an in-memory server
+// loses its database now and then under load (every request then fails with
+// "Namespace default is not found"; temporalio/temporal#3784), and a
+// package's shared server takes minutes of load.
 func Main(m *testing.M, opts ...Option) {
 	sharedMu.Lock()
 	for _, o := range opts {
@@ -71,6 +79,9 @@ func Main(m *testing.M, opts ...Option) {
 			fmt.Fprintln(os.Stderr, "devtest: stopping the shared Temporal dev server:", err)
 		}
 	}
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
 	os.Exit(code)
 }
 
@@ -84,7 +95,14 @@ func Shared(t testing.TB) *devserver.Server {
 	if shared == nil && sharedErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		shared, sharedErr = devserver.Start(ctx, sharedOpts)
+		opts := sharedOpts
+		if opts.DBFile == "" {
+			sharedDir, sharedErr = os.MkdirTemp("", "eve-devtest-")
+			opts.DBFile = filepath.Join(sharedDir, "temporal.db")
+		}
+		if sharedErr == nil {
+			shared, sharedErr = devserver.Start(ctx, opts)
+		}
 	}
 	if sharedErr != nil {
 		t.Fatalf("devtest: the shared Temporal dev server did not start: %v", sharedErr)
