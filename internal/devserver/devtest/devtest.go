@@ -71,7 +71,7 @@ func Main(m *testing.M, opts ...Option) {
 	code := m.Run()
 
 	sharedMu.Lock()
-	srv := shared
+	srv, dir := shared, sharedDir
 	shared = nil
 	sharedMu.Unlock()
 	if srv != nil {
@@ -79,8 +79,8 @@ func Main(m *testing.M, opts ...Option) {
 			fmt.Fprintln(os.Stderr, "devtest: stopping the shared Temporal dev server:", err)
 		}
 	}
-	if sharedDir != "" {
-		os.RemoveAll(sharedDir)
+	if dir != "" {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
