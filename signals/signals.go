@@ -10,6 +10,8 @@
 package signals
 
 import (
+	"strconv"
+
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
@@ -21,6 +23,14 @@ const (
 	SessionWorkflow = "eve.Session"
 	TurnWorkflow    = "eve.Turn"
 )
+
+// TurnID names the turn that runs a session's message number seq.
+func TurnID(seq int) string { return "turn_" + strconv.Itoa(seq) }
+
+// TurnWorkflowID is the workflow id of a session's turn. Ids are derived,
+// never stored, so a reader finds a turn's workflow without asking the
+// session, and an operator finds a session's turns by prefix.
+func TurnWorkflowID(sessionID, turnID string) string { return sessionID + "/" + turnID }
 
 // Messages into the session workflow.
 const (

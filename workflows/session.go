@@ -132,8 +132,6 @@ func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
 	s.log.emit(ctx, typ, data)
 }
 
-func turnID(seq int) string { return fmt.Sprintf("turn_%d", seq) }
-
 // Session is the entity workflow of one conversation.
 func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
@@ -336,7 +334,7 @@ func (s *session) lastTurn() (int, string) {
 	if seq < 0 {
 		seq = 0
 	}
-	return seq, turnID(seq)
+	return seq, signals.TurnID(seq)
 }
 
 // clear forgets the conversation; the event log stays.
@@ -420,7 +418,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		s.st.Deliveries[dlv] = seq
 		s.st.Queue = append(s.st.Queue, QueuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
 	}
-	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: turnID(seq), Sequence: seq}
+	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
 	if !req.Wait {
 		return res, nil
 	}
@@ -469,8 +467,8 @@ func (s *session) answersOpenQuestion(text string) (protocol.InputResponse, bool
 }
 
 func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
-	tid := turnID(msg.Sequence)
-	wid := s.id + "/" + tid
+	tid := signals.TurnID(msg.Sequence)
+	wid := signals.TurnWorkflowID(s.id, tid)
 	base := s.log.total()
 	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
 	s.open = nil

@@ -10,6 +10,8 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Hops is what some workflows cost in Temporal, read from their histories:
@@ -130,7 +132,7 @@ func (h Hops) Add(o Hops) Hops {
 func sessionTurns(ctx context.Context, c client.Client, session string) ([]string, error) {
 	var ids []string
 	for n := 0; ; n++ {
-		id := fmt.Sprintf("%s/turn_%d", session, n)
+		id := signals.TurnWorkflowID(session, signals.TurnID(n))
 		_, err := c.DescribeWorkflowExecution(ctx, id, "")
 		var missing *serviceerror.NotFound
 		if errors.As(err, &missing) {

@@ -44,7 +44,3 @@ func (h *turnHints) drop(sessionID, workflowID string) {
 		delete(h.m, sessionID)
 	}
 }
-
-// turnWorkflowID is the workflow id of a session's turn (the session
-// workflow starts each turn as its child with this id).
-func turnWorkflowID(sessionID, turnID string) string { return sessionID + "/" + turnID }

@@ -3,13 +3,15 @@ package sessions
 import (
 	"fmt"
 	"testing"
+
+	"github.com/eve-temporal/eve/signals"
 )
 
 func TestTurnHintsAreBounded(t *testing.T) {
 	var h turnHints
 	for i := range maxTurnHints + 500 {
 		id := fmt.Sprintf("ses_%d", i)
-		h.put(id, turnWorkflowID(id, "turn_0"))
+		h.put(id, signals.TurnWorkflowID(id, "turn_0"))
 	}
 	if n := len(h.m); n != maxTurnHints {
 		t.Fatalf("%d hints held, want at most %d", n, maxTurnHints)

@@ -98,7 +98,7 @@ func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *a
 // learnTurn notes the turn a sent message went to.
 func (s *Service) learnTurn(res signals.SendResult) {
 	if res.SessionID != "" && res.TurnID != "" {
-		s.turns.put(res.SessionID, turnWorkflowID(res.SessionID, res.TurnID))
+		s.turns.put(res.SessionID, signals.TurnWorkflowID(res.SessionID, res.TurnID))
 	}
 }
 

@@ -83,7 +83,7 @@ func (s *Service) readRetry(ctx context.Context, id string, from int) (Page, err
 		if err == nil || !retry || attempt >= 50 {
 			return p, err
 		}
-		// The turn's child workflow is not started yet (the session records
+		// The turn's workflow is not started yet (the session records
 		// it as active in the same workflow task that starts it), or it
 		// just ended and the session has not recorded that yet.
 		select {
