@@ -191,10 +191,23 @@ func TestRestartKeepsWorkflows(t *testing.T) {
 	}
 }
 
+// TestDevtestStartKeepsStateInAFile: a test's private server keeps its state
+// in a SQLite file unless the test asks for memory, since an in-memory server
+// can lose its database under load (temporalio/temporal#3784).
+func TestDevtestStartKeepsStateInAFile(t *testing.T) {
+	srv := devtest.Start(t, devserver.Options{})
+	if srv.DBFile() == "" {
+		t.Fatal("devtest.Start without a DBFile started an in-memory server")
+	}
+	if _, err := os.Stat(srv.DBFile()); err != nil {
+		t.Fatalf("the server's SQLite file: %v", err)
+	}
+}
+
 // TestInMemoryRestartForgets documents that an in-memory server restarts empty.
 func TestInMemoryRestartForgets(t *testing.T) {
 	ctx := context.Background()
-	srv := devtest.Start(t, devserver.Options{Namespace: "eve-test"})
+	srv := devtest.StartInMemory(t, devserver.Options{Namespace: "eve-test"})
 	if srv.Namespace != "eve-test" {
 		t.Fatalf("Namespace = %q", srv.Namespace)
 	}

@@ -130,10 +130,14 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
   const logs = [];
   const procs = [];
   const taskQueue = `node-${process.pid}`;
-  // One payload store shared by `eve serve` and the worker (large payloads
-  // and conversations), removed when the stack stops.
-  const payloadDir = mkdtempSync(path.join(tmpdir(), "eve-node-payloads-"));
-  const payloadStore = `file:${payloadDir}`;
+  // The stack's state, removed when it stops: the dev server's SQLite file
+  // and one payload store shared by `eve serve` and the worker (large
+  // payloads and conversations). A file, not the dev server's in-memory
+  // default: an in-memory server loses its database now and then under load,
+  // and every request then fails with "Namespace default is not found"
+  // (temporalio/temporal#3784; it failed a CI run of this suite).
+  const stateDir = mkdtempSync(path.join(tmpdir(), "eve-node-state-"));
+  const payloadStore = `file:${path.join(stateDir, "payloads")}`;
   const tport = await freePort();
   const temporal = `127.0.0.1:${tport}`;
   const fast = [
@@ -143,7 +147,9 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
     "matching.numTaskqueueWritePartitions=1",
     "system.enableActivityEagerExecution=true",
   ].flatMap((kv) => ["--dynamic-config-value", kv]);
-  procs.push(start(temporalBinary(), ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(tport), "--log-level", "warn", ...fast], {}, logs, "temporal"));
+  // devserver.FastSQLitePragmas: a write-ahead log, no fsync per commit.
+  const sqlite = ["--db-filename", path.join(stateDir, "temporal.db"), "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"];
+  procs.push(start(temporalBinary(), ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(tport), "--log-level", "warn", ...sqlite, ...fast], {}, logs, "temporal"));
   const stack = {
     temporal,
     taskQueue,
@@ -165,7 +171,7 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
     },
     async stop() {
       for (const p of [...procs].reverse()) await stopProc(p);
-      rmSync(payloadDir, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
   try {

@@ -12,9 +12,10 @@
 //		...
 //	}
 //
-// or start a private one (stopped by t.Cleanup), e.g. to restart it:
+// or start a private one (stopped by t.Cleanup), e.g. to restart it (its
+// state is kept in a SQLite file in t.TempDir(), so it survives the restart):
 //
-//	srv := devtest.Start(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
+//	srv := devtest.Start(t, devserver.Options{})
 //
 // Every server gets its own free ports, so packages tested in parallel
 // (`go test ./...`) don't collide. Servers use devserver.TuningFast unless the
@@ -117,18 +118,39 @@ func Shared(t testing.TB) *devserver.Server {
 // Start starts a private dev server for this test and stops it in t.Cleanup.
 // A zero opts.Tuning (TuningDefault) is taken as devserver.TuningFast, since
 // tests want speed; use StartDefault for the server's own untuned defaults.
+// An empty opts.DBFile is a SQLite file in t.TempDir(), for the reason Main
+// gives; StartInMemory is the dev server's in-memory default.
 func Start(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
 	if opts.Tuning == devserver.TuningDefault {
 		opts.Tuning = devserver.TuningFast
 	}
+	if opts.DBFile == "" {
+		opts.DBFile = filepath.Join(t.TempDir(), "temporal.db")
+	}
 	return start(t, opts)
 }
 
-// StartDefault is Start with the server's own (untuned) defaults.
+// StartDefault is Start with the server's own (untuned) defaults, state in a
+// file included.
 func StartDefault(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
 	opts.Tuning = devserver.TuningDefault
+	if opts.DBFile == "" {
+		opts.DBFile = filepath.Join(t.TempDir(), "temporal.db")
+	}
+	return start(t, opts)
+}
+
+// StartInMemory is Start with the server's state in memory, for tests of
+// what that means (it is gone after a restart). Keep such tests short: see
+// Main.
+func StartInMemory(t testing.TB, opts devserver.Options) *devserver.Server {
+	t.Helper()
+	if opts.Tuning == devserver.TuningDefault {
+		opts.Tuning = devserver.TuningFast
+	}
+	opts.DBFile = ""
 	return start(t, opts)
 }
 
