@@ -19,6 +19,8 @@ import (
 	"regexp"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/eve-temporal/eve/model"
 )
 
@@ -118,24 +120,38 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		return nil, err
 	}
 	out := make([]model.Message, len(keys))
+	// Messages the cache lacks are read concurrently: from S3 a cold
+	// conversation of n messages costs n/ioParallelism round trips, not n.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ioParallelism)
 	for i, k := range keys {
 		if v, ok := s.cache.get(k); ok {
 			out[i] = v.(model.Message)
 			continue
 		}
-		b, err := s.objects.Get(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("read message %d of conversation %s from %s: %w", i, ref.Manifest, s.objects.Location(), err)
-		}
-		var m model.Message
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("decode message %s: %w", k, err)
-		}
-		s.cache.put(k, m, int64(len(b)))
-		out[i] = m
+		g.Go(func() error {
+			b, err := s.objects.Get(gctx, k)
+			if err != nil {
+				return fmt.Errorf("read message %d of conversation %s from %s: %w", i, ref.Manifest, s.objects.Location(), err)
+			}
+			var m model.Message
+			if err := json.Unmarshal(b, &m); err != nil {
+				return fmt.Errorf("decode message %s: %w", k, err)
+			}
+			s.cache.put(k, m, int64(len(b)))
+			out[i] = m
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// ioParallelism bounds the objects one Load reads, or one Append writes, at
+// once.
+const ioParallelism = 16
 
 // keys returns the message keys of a manifest and its parents, oldest first.
 func (s *Store) keys(ctx context.Context, key string) ([]string, error) {
@@ -175,6 +191,11 @@ func (s *Store) manifest(ctx context.Context, key string) (manifest, error) {
 
 // Append stores msgs after base's messages and returns the new conversation.
 // Appending nothing returns base.
+//
+// Its writes go to the store concurrently, manifests included: nothing reads
+// a manifest before a Ref naming it is returned, and Append returns one only
+// once every write has succeeded. A write that fails leaves objects nothing
+// names, which a retry rewrites.
 func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...model.Message) (Ref, error) {
 	if len(msgs) == 0 {
 		return base, nil
@@ -188,20 +209,16 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 		cur = manifest{Parent: m.Parent, Before: m.Before, Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), m.Keys...), Bytes: m.Bytes}
 	}
 	prefix := sessionPrefix(sessionID)
+	var w writes
 	for _, m := range msgs {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return Ref{}, fmt.Errorf("encode message: %w", err)
 		}
 		key := contentKey(prefix, "messages", b)
-		if _, ok := s.cache.get(key); !ok {
-			if err := s.objects.Put(ctx, key, b); err != nil {
-				return Ref{}, fmt.Errorf("write message to %s: %w", s.objects.Location(), err)
-			}
-			s.cache.put(key, m, int64(len(b)))
-		}
+		w.add(s, key, b, m, "message")
 		if len(cur.Keys) == chunkKeys {
-			full, err := s.putManifest(ctx, prefix, cur)
+			full, err := w.addManifest(s, prefix, cur)
 			if err != nil {
 				return Ref{}, err
 			}
@@ -210,26 +227,67 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 		cur.Keys = append(cur.Keys, key)
 		cur.Bytes += int64(len(b))
 	}
-	key, err := s.putManifest(ctx, prefix, cur)
+	key, err := w.addManifest(s, prefix, cur)
 	if err != nil {
+		return Ref{}, err
+	}
+	if err := w.run(ctx, s); err != nil {
 		return Ref{}, err
 	}
 	return Ref{Manifest: key, Messages: cur.Before + len(cur.Keys), Bytes: cur.Bytes}, nil
 }
 
-func (s *Store) putManifest(ctx context.Context, prefix string, man manifest) (string, error) {
+// writes are the objects one Append stores, skipping those the cache holds
+// (objects are immutable, so a cached one is stored already).
+type writes struct {
+	list []write
+	seen map[string]bool
+}
+
+type write struct {
+	key, kind string // kind is "message" or "conversation", for errors
+	data      []byte
+	val       any
+}
+
+func (w *writes) add(s *Store, key string, data []byte, val any, kind string) {
+	if w.seen[key] {
+		return // the same message twice in one append
+	}
+	if _, ok := s.cache.get(key); ok {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	w.seen[key] = true
+	w.list = append(w.list, write{key: key, kind: kind, data: data, val: val})
+}
+
+func (w *writes) addManifest(s *Store, prefix string, man manifest) (string, error) {
 	b, err := json.Marshal(man)
 	if err != nil {
 		return "", fmt.Errorf("encode conversation: %w", err)
 	}
 	key := contentKey(prefix, "conversations", b)
-	if _, ok := s.cache.get(key); !ok {
-		if err := s.objects.Put(ctx, key, b); err != nil {
-			return "", fmt.Errorf("write conversation to %s: %w", s.objects.Location(), err)
-		}
-		s.cache.put(key, man, int64(len(b)))
-	}
+	w.add(s, key, b, man, "conversation")
 	return key, nil
+}
+
+// run stores the writes concurrently and caches each once it is stored.
+func (w *writes) run(ctx context.Context, s *Store) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ioParallelism)
+	for _, o := range w.list {
+		g.Go(func() error {
+			if err := s.objects.Put(gctx, o.key, o.data); err != nil {
+				return fmt.Errorf("write %s to %s: %w", o.kind, s.objects.Location(), err)
+			}
+			s.cache.put(o.key, o.val, int64(len(o.data)))
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // lru is a cache of immutable values bounded by their encoded size.

@@ -2,8 +2,11 @@ package conversation_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
@@ -90,4 +93,131 @@ func TestSessionIDsMapToSafeKeys(t *testing.T) {
 			t.Fatalf("session %q: %v %v", id, got, err)
 		}
 	}
+}
+
+// gate is a store whose Puts (or Gets) each wait until want of them are in
+// flight at once: it proves that a caller issues them concurrently. Calls
+// that never meet fail after a deadline rather than hang the test.
+type gate struct {
+	conversation.Objects
+	gets    bool // gate Gets, not Puts
+	pass    int  // calls let through before the gate
+	want    int
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+func newGate(objects conversation.Objects, want int, gets bool) *gate {
+	return &gate{Objects: objects, want: want, gets: gets, open: make(chan struct{})}
+}
+
+func (g *gate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	if g.pass > 0 {
+		g.pass--
+		g.mu.Unlock()
+		return nil
+	}
+	g.arrived++
+	if g.arrived == g.want {
+		close(g.open)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.open:
+		return nil
+	case <-time.After(10 * time.Second):
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return fmt.Errorf("only %d of %d calls were in flight at once", g.arrived, g.want)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gate) Put(ctx context.Context, key string, data []byte) error {
+	if !g.gets {
+		if err := g.wait(ctx); err != nil {
+			return err
+		}
+	}
+	return g.Objects.Put(ctx, key, data)
+}
+
+func (g *gate) Get(ctx context.Context, key string) ([]byte, error) {
+	if g.gets {
+		if err := g.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return g.Objects.Get(ctx, key)
+}
+
+// An append writes its messages and its manifest at once, not one after
+// another (each write to S3 is a round trip, each to a file an fsync), and a
+// load of a conversation the cache lacks reads its messages at once too.
+func TestAppendWritesAndLoadReadsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	objects := openStore(t)
+	// Three messages and the manifest: four writes in flight together.
+	writer := conversation.New(newGate(objects, 4, false))
+	ref, err := writer.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objects.Stats().Puts; got != 4 {
+		t.Fatalf("%d puts, want 4", got)
+	}
+	// A fresh store (empty cache) reads the manifest, then the three
+	// messages together.
+	g := newGate(objects, 3, true)
+	g.pass = 1
+	reader := conversation.New(g)
+	got, err := reader.Load(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Text != msg(0).Text || got[2].Text != msg(2).Text {
+		t.Fatalf("loaded %+v", got)
+	}
+}
+
+// A failed write fails the append, and the append's retry stores the
+// conversation whole.
+func TestAppendFailedWriteThenRetry(t *testing.T) {
+	ctx := context.Background()
+	objects := openStore(t)
+	flaky := &failNth{Objects: objects, fail: 2}
+	s := conversation.New(flaky)
+	if _, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2)); err == nil {
+		t.Fatal("append with a failed write succeeded")
+	}
+	ref, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := conversation.New(objects).Load(ctx, ref)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("load after retry: %d messages, %v", len(got), err)
+	}
+}
+
+// failNth fails its fail-th Put.
+type failNth struct {
+	conversation.Objects
+	mu   sync.Mutex
+	n    int
+	fail int
+}
+
+func (f *failNth) Put(ctx context.Context, key string, data []byte) error {
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	f.mu.Unlock()
+	if n == f.fail {
+		return errors.New("disk full")
+	}
+	return f.Objects.Put(ctx, key, data)
 }
