@@ -153,6 +153,8 @@ type flags struct {
 	bursts                        int
 	block, settle                 int
 	dc                            multiFlag
+	store                         string
+	storeDelay                    time.Duration
 }
 
 type multiFlag []string
@@ -179,6 +181,8 @@ func main() {
 	flag.IntVar(&f.bursts, "bursts", 1, "split each throughput measurement into this many bursts, alternating between configs")
 	flag.BoolVar(&f.cpu, "cpu", false, "note CPU time per call (dev server, and this process) during the throughput run (Linux)")
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
+	flag.StringVar(&f.store, "store", "file", "payload store of clients and agents: file (eve's default, fsync'ed files) or mem (in this process)")
+	flag.DurationVar(&f.storeDelay, "store-delay", 0, "added to each payload-store call (a remote store's round trip)")
 	flag.Parse()
 	if scen != "" {
 		re, err := regexp.Compile(scen)
@@ -214,8 +218,8 @@ func main() {
 		fatalf("no scenario selected")
 	}
 
-	fmt.Fprintf(os.Stderr, "bench: %d cores, %s, Temporal CLI %s (dev server v1.29.1), -n %d -warmup %d -c %d -total %d\n",
-		runtime.NumCPU(), runtime.Version(), devserver.PinnedCLIVersion, f.n, f.warmup, f.concurrency, f.total)
+	fmt.Fprintf(os.Stderr, "bench: %d cores, %s, Temporal CLI %s (dev server v1.29.1), -n %d -warmup %d -c %d -total %d -store %s -store-delay %s\n",
+		runtime.NumCPU(), runtime.Version(), devserver.PinnedCLIVersion, f.n, f.warmup, f.concurrency, f.total, f.store, f.storeDelay)
 	began := time.Now()
 	table := run(ctx, f, configs, selected)
 

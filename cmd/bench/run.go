@@ -121,7 +121,7 @@ func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
 		opts.DBFile = filepath.Join(dir, "temporal.db")
 	}
 	// Every client and agent of this target offloads to one counting store.
-	base, err := payloadstore.Open(ctx, "file:"+filepath.Join(dir, "payloads"))
+	base, err := openStore(ctx, f, filepath.Join(dir, "payloads"))
 	if err != nil {
 		os.RemoveAll(dir)
 		t.err = err
