@@ -37,8 +37,15 @@ func TestMetricsEndpointShowsEveMetrics(t *testing.T) {
 	env.StartWorker(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Lima", Wait: true}); err != nil {
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Lima", Wait: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The send returns once the turn has reported its end, which it does
+	// before its workflow completes: wait for that, so the SDK has counted it.
+	turn := signals.TurnWorkflowID(res.SessionID, signals.TurnID(0))
+	if err := c.GetWorkflow(ctx, turn, "").Get(ctx, nil); err != nil {
+		t.Fatalf("turn %s: %v", turn, err)
 	}
 	addr, err := m.Serve(ctx, "127.0.0.1:0")
 	if err != nil {
