@@ -296,7 +296,11 @@ func TestAPIQueueFullIsTooManyRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the first turn's tool never started")
+	}
 	for i := range workflows.MaxQueuedMessages {
 		r := e.do(t, "POST", "/eve/v1/session/"+acc.SessionID, map[string]any{"message": fmt.Sprintf("short %d", i), "turnPolicy": "queue"}, nil)
 		if r.Status != http.StatusAccepted {

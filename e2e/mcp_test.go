@@ -250,7 +250,12 @@ func TestMCPTasksOverHTTP(t *testing.T) {
 	// A second task, cancelled: its job's late completion is refused (410).
 	created, _ = c.call("tools/call", map[string]any{"name": "ops.report", "arguments": map[string]any{"spec": "cancel me"}, "task": map[string]any{}})
 	id2 := created["task"].(map[string]any)["taskId"].(string)
-	a2 := <-e.jobs
+	var a2 tools.Action
+	select {
+	case a2 = <-e.jobs:
+	case <-ctx.Done():
+		t.Fatal("the cancelled task's job never arrived")
+	}
 	cancelled, rerr := c.call("tasks/cancel", map[string]any{"taskId": id2})
 	if rerr != nil || cancelled["status"] != mcpserver.TaskCancelled {
 		t.Fatalf("cancel = %v %v", cancelled, rerr)

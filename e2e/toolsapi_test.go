@@ -335,7 +335,11 @@ func TestToolsAPIDelegatedExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = <-e.jobs
+	select {
+	case a = <-e.jobs:
+	case <-ctx.Done():
+		t.Fatal("the delegated execution's job never arrived")
+	}
 	if res, err = e.c.Executions.Cancel(ctx, res.ID); err != nil || res.Status != catalog.StatusCanceled {
 		t.Fatalf("cancel = %+v %v", res, err)
 	}
