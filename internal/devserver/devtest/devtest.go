@@ -131,8 +131,8 @@ func Start(t testing.TB, opts devserver.Options) *devserver.Server {
 	return start(t, opts)
 }
 
-// StartDefault is Start with the server's own (untuned) defaults, state in a
-// file included.
+// StartDefault is Start with the server's own (untuned) defaults; its state,
+// too, is kept in a file.
 func StartDefault(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
 	opts.Tuning = devserver.TuningDefault
