@@ -120,15 +120,23 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		return nil, err
 	}
 	out := make([]model.Message, len(keys))
+	var missing []int
+	for i, k := range keys {
+		if v, ok := s.cache.get(k); ok {
+			out[i] = v.(model.Message)
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil // a model step's usual case: this worker wrote them
+	}
 	// Messages the cache lacks are read concurrently: from S3 a cold
 	// conversation of n messages costs n/ioParallelism round trips, not n.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ioParallelism)
-	for i, k := range keys {
-		if v, ok := s.cache.get(k); ok {
-			out[i] = v.(model.Message)
-			continue
-		}
+	for _, i := range missing {
+		k := keys[i]
 		g.Go(func() error {
 			b, err := s.objects.Get(gctx, k)
 			if err != nil {
