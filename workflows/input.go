@@ -198,10 +198,13 @@ func (t *turn) tellSession(ctx workflow.Context) {
 	t.tell(ctx, signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
 }
 
-// tell signals the session. A child turn signals its parent, fire and
-// forget (the signal's acknowledgement costs the turn a workflow task); a
-// started turn sends it from a local activity, within this workflow task,
-// and waits until it is sent.
+// tell signals the session. A child turn signals its parent by a
+// SignalExternalWorkflow command, fire and forget: the command commits with
+// this workflow task, so a task that fails or is retried never tells the
+// session something its next attempt contradicts (the acknowledgement
+// costs the turn a workflow task). A turn started at version 1 of
+// versionDirectTurns (ReportTo set) sends it from a local activity, which
+// is not undone when its task fails; only sessions recorded then do that.
 func (t *turn) tell(ctx workflow.Context, signal string, payload any) {
 	if t.in.ReportTo == "" {
 		if t.parent != nil {

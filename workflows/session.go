@@ -103,7 +103,10 @@ type session struct {
 	activeCaller *auth.Principal
 	offered      []QueuedMessage
 	// direct: versionDirectTurns (which implies byRef and prompts).
-	direct bool
+	// committed: its version 2, in which every turn is a child workflow,
+	// whatever Config.DirectTurns says (versionCommittedTurns).
+	direct    bool
+	committed bool
 }
 
 // versionDirectTurns: one version marker stands for the session's earlier
@@ -117,6 +120,24 @@ type session struct {
 // signal from a turn a task on the turn (docs/performance.md, "Hops per
 // turn").
 const versionDirectTurns = "direct-turns"
+
+// versionCommittedTurns is version 2 of versionDirectTurns: everything a
+// session and its turn tell each other commits with a workflow task. The
+// session starts the turn as a child workflow (a StartChildWorkflowExecution
+// command), the turn reports its open requests by SignalExternalWorkflow
+// commands, and its end is its completion, which carries what it hands back
+// (events, conversation reference, messages taken). Version 1 did the start
+// and the reports from local activities, which a failed or retried workflow
+// task cannot take back: a message that raced a turn's final task ran in
+// the turn's retried attempt and again as the next turn (docs/architecture.md,
+// "Exactly once").
+const versionCommittedTurns = 2
+
+// directTurnsVersion reads the session's generation (0, 1 or
+// versionCommittedTurns).
+func directTurnsVersion(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, versionCommittedTurns)
+}
 
 type deferredEvent struct {
 	typ  string
@@ -143,7 +164,8 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
-		s.direct = workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, 1) == 1
+		v := directTurnsVersion(ctx)
+		s.direct, s.committed = v >= 1, v >= versionCommittedTurns
 		// Sessions recorded before the memo existed replay without it.
 		if s.direct || workflow.GetVersion(ctx, "session-memo", workflow.DefaultVersion, 1) == 1 {
 			if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
@@ -160,7 +182,8 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		s.st.Deliveries = map[string]int{}
 	}
 	if in.State != nil {
-		s.direct = workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, 1) == 1
+		v := directTurnsVersion(ctx)
+		s.direct, s.committed = v >= 1, v >= versionCommittedTurns
 	}
 	if s.direct {
 		s.byRef, s.prompts = true, true
@@ -511,7 +534,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 	var out TurnOutput
 	var err error
-	if s.direct && s.st.Config.DirectTurns {
+	if s.direct && !s.committed && s.st.Config.DirectTurns {
 		out, err = s.runStarted(ctx, wid, in)
 	} else {
 		out, err = s.runChild(ctx, wid, in)
@@ -560,7 +583,9 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	}
 }
 
-// runChild runs the turn as a child workflow.
+// runChild runs the turn as a child workflow: its start commits with this
+// workflow task and its result with the turn's final one, so a session acts
+// only on what a turn can no longer take back.
 func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
@@ -578,8 +603,9 @@ type turnEnded struct {
 	Output TurnOutput `json:"output"`
 }
 
-// runStarted runs the turn as a workflow of its own, started by a local
-// activity within this workflow task, and waits for the signal by which it
+// runStarted (sessions recorded at version 1 of versionDirectTurns only;
+// new sessions use runChild) runs the turn as a workflow of its own, started
+// by a local activity within this workflow task, and waits for the signal by which it
 // reports its end. Cancelling it asks the turn workflow to cancel, then
 // checks that it still runs: a turn that closed without its report
 // (terminated by an operator) is gone, and the session stops waiting.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
@@ -22,10 +23,12 @@ import (
 // their own; the local activities that would use it are mocked.
 type noClient struct{ client.Client }
 
-// startedTurns sets up a session that starts its turns through the mocked
-// eve.StartWorkflow and returns the starts it asked for.
+// startedTurns sets up a session recorded at version 1 of "direct-turns",
+// which starts its turns through the mocked eve.StartWorkflow, and returns
+// the starts it asked for. (New sessions run their turns as children.)
 func startedTurns(t *testing.T) (*harness, *[]activities.StartWorkflowInput) {
 	h := newHarness(t, func(a *agent.Agent) { a.Client = noClient{} })
+	h.OnGetVersion("direct-turns", workflow.DefaultVersion, 2).Return(workflow.Version(1))
 	var starts []activities.StartWorkflowInput
 	h.OnActivity(activities.StartWorkflowName, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.StartWorkflowInput) error {
@@ -182,5 +185,44 @@ func TestStartedTurnReportsToSession(t *testing.T) {
 	}
 	if out.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("outcome %+v", out.Outcome)
+	}
+}
+
+// A new session runs each turn as a child workflow even when its worker has
+// a client (versionCommittedTurns): nothing the session and the turn tell
+// each other goes through a local activity, which a failed workflow task
+// could not take back. The child's result is the turn's end.
+func TestNewSessionRunsTurnsAsChildren(t *testing.T) {
+	h := newHarness(t, func(a *agent.Agent) { a.Client = noClient{} })
+	var localCalls []string
+	for _, name := range []string{activities.StartWorkflowName, activities.SignalWorkflowName, activities.WorkflowClosedName} {
+		h.OnActivity(name, mock.Anything, mock.Anything).Return(func(context.Context, any) error {
+			localCalls = append(localCalls, name)
+			return nil
+		}).Maybe()
+	}
+	var sent *update[signals.SendResult]
+	h.at(time.Minute, func() { sent = h.send(signals.SendRequest{Message: "refund ch_1 5", Wait: true}) })
+	var open []protocol.InputRequest
+	h.at(2*time.Minute, func() {
+		open = h.parkedOn(turnWorkflowID(0), "input")
+		h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: open[0].RequestID, OptionID: "approve"})
+	})
+	h.at(3*time.Minute, func() { h.CancelWorkflow() })
+	if err := h.runSession(s1); !temporal.IsCanceledError(err) {
+		t.Fatalf("session ended with %v", err)
+	}
+	if len(localCalls) > 0 {
+		t.Fatalf("local activities between session and turn: %v", localCalls)
+	}
+	if len(h.turns) != 1 || h.turns[0].Outcome.Status != signals.TurnStatusCompleted {
+		t.Fatalf("child turns %+v", h.turns)
+	}
+	if !sent.completed || sent.result.Outcome == nil {
+		t.Fatalf("send %+v", sent)
+	}
+	evs := h.sessionEvents(0).Events
+	if got := join(evs); !strings.Contains(got, "input.requested turn.waiting input.resolved action.result") || !strings.HasSuffix(got, "turn.completed session.waiting") {
+		t.Fatalf("events %s", got)
 	}
 }

@@ -73,6 +73,13 @@ func Agent(t testing.TB, rules string, ts ...*tools.Tool) *agent.Agent {
 // server's payload store.
 func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	e.T.Helper()
+	return e.StartWorkerWith(a, worker.Options{})
+}
+
+// StartWorkerWith is StartWorker with the worker's options (interceptors,
+// the deadlock detector's settings).
+func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func()) {
+	e.T.Helper()
 	if a.Store == nil {
 		a.Store = e.Server.PayloadStore() // the store e.Client offloads to
 	}
@@ -82,7 +89,7 @@ func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	if a.Client == nil {
 		a.Client = e.Client // as eve's workers have (internal/workerhost)
 	}
-	w := worker.New(e.Client, e.TaskQueue, worker.Options{})
+	w := worker.New(e.Client, e.TaskQueue, opts)
 	if err := agent.Register(w, a); err != nil {
 		e.T.Fatalf("register agent: %v", err)
 	}
