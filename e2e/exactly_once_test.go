@@ -374,27 +374,7 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 				evetest.Of(evs, protocol.InputRequested)[0].Decode(&d)
 				go r.Sessions.Respond(ctx, id, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: d.Requests[0].RequestID, OptionID: "approve"}}})
 			}
-			offered := false
-			waitHeld(t, h, func() {
-				before := signalsDelivered(t, ctx, r.Client, id)
-				res, err := r.Sessions.Send(ctx, id, signals.SendRequest{Message: "look up k2", DeliveryID: "dlv_race", Caller: tc.sender, TurnPolicy: tc.policy})
-				if err != nil {
-					t.Fatalf("racing send: %v", err)
-				}
-				if res.TurnID != "turn_0" {
-					return // not offered to the held turn: it waits for its own
-				}
-				offered = true
-				// Offered: hold until the turn has the signal (buffered
-				// behind its running workflow task).
-				deadline := time.Now().Add(20 * time.Second)
-				for signalsDelivered(t, ctx, r.Client, id) == before {
-					if time.Now().After(deadline) {
-						t.Fatal("the session's signal never reached the turn")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			})
+			offered := r.race(t, ctx, h, id, signals.SendRequest{Message: "look up k2", DeliveryID: "dlv_race", Caller: tc.sender, TurnPolicy: tc.policy})
 			evs := r.settle(t, ctx, id)
 			watch.verify(t, r.Env.Events(ctx, id))
 
@@ -447,6 +427,34 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// race sends a message while h holds a turn's workflow task, and releases
+// the task once the message reached the turn (when the session offered it
+// to the running turn: it reports whether it did) or waits for its own.
+func (r *raceEnv) race(t *testing.T, ctx context.Context, h *hold, id string, req signals.SendRequest) (offered bool) {
+	t.Helper()
+	waitHeld(t, h, func() {
+		before := signalsDelivered(t, ctx, r.Client, id)
+		res, err := r.Sessions.Send(ctx, id, req)
+		if err != nil {
+			t.Fatalf("racing send: %v", err)
+		}
+		if res.TurnID != "turn_0" {
+			return
+		}
+		offered = true
+		// Hold until the turn has the signal, buffered behind its running
+		// workflow task.
+		deadline := time.Now().Add(20 * time.Second)
+		for signalsDelivered(t, ctx, r.Client, id) == before {
+			if time.Now().After(deadline) {
+				t.Fatal("the session's signal never reached the turn")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return offered
 }
 
 // settle waits until the session runs no turn and holds no message. A

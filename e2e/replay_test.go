@@ -12,6 +12,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -41,7 +42,15 @@ const historyDir = "testdata/histories"
 
 func replayer(t *testing.T, rt *workflows.Runtime) worker.WorkflowReplayer {
 	t.Helper()
-	r := worker.NewWorkflowReplayer()
+	return replayerWith(t, rt, worker.WorkflowReplayerOptions{})
+}
+
+func replayerWith(t *testing.T, rt *workflows.Runtime, opts worker.WorkflowReplayerOptions) worker.WorkflowReplayer {
+	t.Helper()
+	r, err := worker.NewWorkflowReplayerWithOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt.Register(r)
 	workflows.RegisterExecutions(r)
 	return r
@@ -62,7 +71,17 @@ func historyFiles(t *testing.T) []string {
 
 func TestReplaySavedHistories(t *testing.T) {
 	r := replayer(t, &workflows.Runtime{})
+	// "raced" histories were recorded on a worker that holds a turn's
+	// workflow task (exactly_once_test.go): they replay with its interceptor,
+	// whose holds are recorded as local activities.
+	held := replayerWith(t, &workflows.Runtime{}, worker.WorkflowReplayerOptions{
+		Interceptors: []interceptor.WorkerInterceptor{&holdInterceptor{h: &holds{}}},
+	})
 	for _, f := range historyFiles(t) {
+		r := r
+		if strings.Contains(filepath.Base(f), "raced") {
+			r = held
+		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if err := replayFile(r, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
@@ -233,6 +252,27 @@ func TestRecordHistories(t *testing.T) {
 	save("turn-message-answers", id3+"/turn_0")
 	save("session-steered", id4)
 	save("turn-steered", id4+"/turn_0")
+
+	// A message that raced the turn's final workflow task: the task failed
+	// (unhandled command) and its retry took the message.
+	re := newRaceEnv(t)
+	rid, err := re.Sessions.Create(ctx, "ses_history_raced", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := re.holds.arm(holdKey{signals.TurnWorkflowID(rid, "turn_0"), "end"})
+	if _, err := re.Sessions.Send(ctx, rid, signals.SendRequest{Message: "look up k1", Caller: alice}); err != nil {
+		t.Fatal(err)
+	}
+	if !re.race(t, ctx, h, rid, signals.SendRequest{Message: "look up k2", Caller: alice}) {
+		t.Fatal("the racing message was not offered to the turn")
+	}
+	re.settle(t, ctx, rid)
+	if unhandledCommandFailures(t, ctx, re.Client, signals.TurnWorkflowID(rid, "turn_0")) == 0 {
+		t.Fatal("the final task did not fail")
+	}
+	save("session-raced-end", rid)
+	save("turn-raced-end", rid+"/turn_0")
 
 	// A delegated action finished through its completion URL, and a tools
 	// API execution (execute, then the same key again), on their own queue.
