@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,6 +113,9 @@ func raceAgent(worker, dir string) *agent.Agent {
 			Name: name, Description: "A test tool that records its executions.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"` + field + `":{"type":"string"}},"required":["` + field + `"]}`),
 			Approval:    policy,
+			// An attempt lost with a killed worker is retried after this.
+			Timeout:    5 * time.Second,
+			Idempotent: true,
 			Execute: func(ctx *tools.Context, in json.RawMessage) (any, error) {
 				log.record(worker, ctx, name, in)
 				var v map[string]any
@@ -462,7 +468,7 @@ func (r *raceEnv) race(t *testing.T, ctx context.Context, h *hold, id string, re
 // it) is cancelled, so the message behind it gets its turn.
 func (r *raceEnv) settle(t *testing.T, ctx context.Context, id string) []protocol.Event {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		evs := r.Env.Events(ctx, id)
 		s, err := r.Sessions.Summary(ctx, id)
@@ -510,4 +516,119 @@ func waitHeld(t *testing.T, h *hold, during func()) {
 	}
 	defer close(h.release)
 	during()
+}
+
+// Many sessions, messages sent at random moments by the turn's person or
+// another, with random turn policies, and a worker process killed once
+// mid-run (SIGKILL; a second worker takes over): every accepted message is
+// read by exactly one turn, every turn that started ends, no tool call key
+// executes twice (but one in flight on the killed worker, which is what
+// idempotency keys are for), and repeated stream reads never disagree.
+func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
+	env := evetest.New(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+env.Server.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue,
+		"EVE_E2E_WORKER_MARKERS="+dir, "EVE_E2E_WORKER_AGENT=race", env.Server.PayloadStoreEnv())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	env.StartWorker(raceAgent("survivor", dir))
+
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	const sessions, perSession = 6, 4
+	type plan struct {
+		delay  time.Duration
+		sender *auth.Principal
+		policy string
+	}
+	plans := make([][]plan, sessions)
+	for i := range plans {
+		for range perSession {
+			p := plan{delay: time.Duration(rng.IntN(200)) * time.Millisecond, sender: alice}
+			if rng.IntN(4) == 0 {
+				p.sender = bob
+			}
+			p.policy = []string{"", signals.TurnPolicySteer, signals.TurnPolicyQueue}[rng.IntN(3)]
+			plans[i] = append(plans[i], p)
+		}
+	}
+	killAfter := time.Duration(100+rng.IntN(500)) * time.Millisecond
+
+	ctx := env.Ctx(3 * time.Minute)
+	ids := make([]string, sessions)
+	watches := make([]*streamWatch, sessions)
+	for i := range ids {
+		id, err := env.Sessions.Create(ctx, "", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], watches[i] = id, watchStream(t, env, id)
+	}
+	var mu sync.Mutex
+	accepted := map[string]string{} // message -> session
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j, p := range plans[i] {
+				time.Sleep(p.delay)
+				msg := fmt.Sprintf("look up s%dm%d", i, j)
+				if _, err := env.Sessions.Send(ctx, id, signals.SendRequest{Message: msg, Caller: p.sender, TurnPolicy: p.policy}); err != nil {
+					t.Errorf("send %q: %v", msg, err)
+					continue
+				}
+				mu.Lock()
+				accepted[msg] = id
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(killAfter) // the fault's moment, not a barrier
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	wg.Wait()
+
+	r := &raceEnv{Env: env, holds: &holds{}, dir: dir}
+	for i, id := range ids {
+		evs := r.settle(t, ctx, id)
+		watches[i].verify(t, env.Events(ctx, id))
+		n := received(evs)
+		for msg, sid := range accepted {
+			if sid == id && n[msg] != 1 {
+				t.Errorf("%s: %q read by %d turns, want 1: %s", id, msg, n[msg], evetest.Join(evs))
+			}
+		}
+		started := len(evetest.Of(evs, protocol.TurnStarted))
+		ended := len(evetest.Of(evs, protocol.TurnCompleted)) + len(evetest.Of(evs, protocol.TurnFailed)) + len(evetest.Of(evs, protocol.TurnCancelled))
+		if started != ended {
+			t.Errorf("%s: %d turns started, %d ended", id, started, ended)
+		}
+	}
+	byKey := map[string][]string{}
+	for _, e := range executions(t, dir) {
+		byKey[e.key] = append(byKey[e.key], e.worker)
+	}
+	doomed := 0
+	for k, ws := range byKey {
+		for _, w := range ws[:len(ws)-1] {
+			if w != "doomed" {
+				t.Errorf("key %s executed %d times (workers %v)", k, len(ws), ws)
+				break
+			}
+		}
+		for _, w := range ws {
+			if w == "doomed" {
+				doomed++
+			}
+		}
+	}
+	t.Logf("%d messages, %d tool calls, %d on the killed worker", len(accepted), len(byKey), doomed)
 }

@@ -88,6 +88,9 @@ func workerMain() bool {
 	}
 	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), worker.Options{})
 	a := killAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "race" {
+		a = raceAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	}
 	a.Store = store
 	if err := agent.Register(w, a); err != nil {
 		fmt.Fprintln(os.Stderr, err)
