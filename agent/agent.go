@@ -43,16 +43,14 @@ type Agent struct {
 	// (needs Client, and a regular model activity: LocalModel false).
 	StreamText bool
 	// Client is the worker's Temporal client: model steps signal text
-	// deltas with it, and sessions start their turns with it as workflows of
-	// their own (two workflow tasks fewer per turn than child workflows).
-	// It must be the client the worker was created with. Without it,
-	// sessions run their turns as child workflows.
+	// deltas with it (StreamText). It must be the client the worker was
+	// created with. (Sessions recorded at version 1 of "direct-turns" also
+	// start their turns and signal their sessions with it.)
 	Client client.Client
-	// ChildTurns runs turns as child workflows of their session even when
-	// Client is set: on Temporal Cloud a turn then costs 3 billable actions
-	// fewer (the local activities and the signal that replace the child's
-	// start and completion), and the server 1 workflow task and 11 history
-	// events more, and its caller ~10% more time (docs/performance.md).
+	// ChildTurns applies only to sessions recorded at version 1 of
+	// "direct-turns", which started their turns from local activities when
+	// Client was set: it kept them child workflows. Every new session runs
+	// its turns as child workflows (docs/architecture.md, "Exactly once").
 	ChildTurns bool
 	// ContinueAsNewAfterTurns, when positive, starts a session's next run
 	// after that many turns (besides when Temporal suggests it).

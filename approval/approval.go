@@ -97,7 +97,10 @@ func Always() Policy { return Policy{kind: KindAlways} }
 // remembered, and calls already waiting when the approval lands still ask.
 func Once() Policy { return Policy{kind: KindOnce} }
 
-// Custom decides with application code.
+// Custom decides with application code. It runs in a local activity,
+// which may run again when its workflow task fails or is retried; only the
+// decision of the attempt that completes counts, so fn decides and must not
+// act (docs/architecture.md, "Exactly once").
 func Custom(fn func(c Context) Status) Policy {
 	return Policy{kind: KindCustom, fn: func(_ context.Context, c Context) (Status, error) { return fn(c), nil }}
 }

@@ -29,7 +29,9 @@ type ResolveContext struct {
 // Resolver adds tools at graph resolution. It runs in an activity, so its
 // answer is recorded and replays unchanged. A worker that must run one of
 // its tools (possibly after a restart) calls it again with the same
-// context, so it must return the same tools for the same context.
+// context, so it must return the same tools for the same context. It runs
+// in a local activity, which may run again when its workflow task fails;
+// it must not have side effects.
 type Resolver struct {
 	Name  string
 	Scope Scope

@@ -165,8 +165,9 @@ type Tool struct {
 	Delegated *Delegated
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
-	// but an attempt interrupted by a worker crash runs again without a
-	// recorded start, and it cannot heartbeat. Use it only for fast,
+	// but an attempt interrupted by a worker crash, or whose workflow task
+	// fails, runs again without a recorded start (same IdempotencyKey), and
+	// it cannot heartbeat. Use it only for fast,
 	// idempotent tools (and mark them Idempotent to have failed attempts
 	// retried).
 	Local bool

@@ -43,9 +43,10 @@ type Config struct {
 	// step (negative: never automatically).
 	ContextWindow int     `json:"contextWindow,omitempty"`
 	CompactAt     float64 `json:"compactAt,omitempty"`
-	// DirectTurns: the worker has a Temporal client, so sessions start
-	// their turns as workflows of their own, through a local activity,
-	// instead of as child workflows (versionDirectTurns).
+	// DirectTurns: the worker has a Temporal client, so sessions recorded
+	// at version 1 of versionDirectTurns start their turns as workflows of
+	// their own, through a local activity. New sessions ignore it: their
+	// turns are child workflows (versionCommittedTurns).
 	DirectTurns bool `json:"directTurns,omitempty"`
 }
 
