@@ -10,6 +10,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+
 	enumspb "go.temporal.io/api/enums/v1"
 )
 
@@ -20,6 +23,8 @@ const (
 	StartWorkflowName  = "eve.StartWorkflow"
 	SignalWorkflowName = "eve.SignalWorkflow"
 	WorkflowClosedName = "eve.WorkflowClosed"
+	// TurnEventsName reads the events of a turn that ended abnormally.
+	TurnEventsName = "eve.TurnEvents"
 )
 
 // StartWorkflowInput starts one of eve's workflows (a session's turn) on the
@@ -119,3 +124,31 @@ func (a *Activities) WorkflowClosed(ctx context.Context, workflowID string) (boo
 type withoutValues struct{ context.Context }
 
 func (withoutValues) Value(any) any { return nil }
+
+// TurnEvents reads the events a turn workflow holds, by its events query,
+// page by page; a closed workflow answers from its replayed history. A
+// session keeps the events of a turn that ended without a result
+// (terminated by an operator, timed out), so the indexes a stream has read
+// keep their events. It reads and changes nothing, so running it again
+// when the session's workflow task fails is harmless.
+func (a *Activities) TurnEvents(ctx context.Context, workflowID string) ([]protocol.Event, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	var all []protocol.Event
+	for {
+		v, err := c.QueryWorkflow(ctx, workflowID, "", signals.QueryTurnEvents, len(all))
+		if err != nil {
+			return nil, fmt.Errorf("query the events of %s: %w", workflowID, err)
+		}
+		var page []protocol.Event
+		if err := v.Get(&page); err != nil {
+			return nil, fmt.Errorf("decode the events of %s: %w", workflowID, err)
+		}
+		if len(page) == 0 {
+			return all, nil
+		}
+		all = append(all, page...)
+	}
+}

@@ -193,5 +193,6 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.StartWorkflow, activity.RegisterOptions{Name: activities.StartWorkflowName})
 	w.RegisterActivityWithOptions(acts.SignalWorkflow, activity.RegisterOptions{Name: activities.SignalWorkflowName})
 	w.RegisterActivityWithOptions(acts.WorkflowClosed, activity.RegisterOptions{Name: activities.WorkflowClosedName})
+	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})
 	return nil
 }

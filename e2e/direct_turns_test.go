@@ -73,15 +73,28 @@ func TestTurnsAreCommittedChildren(t *testing.T) {
 }
 
 // An operator terminates a parked turn: the session hears the child's end
-// at once, ends the turn with turn.failed, and takes the next message.
+// at once, keeps the events the stream read of it at their indexes, ends
+// the turn with turn.failed after them, and takes the next message.
 func TestTerminatedTurnFreesSession(t *testing.T) {
 	env := demoEnv(t)
 	ctx := env.Ctx(30 * time.Second)
 	id, _ := startParked(t, env, "refund ch_6 6")
+	before := env.Events(ctx, id)
 	if err := env.Client.TerminateWorkflow(ctx, id+"/turn_0", "", "operator"); err != nil {
 		t.Fatal(err)
 	}
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	if len(evs) < len(before) {
+		t.Fatalf("%d events before, %d after", len(before), len(evs))
+	}
+	for i, e := range before {
+		if evs[i].Meta.ID != e.Meta.ID || evs[i].Type != e.Type {
+			t.Fatalf("index %d was %s %s, now %s %s", i, e.Type, e.Meta.ID, evs[i].Type, evs[i].Meta.ID)
+		}
+	}
+	if got := evetest.Join(evs[len(before):]); got != "turn.failed session.waiting" {
+		t.Fatalf("after the terminated turn's events: %s", got)
+	}
 	failed := evetest.Of(evs, protocol.TurnFailed)
 	if len(failed) != 1 {
 		t.Fatalf("events: %s", evetest.Join(evs))

@@ -543,6 +543,10 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		// The turn workflow turns every expected failure into events; this
 		// is the unexpected (terminated, timed out): say so in the stream.
 		// Its own events are lost with it.
+		if s.committed {
+			// What streams may have read of it keeps its indexes.
+			s.log.record(recoverTurnEvents(ctx, wid)...)
+		}
 		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
@@ -677,6 +681,23 @@ func (s *session) runStarted(ctx workflow.Context, wid string, in TurnInput) (Tu
 		return TurnOutput{}, fmt.Errorf("turn workflow %s is gone: %w", wid, goneErr)
 	}
 	return *out, nil
+}
+
+// recoverTurnEvents reads the events of a turn that ended without a result
+// (terminated, timed out): a stream may have read them while it ran. Without
+// them (no client, or the query failed) the turn.failed that follows takes
+// their place, as before.
+func recoverTurnEvents(ctx workflow.Context, wid string) []protocol.Event {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+	})
+	var evs []protocol.Event
+	if err := workflow.ExecuteLocalActivity(lctx, activities.TurnEventsName, wid).Get(ctx, &evs); err != nil {
+		workflow.GetLogger(ctx).Warn("the events of a turn that ended abnormally could not be read; its turn.failed takes their place", "turn", wid, "error", err)
+		return nil
+	}
+	return evs
 }
 
 // workflowClosed asks the server whether a workflow has closed.
