@@ -291,10 +291,13 @@ func TestAPIOpenModeLoopbackOnly(t *testing.T) {
 			t.Fatalf("Host %s: %d %s", host, r.Status, r.Body)
 		}
 	}
+	// A page of another site is refused before anything runs (CSRF), and
+	// gets no CORS grant.
 	r := e.do(t, "GET", "/eve/v1/health", nil, map[string]string{"Origin": "https://attacker.example"})
-	if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != "" {
+	if r.Status != 403 || r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("open server, foreign origin: %d ACAO %q", r.Status, r.Header.Get("Access-Control-Allow-Origin"))
 	}
+	wantError(t, r, 403, api.CodeForbiddenOrigin, "EVE_CORS_ORIGINS")
 	// New refuses an open server on 0.0.0.0 unless told to accept it.
 	if _, err := api.New(api.Options{Sessions: e.Sessions, Addr: "0.0.0.0:4111"}); err == nil || !strings.Contains(err.Error(), "--insecure-open") {
 		t.Fatalf("open on 0.0.0.0: %v", err)

@@ -4,6 +4,8 @@
 package actionsvc
 
 import (
+	"github.com/eve-temporal/eve/internal/httpbody"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +31,11 @@ import (
 // MaxBodyBytes bounds a completion body, whatever the tool's
 // MaxOutputBytes (which the settle Update's validator checks: 422).
 const MaxBodyBytes = 4 << 20
+
+// MaxHeartbeatDetailsBytes bounds a heartbeat's details: under the 64 KiB
+// above which a payload leaves history for the payload store, so a job
+// that heartbeats often leaves no object behind per beat.
+const MaxHeartbeatDetailsBytes = 16 << 10
 
 // Service settles actions through Temporal.
 type Service struct {
@@ -292,14 +299,37 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
 		return
 	}
+	if _, _, _, ok := s.verify(token); !ok {
+		// The capability decides before the body is read: a forged or
+		// expired one is answered at once, even when its body stalls.
+		httpbody.Refusing(w, r)
+		if heartbeat {
+			st, rep := s.Heartbeat(r.Context(), token, nil)
+			httpjson.Write(w, st, rep)
+			return
+		}
+		st, rep := s.Complete(r.Context(), token, Body{})
+		httpjson.Write(w, st, rep)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); httpbody.HasBody(r) && !httpbody.IsJSON(ct) {
+		httpbody.Refusing(w, r)
+		httpjson.Write(w, http.StatusUnsupportedMediaType, Reply{Error: "send the body as JSON with Content-Type: application/json", Code: "unsupported_media_type"})
+		return
+	}
+	r = httpbody.Deadline(w, r, httpbody.DefaultReadTimeout)
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			httpjson.Write(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
-			return
+		case httpbody.IsTimeout(err):
+			w.Header().Set("Connection", "close")
+			httpjson.Write(w, http.StatusRequestTimeout, Reply{Error: fmt.Sprintf("the request body did not arrive within %s: send it at once", httpbody.DefaultReadTimeout), Code: "request_timeout"})
+		default:
+			httpjson.Write(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
 		}
-		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
 		return
 	}
 	if named != "" {
@@ -312,8 +342,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var hb struct {
 			Details json.RawMessage `json:"details"`
 		}
-		if len(strings.TrimSpace(string(raw))) > 0 && json.Unmarshal(raw, &hb) != nil {
-			httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not JSON", Code: "invalid_body"})
+		if !httpbody.Empty(raw) {
+			if err := httpbody.DecodeOne(raw, &hb); err != nil {
+				httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not one JSON object of the form {\"details\": ...}: " + err.Error(), Code: "invalid_body"})
+				return
+			}
+		}
+		if len(hb.Details) > MaxHeartbeatDetailsBytes {
+			// Details are the job's progress note, kept with the activity;
+			// large ones would each go to the payload store.
+			httpjson.Write(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("heartbeat details are %d bytes; the limit is %d (actionsvc.MaxHeartbeatDetailsBytes): send a short progress note, and the result with the completion", len(hb.Details), MaxHeartbeatDetailsBytes), Code: "details_too_large"})
 			return
 		}
 		st, rep := s.Heartbeat(r.Context(), token, hb.Details)
@@ -323,12 +361,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body Body
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		if _, _, _, ok := s.verify(token); !ok {
-			st, rep := s.Complete(r.Context(), token, Body{})
-			httpjson.Write(w, st, rep)
-			return
+	err = dec.Decode(&body)
+	if err == nil {
+		if _, more := dec.Token(); !errors.Is(more, io.EOF) {
+			err = httpbody.ErrTrailingData
 		}
+	}
+	if err != nil {
 		httpjson.Write(w, http.StatusBadRequest, Reply{Error: "body is not valid JSON of the form {\"output\": ...} or {\"error\": {...}}: " + err.Error(), Code: "invalid_body"})
 		return
 	}

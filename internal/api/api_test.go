@@ -263,11 +263,17 @@ func TestOpenServerLoopbackOnly(t *testing.T) {
 	if got := serve(listed, "GET", "/nope", "", map[string]string{"Origin": "https://other.example"}).Header().Get("Access-Control-Allow-Origin"); got != "" {
 		t.Fatalf("unlisted origin on an open server: %q", got)
 	}
-	// --insecure-open lifts the Host check (still no wildcard).
+	// --insecure-open lifts the Host check, not the origin check (and
+	// still no wildcard): a page of another origin is refused, the
+	// server's own origin passes.
 	insecure := newTestServer(t, func(o *Options) { o.InsecureOpen = true; o.Addr = "0.0.0.0:4111" })
 	w = serve(insecure, "GET", "/nope", "", map[string]string{"Host": "eve.internal:4111", "Origin": "https://app.example"})
-	if w.Code != 404 || w.Header().Get("Access-Control-Allow-Origin") != "" {
-		t.Fatalf("insecure open: %d %v", w.Code, w.Header())
+	if w.Code != 403 || w.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("insecure open, other origin: %d %v", w.Code, w.Header())
+	}
+	w = serve(insecure, "GET", "/nope", "", map[string]string{"Host": "eve.internal:4111", "Origin": "http://eve.internal:4111"})
+	if w.Code != 404 {
+		t.Fatalf("insecure open, own origin: %d %v", w.Code, w.Header())
 	}
 	// With keys any Host is fine.
 	keyed := newTestServer(t, func(o *Options) { o.Keys = map[string]*auth.Principal{"k": {ID: "a"}} })

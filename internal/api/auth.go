@@ -14,6 +14,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/eve-temporal/eve/internal/httpbody"
+
 	"github.com/eve-temporal/eve/auth"
 )
 
@@ -65,6 +67,9 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 		authz := strings.TrimSpace(r.Header.Get("Authorization"))
 		scheme, token, _ := strings.Cut(authz, " ")
 		token = strings.TrimSpace(token)
+		// Credentials decide before any body is read; a refusal closes
+		// the connection instead of first draining the body.
+		httpbody.Refusing(w, r)
 		if authz == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="eve"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing API key: send Authorization: Bearer <key>")
@@ -81,6 +86,7 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "invalid API key")
 			return
 		}
+		w.Header().Del("Connection")
 		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
 }

@@ -1,12 +1,12 @@
 package api
 
 import (
-	"bytes"
+	"github.com/eve-temporal/eve/internal/httpbody"
+
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +22,9 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeForbiddenHost    = "forbidden_host"
+	CodeForbiddenOrigin  = "forbidden_origin"
+	CodeInvalidID        = "invalid_id"
+	CodeRequestTimeout   = "request_timeout"
 	CodeTooManyStreams   = "too_many_streams"
 	CodeNotFound         = "not_found"
 	CodeSessionNotFound  = "session_not_found"
@@ -71,37 +74,58 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
 }
 
-// readObject reads a JSON object body. An empty body is {} when optional;
-// a body needs content-type application/json (415 otherwise); bodies over
-// the limit are 413 and nothing is read past it.
+// readObject reads a JSON object body. A body must be application/json
+// (415 otherwise, checked before anything is read) and exactly one JSON
+// object (trailing data is 400). optional: the route also takes no body at
+// all (eve's client sends none to create an empty session, or to clear or
+// compact), which reads as {}; a cross-site page cannot send even that,
+// since every such request carries an Origin the server refuses
+// (docs/http-api.md, "Security"). Bodies over the limit are 413, and a body
+// that does not arrive within the read timeout is 408.
 func (s *Server) readObject(w http.ResponseWriter, r *http.Request, optional bool) (map[string]json.RawMessage, error) {
+	ct := r.Header.Get("Content-Type")
+	if !httpbody.HasBody(r) {
+		if !optional {
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty: send a JSON object")
+		}
+		if ct != "" && !httpbody.IsJSON(ct) {
+			return nil, unsupportedMedia(ct)
+		}
+		return map[string]json.RawMessage{}, nil
+	}
+	if !httpbody.IsJSON(ct) {
+		httpbody.Refusing(w, r)
+		return nil, unsupportedMedia(ct)
+	}
 	limit := s.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		httpbody.Refusing(w, r)
 		return nil, tooLarge(limit)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return nil, tooLarge(limit)
+		case httpbody.IsTimeout(err):
+			w.Header().Set("Connection", "close")
+			return nil, errorf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %s: send it at once", s.opts.BodyReadTimeout)
 		}
 		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "unreadable request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if httpbody.Empty(body) {
 		if optional {
 			return map[string]json.RawMessage{}, nil
 		}
 		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty: send a JSON object")
 	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		if ct == "" {
-			ct = "none"
-		}
-		return nil, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "content type %s is not supported: send the body as application/json", ct)
-	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-		if err == nil || strings.Contains(err.Error(), "cannot unmarshal") {
+	if err := httpbody.DecodeOne(body, &obj); err != nil || obj == nil {
+		switch {
+		case errors.Is(err, httpbody.ErrTrailingData):
+			return nil, errorf(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
+		case err == nil || strings.Contains(err.Error(), "cannot unmarshal"):
 			return nil, errorf(http.StatusBadRequest, CodeInvalidJSON, "expected a JSON object")
 		}
 		return nil, errorf(http.StatusBadRequest, CodeInvalidJSON, "invalid JSON body: %v", err)
@@ -112,17 +136,13 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, optional boo
 	return obj, nil
 }
 
-func tooLarge(limit int64) error {
-	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large: the limit is %d bytes", limit)
+func unsupportedMedia(ct string) error {
+	if ct == "" {
+		ct = "none"
+	}
+	return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "content type %s is not supported: send the body as application/json", ct)
 }
 
-func isJSON(ct string) bool {
-	if ct == "" {
-		return false
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+func tooLarge(limit int64) error {
+	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large: the limit is %d bytes", limit)
 }

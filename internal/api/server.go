@@ -24,6 +24,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/actionsvc"
+	"github.com/eve-temporal/eve/internal/httpbody"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
 )
@@ -99,11 +100,18 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	// CORSOrigins lists the origins browsers may call from; empty means
-	// any ("*") when keys are configured, and pages served from this
-	// machine (loopback origins, reflected) on an open server, which never
-	// sends a wildcard. Credentials (cookies) are never needed: auth is a
-	// bearer key.
+	// BodyReadTimeout bounds how long a request's body may take to arrive
+	// (default 10 s, httpbody.DefaultReadTimeout): past it the answer is
+	// 408 and the connection closes. Streams, which have no body, keep
+	// their own write deadlines (StreamWriteTimeout).
+	BodyReadTimeout time.Duration
+	// CORSOrigins lists the origins browsers may call from, besides the
+	// server's own; empty means any ("*") when keys are configured, and
+	// pages served from this machine (loopback origins, reflected) on an
+	// open server, which never sends a wildcard. A request from any other
+	// origin is refused with 403 before anything runs (a cross-site page's
+	// "simple" request needs no preflight, so CORS alone would not stop
+	// it). Credentials (cookies) are never needed: auth is a bearer key.
 	CORSOrigins []string
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
@@ -156,6 +164,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = httpbody.DefaultReadTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -232,15 +243,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if s.Open() && !s.opts.InsecureOpen && !isLoopbackHost(r.Host) {
+		httpbody.Refusing(w, r)
 		// An open server answers only this machine's names: a web page
 		// cannot reach it through a DNS name rebound to 127.0.0.1.
 		writeError(w, http.StatusForbidden, CodeForbiddenHost, "Host "+strconv.Quote(r.Host)+" is refused: this eve API server runs without API keys and answers only loopback hosts (localhost, 127.0.0.1, [::1]). "+
 			"Set EVE_API_KEY or EVE_API_KEYS_FILE to serve other hosts (or --insecure-open, EVE_INSECURE_OPEN=1, to accept the risk)")
 		return
 	}
+	if !s.originAllowed(r) {
+		httpbody.Refusing(w, r)
+		writeError(w, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+strconv.Quote(r.Header.Get("Origin"))+" may not call this eve API server: a page may call it only from the server's own origin or one in its allow-list "+
+			"(EVE_CORS_ORIGINS, api.Options.CORSOrigins; on a server without API keys also pages of this machine)")
+		return
+	}
 	if s.cors(w, r) {
 		return
 	}
+	r = httpbody.Deadline(w, r, s.opts.BodyReadTimeout)
 	if loc := namedMount.FindStringIndex(r.URL.Path); loc != nil && !strings.HasPrefix(r.URL.Path, "/eve/v1/") {
 		end := loc[1]
 		if strings.HasSuffix(r.URL.Path[:end], "/") {
@@ -256,6 +275,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path+": the session protocol lives under /eve/v1/ (see docs/http-api.md)")
+}
+
+// originAllowed decides whether a browser page may call: no Origin (not a
+// browser, or a same-origin navigation) unless the browser says the request
+// is cross-site (Sec-Fetch-Site), the server's own origin, a listed one, or
+// what an empty list allows (any origin with keys, this machine's pages on
+// an open server).
+func (s *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return r.Header.Get("Sec-Fetch-Site") != "cross-site"
+	}
+	if _, host, ok := strings.Cut(origin, "://"); ok && strings.EqualFold(host, r.Host) {
+		return true
+	}
+	anyOrigin := len(s.opts.CORSOrigins) == 0
+	for _, o := range s.opts.CORSOrigins {
+		if o == "*" {
+			anyOrigin = true
+		} else if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	if anyOrigin && !s.Open() {
+		return true
+	}
+	return anyOrigin && isLoopbackOrigin(origin)
 }
 
 // cors answers preflights and decorates cross-origin responses. It returns

@@ -1,6 +1,8 @@
 package toolsapi
 
 import (
+	"github.com/eve-temporal/eve/internal/httpbody"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -369,26 +371,40 @@ func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, status, res)
 }
 
-// decode reads a JSON body into v; it answers the error itself.
+// decode reads a JSON body into v; it answers the error itself. Every
+// route with a body takes exactly one JSON value as application/json: a
+// cross-site page's "simple" request (text/plain, or no type) is refused
+// before anything runs, and so is a missing body.
 func (s *Service) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.Contains(strings.ToLower(ct), "json") {
-		writeError(w, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send Content-Type: application/json"})
+	if !httpbody.IsJSON(r.Header.Get("Content-Type")) {
+		httpbody.Refusing(w, r)
+		writeError(w, &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send the body as JSON with Content-Type: application/json"})
 		return false
 	}
+	if !httpbody.HasBody(r) {
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "the request body is empty: send a JSON object"})
+		return false
+	}
+	r = httpbody.Deadline(w, r, httpbody.DefaultReadTimeout)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: fmt.Sprintf("body is larger than the %d-byte limit", s.opts.MaxBodyBytes)})
-			return false
+		case httpbody.IsTimeout(err):
+			w.Header().Set("Connection", "close")
+			writeError(w, &Error{Status: http.StatusRequestTimeout, Code: "request_timeout", Message: fmt.Sprintf("the request body did not arrive within %s: send it at once", httpbody.DefaultReadTimeout)})
+		default:
+			writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "read body: " + err.Error()})
 		}
-		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "read body: " + err.Error()})
 		return false
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
+	if httpbody.Empty(body) {
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "the request body is empty: send a JSON object"})
+		return false
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := httpbody.DecodeOne(body, v); err != nil {
 		writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "body is not valid JSON for this request: " + err.Error()})
 		return false
 	}

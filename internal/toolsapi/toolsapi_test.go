@@ -217,6 +217,9 @@ func call(t testing.TB, h http.Handler, method, path string, body any, out any) 
 		rd = bytes.NewReader(b)
 	}
 	req := httptest.NewRequest(method, path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if out != nil {
@@ -309,6 +312,7 @@ func TestHTTPExecuteRefusals(t *testing.T) {
 		t.Fatalf("foreign id: %d %+v", code, e)
 	}
 	req := httptest.NewRequest("POST", "/v1/tools/search", strings.NewReader("{"))
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"ok":false`) || !strings.Contains(rec.Body.String(), "invalid_json") {
