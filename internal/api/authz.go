@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -127,14 +128,34 @@ func (s *Server) forbidden(a SessionAccess) error {
 // the session's workflow. It returns the session's summary when it had to
 // read it (nil when the owner was remembered).
 func (s *Server) authorize(ctx context.Context, id, action string, a SessionAccess) (*signals.SessionSummary, error) {
-	owner, sum, err := s.owner(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	a.SessionID, a.Action, a.Owner = id, action, owner
+	a.SessionID, a.Action = id, action
 	if a.Caller == nil {
 		a.Caller = Caller(ctx)
 	}
+	owner, sum, err := s.owner(ctx, id)
+	var ended *sessions.EndedError
+	if errors.As(err, &ended) {
+		// A closed session: only those who may act on it learn why it
+		// closed (an operator's reason may carry customer data); others
+		// are refused as for any session they may not see.
+		if owner == nil {
+			owner = ended.Initiator
+		}
+		if owner == nil && !s.Open() {
+			e := *ended
+			e.Reason = ""
+			return nil, &e
+		}
+		a.Owner = owner
+		if !s.allows(ctx, a) {
+			return nil, s.forbidden(a)
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Owner = owner
 	if !s.allows(ctx, a) {
 		return sum, s.forbidden(a)
 	}

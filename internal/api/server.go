@@ -27,6 +27,7 @@ import (
 	"github.com/eve-temporal/eve/internal/httpbody"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Defaults of Options.
@@ -212,12 +213,12 @@ func (s *Server) routes() {
 	m.HandleFunc("HEAD /eve/v1/health", s.health)
 	m.HandleFunc("GET /eve/v1/info", s.authed(s.info))
 	m.HandleFunc("POST /eve/v1/session", s.authed(s.create))
-	m.HandleFunc("POST /eve/v1/session/{id}", s.authed(s.message))
-	m.HandleFunc("POST /eve/v1/session/{id}/cancel", s.authed(s.cancel))
-	m.HandleFunc("POST /eve/v1/session/{id}/clear", s.authed(s.clear))
-	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.compact))
-	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.reset))
-	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.stream))
+	m.HandleFunc("POST /eve/v1/session/{id}", s.authed(s.session(s.message)))
+	m.HandleFunc("POST /eve/v1/session/{id}/cancel", s.authed(s.session(s.cancel)))
+	m.HandleFunc("POST /eve/v1/session/{id}/clear", s.authed(s.session(s.clear)))
+	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.session(s.compact)))
+	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.session(s.reset)))
+	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
 	if s.opts.Actions != nil {
 		m.Handle("/eve/v1/actions/", s.opts.Actions)
 	}
@@ -225,6 +226,24 @@ func (s *Server) routes() {
 		m.HandleFunc("/v1/", s.authed(s.opts.Tools.ServeHTTP))
 	}
 	m.HandleFunc("/", s.notFound)
+}
+
+// session checks the {id} of a session route against the session id
+// format before anything else runs: a malformed id is 400, a well-formed
+// id of another kind 404 like any unknown session.
+func (s *Server) session(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch err := signals.CheckSessionID(r.PathValue("id")); {
+		case errors.Is(err, signals.ErrMalformedID):
+			httpbody.Refusing(w, r)
+			writeError(w, http.StatusBadRequest, CodeInvalidID, "the session id in the URL is malformed: a session id is ses_ followed by letters, digits, '_' or '-' (at most 120)")
+		case err != nil:
+			httpbody.Refusing(w, r)
+			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+r.PathValue("id")+" not found")
+		default:
+			h(w, r)
+		}
+	}
 }
 
 // namedMount matches /eve/<agent>/v1/..., which eve's client uses for

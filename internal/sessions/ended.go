@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/query"
 )
 
@@ -44,6 +45,10 @@ type EndedError struct {
 	// RunID is the closed run; CloseTime when it closed (zero if unknown).
 	RunID     string
 	CloseTime time.Time
+	// Initiator is the session's owner as its memo records it (nil for
+	// sessions started without one): whoever may not see the session
+	// must not see Reason either.
+	Initiator *auth.Principal
 }
 
 func (e *EndedError) Error() string {
@@ -103,6 +108,12 @@ func (s *Service) State(ctx context.Context, id string) error {
 		e.CloseTime = ct.AsTime()
 	}
 	e.Reason = s.closeReason(ctx, id, e.RunID)
+	if f, ok := info.GetMemo().GetFields()[MemoInitiator]; ok {
+		var p auth.Principal
+		if converter.GetDefaultDataConverter().FromPayload(f, &p) == nil && p.ID != "" {
+			e.Initiator = &p
+		}
+	}
 	return e
 }
 

@@ -44,12 +44,26 @@ func (s *Service) startOptions(id string) client.StartWorkflowOptions {
 	}
 }
 
+// MemoInitiator is the memo key of a session's initiator, so the owner of
+// a closed session (whose queries no longer answer) is known.
+const MemoInitiator = "initiator"
+
+// startOptionsFor is startOptions with the initiator in the memo (carried
+// across continue-as-new).
+func (s *Service) startOptionsFor(id string, initiator *auth.Principal) client.StartWorkflowOptions {
+	o := s.startOptions(id)
+	if initiator != nil {
+		o.Memo = map[string]any{MemoInitiator: initiator}
+	}
+	return o
+}
+
 // Create starts a session workflow. id may be empty (one is generated).
 func (s *Service) Create(ctx context.Context, id string, initiator *auth.Principal) (string, error) {
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -72,7 +86,7 @@ func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *a
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptions(id), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
