@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/eve-temporal/eve/internal/httpbody"
+
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -119,7 +121,7 @@ func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *
 		h = requireBearer(key, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, h)
+	mux.Handle(MCPPath, bodyDeadline(h, httpbody.DefaultReadTimeout))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("eve mcp: listen on %s: %w", addr, err)
@@ -145,11 +147,21 @@ func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *
 }
 
 // requireBearer answers 401 unless the request carries the key.
+// bodyDeadline gives every request's body timeout to arrive (JSON-RPC
+// messages are small); the SSE streams that follow, and GET streams, which
+// have no body, are not cut by it.
+func bodyDeadline(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, httpbody.Deadline(w, r, timeout))
+	})
+}
+
 func requireBearer(key string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(key)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="eve"`)
+			httpbody.Refusing(w, r) // answered before the body is read, even one that stalls
 			http.Error(w, "missing or invalid API key: send Authorization: Bearer <key>", http.StatusUnauthorized)
 			return
 		}

@@ -137,13 +137,16 @@ func (p *Postgres) publish(ctx context.Context) {
 		case <-p.kick:
 		}
 		for {
+			// Swap the queue under the lock; an empty one stays (and is
+			// never read outside the lock: Notify writes to it).
 			p.mu.Lock()
 			q := p.queue
-			if len(q) > 0 {
+			empty := len(q) == 0
+			if !empty {
 				p.queue = map[string]int{}
 			}
 			p.mu.Unlock()
-			if len(q) == 0 {
+			if empty {
 				break
 			}
 			var payloads []string
