@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-examples test-cluster postgres dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-examples test-cluster postgres chromium dev bench fmt vet clean distclean
 
 all: build
 
@@ -52,6 +52,14 @@ postgres:
 		echo "Installing PostgreSQL from Debian's packages..."; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
+# Chromium from Debian's packages, installed when missing (needs root): the
+# e2e suite drives a real browser page on another origin against the API
+# (e2e/browser_csrf_test.go). About half a minute on a fresh machine.
+chromium:
+	@command -v chromium >/dev/null || { \
+		echo "Installing Chromium from Debian's packages (browser tests)..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 # The reference topology (README, operators): Temporal server (frontend,
 # history with 4 shards, matching, worker) on PostgreSQL with SQL visibility,
 # two eve workers, two API servers, and faults. test/cluster/.
@@ -68,9 +76,9 @@ vet:
 
 test: $(TEMPORAL_BIN) test-go test-examples test-node
 
-test-go: $(TEMPORAL_BIN)
+test-go: $(TEMPORAL_BIN) chromium
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	EVE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -timeout 20m ./...
 
 # Example apps, each its own module (replace => ../..): built, vetted, and
 # their flows run over HTTP against their own binary's `dev`.

@@ -150,6 +150,11 @@ func TestSecurityProbe(t *testing.T) {
 			}
 		}
 	}
+	// A create with a blank message is refused as eve refuses it (a send's
+	// is too); a create without one is an empty session.
+	for _, blank := range []string{`{"message":""}`, `{"message":"   "}`} {
+		wantError(t, e.raw(t, "POST", "/eve/v1/session", blank, json), 400, api.CodeBadRequest, "non-empty when provided")
+	}
 	// Nothing ran: the counter tool never executed and the session
 	// recorded nothing (a legitimate clear, afterwards, is its first
 	// change).

@@ -104,9 +104,15 @@ func TestParseMessageParts(t *testing.T) {
 	if err != nil || in.message != "a\n\nb" {
 		t.Fatalf("parts = %q, %v", in.message, err)
 	}
-	in, err = parseTurnInput(map[string]json.RawMessage{"message": json.RawMessage(`"  "`)}, true)
-	if err != nil || in.message != "" {
-		t.Fatalf("blank message on create = %q, %v: want a bodyless create", in.message, err)
+	// A blank message on create is refused, as eve does; no message field
+	// creates an empty session.
+	for _, blank := range []string{`""`, `"  "`} {
+		if _, err := parseTurnInput(map[string]json.RawMessage{"message": json.RawMessage(blank)}, true); err == nil || !strings.Contains(err.Error(), "non-empty when provided") {
+			t.Fatalf("blank message %s on create: %v, want a 400", blank, err)
+		}
+	}
+	if in, err = parseTurnInput(map[string]json.RawMessage{}, true); err != nil || in.message != "" {
+		t.Fatalf("create without a message = %q, %v: want an empty session", in.message, err)
 	}
 }
 

@@ -51,6 +51,12 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 	if err != nil {
 		return in, err
 	}
+	if raw, ok := obj["message"]; ok && !isNull(raw) && msg == "" && create {
+		// An empty session is a create without a message; a message that
+		// is there but blank is a mistake, refused as eve refuses it (and
+		// as a send is).
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "Expected 'message' to be non-empty when provided: send the user's text, or leave 'message' out to create an empty session.")
+	}
 	in.message = msg
 	if raw, ok := obj["inputResponses"]; ok && !isNull(raw) {
 		if create {
