@@ -359,7 +359,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if tq == "" {
 		tq = config.DefaultTaskQueue
 	}
-	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, Caller: api.Caller})
 	if err != nil {
 		return nil, fmt.Errorf("tools API: %w", err)
 	}

@@ -44,7 +44,8 @@ func (e *tapiEnv) tools() []*tools.Tool {
 		func(ctx *tools.Context, in struct {
 			Label string `json:"label"`
 		}) (map[string]any, error) {
-			return map[string]any{"n": e.count.Add(1), "label": in.Label, "user": ctx.Session.Auth.Current.ID, "key": ctx.IdempotencyKey}, nil
+			cur := ctx.Session.Auth.Current
+			return map[string]any{"n": e.count.Add(1), "label": in.Label, "user": cur.ID, "type": cur.Type, "key": ctx.IdempotencyKey}, nil
 		})
 	counter.InputSchema = json.RawMessage(`{"type":"object","properties":{"label":{"type":"string","minLength":1}},"required":["label"],"additionalProperties":false}`)
 	counter.OutputSchema = nil

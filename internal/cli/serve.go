@@ -177,7 +177,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	} else {
 		actionsHandler = &actionsvc.Service{Client: c, Signer: signer, Logger: logger}
 	}
-	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, Caller: api.Caller})
 	if err != nil {
 		return "", nil, fmt.Errorf("tools API: %w", err)
 	}
