@@ -316,6 +316,10 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Anthropic tool_use blocks: " + err.Error()})
 			return
 		}
+		if err := s.checkToolCalls(len(cs)); err != nil {
+			writeError(w, err)
+			return
+		}
 		res := catalog.ExecuteAnthropicToolCalls(r.Context(), exec, cs, opts)
 		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "anthropic", Results: res})
 	case "openai":
@@ -324,11 +328,29 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Chat Completions tool calls: " + err.Error()})
 			return
 		}
+		if err := s.checkToolCalls(len(cs)); err != nil {
+			writeError(w, err)
+			return
+		}
 		res := catalog.ExecuteOpenAIToolCalls(r.Context(), exec, cs, opts)
 		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "openai", Results: res})
 	default:
 		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("provider %q: want anthropic or openai", req.Provider)})
 	}
+}
+
+// CodeTooManyCalls refuses an executeToolCalls request with more calls
+// than Options.MaxToolCalls (400).
+const CodeTooManyCalls = "too_many_calls"
+
+// checkToolCalls refuses a request of n calls over the cap, before any
+// starts: every call is an execution, all started at once.
+func (s *Service) checkToolCalls(n int) error {
+	if max := s.opts.MaxToolCalls; max > 0 && n > max {
+		return &Error{Status: http.StatusBadRequest, Code: CodeTooManyCalls, Message: fmt.Sprintf(
+			"%d tool calls in one request; the limit is %d: send them in requests of at most %d (the server's limit is set by eve serve --max-tool-calls, env EVE_MAX_TOOL_CALLS, or toolsapi.Options.MaxToolCalls)", n, max, max)}
+	}
+	return nil
 }
 
 // authorized describes an execution the caller may see: one of a

@@ -50,6 +50,9 @@ const (
 	DefaultMaxWait     = 10 * time.Minute
 	DefaultCancelWait  = 5 * time.Second
 	DefaultMaxBodySize = 4 << 20
+	// DefaultMaxToolCalls bounds the calls of one executeToolCalls request:
+	// each starts an execution, and they all start at once.
+	DefaultMaxToolCalls = 32
 )
 
 // ExecutionIDPrefix starts every execution id.
@@ -103,6 +106,10 @@ type Options struct {
 	CancelWait time.Duration
 	// MaxBodyBytes bounds HTTP request bodies (default 4 MiB).
 	MaxBodyBytes int64
+	// MaxToolCalls bounds the calls of one executeToolCalls HTTP request
+	// (default DefaultMaxToolCalls; negative: no bound); a request with
+	// more is refused with 400 too_many_calls before any starts.
+	MaxToolCalls int
 	Logger       *slog.Logger
 }
 
@@ -143,6 +150,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodySize
+	}
+	if opts.MaxToolCalls == 0 {
+		opts.MaxToolCalls = DefaultMaxToolCalls
 	}
 	s := &Service{opts: opts, log: opts.Logger, byName: map[string]*tools.Tool{}}
 	if s.log == nil {
