@@ -285,3 +285,28 @@ func TestTaskCallRefusedWhenFull(t *testing.T) {
 		t.Fatalf("store changed: %d tasks, %d reserved", s.tasks.len(), s.tasks.reserved)
 	}
 }
+
+// Over stdio too, a task needs Tasks announced in initialize and a task
+// object; both refusals come before any execution (here one would answer
+// unavailable: no Temporal).
+func TestStdioTaskRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		caps, task string
+		code       float64
+		says       string
+	}{
+		{`{}`, `{}`, -32601, "announce MCP Tasks"},
+		{`{"experimental":{"tasks":{}}}`, `"yes"`, -32602, "task must be an object"},
+		{`{"tasks":{}}`, `{"ttl":-1}`, -32602, "task must be an object"},
+	} {
+		c := newRawStdio(t, demoServer(t))
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + tc.caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
+		c.recv()
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo.get_weather","arguments":{"city":"Paris"},"task":` + tc.task + `}}`)
+		e, _ := c.recv()["error"].(map[string]any)
+		if e == nil || e["code"] != tc.code || !strings.Contains(e["message"].(string), tc.says) {
+			t.Fatalf("caps %s, task %s: error %v, want %v %q", tc.caps, tc.task, e, tc.code, tc.says)
+		}
+	}
+}

@@ -62,6 +62,7 @@ type taskConn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	owner   string
+	tasks   atomic.Bool // the client announced Tasks in initialize
 	mu      sync.Mutex
 	initIDs map[any]bool
 }
@@ -81,6 +82,7 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.initIDs[req.ID.Raw()] = true
 			c.mu.Unlock()
 			if req.Method == "initialize" {
+				c.tasks.Store(initAnnouncesTasks(req.Params))
 				req.Params = normalizeInit(req.Params)
 			}
 			return req, nil
@@ -88,8 +90,9 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !intercepts(req) {
 			return msg, nil
 		}
+		negotiated := c.tasks.Load() || requestAnnouncesTasks(req.Params)
 		go func() {
-			resp := c.s.handleTask(c.ctx, c.owner, c.s.opts.UserID, req)
+			resp := c.s.handleTask(c.ctx, c.owner, c.s.opts.UserID, negotiated, req)
 			if err := c.Connection.Write(c.ctx, resp); err != nil {
 				c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
 			}
@@ -178,7 +181,8 @@ type httpTasks struct {
 
 type httpSession struct {
 	timer *time.Timer
-	refs  int // requests in flight: the idle timer runs only at 0
+	refs  int  // requests in flight: the idle timer runs only at 0
+	tasks bool // the client announced Tasks in initialize
 }
 
 // begin notes a request of session sid: the session's idle timer stops
@@ -215,17 +219,25 @@ func (h *httpTasks) end(sid string) {
 	}
 }
 
-func (h *httpTasks) addSession(sid string) {
+func (h *httpTasks) addSession(sid string, tasks bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessions[sid] != nil {
 		return
 	}
-	ss := &httpSession{}
+	ss := &httpSession{tasks: tasks}
 	if h.timeout > 0 {
 		ss.timer = time.AfterFunc(h.timeout, func() { h.expire(sid, ss) })
 	}
 	h.sessions[sid] = ss
+}
+
+// negotiated reports whether session sid announced Tasks.
+func (h *httpTasks) negotiated(sid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.sessions[sid]
+	return ss != nil && ss.tasks
 }
 
 // forget drops a session and its tasks.
@@ -359,6 +371,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case isInitMethod(req.Method) && req.IsCall():
+		tasks := req.Method == "initialize" && initAnnouncesTasks(req.Params)
 		if req.Method == "initialize" {
 			req.Params = normalizeInit(req.Params)
 			if b, err := jsonrpc.EncodeMessage(req); err == nil {
@@ -368,7 +381,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{header: http.Header{}, status: http.StatusOK}
 		h.inner.ServeHTTP(rec, r)
 		if id := rec.header.Get(sessionHeader); id != "" {
-			h.addSession(id)
+			h.addSession(id, tasks)
 		}
 		for k, vs := range rec.header {
 			w.Header()[k] = vs
@@ -389,7 +402,8 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}}
 		} else {
-			resp = h.s.handleTask(r.Context(), "http:"+sid+"\x00"+user, user, req)
+			negotiated := (known && h.negotiated(sid)) || requestAnnouncesTasks(req.Params)
+			resp = h.s.handleTask(r.Context(), "http:"+sid+"\x00"+user, user, negotiated, req)
 		}
 		b, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {
