@@ -349,3 +349,35 @@ func TestMCPTaskCallNeedsNegotiatedTasks(t *testing.T) {
 		t.Fatalf("plain call: %v %v, count %d", res, rerr, e.count.Load())
 	}
 }
+
+// Without Mcp-Session-Id, anything but initialize is HTTP 400 (not 200
+// with a JSON-RPC error), and runs nothing; an unknown session is 404.
+func TestMCPRequestWithoutSessionIs400(t *testing.T) {
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
+	hs := httptest.NewServer(newMCPServer(t, e).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	noSession := func(r *http.Request) { r.Header.Del("Mcp-Session-Id") }
+	call := map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}}
+	withTask := map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}}
+	for i, tc := range []struct {
+		method string
+		params any
+	}{{"tools/list", map[string]any{}}, {"tools/call", call}, {"tools/call", withTask}, {"tasks/list", map[string]any{}}, {"ping", nil}} {
+		st, body := rawPost(t, hs.URL, "", i+1, tc.method, tc.params, noSession)
+		if st != http.StatusBadRequest || !strings.Contains(body, "Mcp-Session-Id") || strings.Contains(body, "jsonrpc") {
+			t.Fatalf("%s without a session: %d %s, want 400", tc.method, st, body)
+		}
+	}
+	if n := starts.n.Load(); n != 0 {
+		t.Fatalf("sessionless requests started %d executions", n)
+	}
+	if st, body := rawPost(t, hs.URL, "no-such-session", 9, "tools/list", map[string]any{}, nil); st != http.StatusNotFound {
+		t.Fatalf("unknown session: %d %s, want 404", st, body)
+	}
+	// initialize needs no session, and its session works.
+	c := mcpSession(t, hs.URL)
+	if list, rerr := c.call("tools/list", map[string]any{}); rerr != nil || len(list["tools"].([]any)) == 0 {
+		t.Fatalf("tools/list in a session: %v %v", list, rerr)
+	}
+}

@@ -133,6 +133,8 @@ func (c *taskConn) Close() error {
 // cross-origin POST is 403), and for POST the Content-Type
 // (application/json, else 415) and Accept (application/json and
 // text/event-stream, else 400) checks. Nothing runs before they pass.
+// Then a POST without Mcp-Session-Id is 400 unless it is initialize (or
+// the SDK is stateless, or the request speaks the sessionless protocol).
 //
 // Idle sessions expire after Options.SessionTimeout (opts.SessionTimeout,
 // when set, wins); the layer keeps the timer because task requests never
@@ -161,7 +163,7 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	o.SessionTimeout, o.CrossOriginProtection = 0, nil
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &o)
 	return &httpTasks{s: s, inner: inner, sessions: map[string]*httpSession{},
-		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection}
+		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
 }
 
 const (
@@ -175,6 +177,7 @@ type httpTasks struct {
 	timeout   time.Duration // idle sessions expire; <= 0: never
 	origin    *http.CrossOriginProtection
 	checkHost bool
+	stateless bool // the SDK's stateless mode: no session is required
 	mu        sync.Mutex
 	sessions  map[string]*httpSession // sessions this handler initialized
 }
@@ -369,6 +372,18 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r)
 		return
 	}
+	if sid == "" && !h.stateless && req.Method != "initialize" && !sessionless(r, req) {
+		// The SDK (go-sdk v1.8.0, StreamableHTTPHandler.serveStatefulPOST)
+		// opens a fresh session for any POST without Mcp-Session-Id and
+		// answers a call in it with HTTP 200 and a JSON-RPC error of code 0
+		// ("method ... is invalid during session initialization"). The
+		// transport spec (2025-11-25, Session Management) asks servers that
+		// require a session for HTTP 400 here. Upstream, that POST path
+		// could refuse non-initialize messages before creating a session;
+		// until it does, this layer answers first.
+		http.Error(w, "Bad Request: this server requires a session: send the Mcp-Session-Id header that the initialize response returned, or initialize first", http.StatusBadRequest)
+		return
+	}
 	switch {
 	case isInitMethod(req.Method) && req.IsCall():
 		tasks := req.Method == "initialize" && initAnnouncesTasks(req.Params)
@@ -416,6 +431,13 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.inner.ServeHTTP(w, r)
 	}
+}
+
+// sessionless reports a message of the sessionless protocol (2026-07-28),
+// which needs no Mcp-Session-Id: a call carries its version in _meta, a
+// notification only in the Mcp-Protocol-Version header.
+func sessionless(r *http.Request, req *jsonrpc.Request) bool {
+	return perRequestProtocol(req) || r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
 }
 
 // perRequestProtocol reports a request of the sessionless protocol
