@@ -318,6 +318,10 @@ type ServerOptions struct {
 	CORSOrigins []string
 	// MaxStreamsPerPrincipal (default 100; negative: no bound).
 	MaxStreamsPerPrincipal int
+	// MaxToolCalls bounds the calls of one executeToolCalls request of the
+	// tools API (default 32; negative: no bound): a request with more is
+	// refused (400 too_many_calls) before any starts.
+	MaxToolCalls int
 	// AgentName reported by /eve/v1/info (default the agent's name).
 	AgentName string
 	Logger    *slog.Logger
@@ -359,7 +363,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if tq == "" {
 		tq = config.DefaultTaskQueue
 	}
-	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, Caller: api.Caller, MaxToolCalls: opts.MaxToolCalls})
 	if err != nil {
 		return nil, fmt.Errorf("tools API: %w", err)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -232,7 +234,7 @@ func TestAPIKeysFileTypes(t *testing.T) {
 // Tools API executions stay scoped to their user behind the API server:
 // another user's execution is 404, a service reaches it only with a grant.
 func TestAPIAuthzToolsExecutionsScoped(t *testing.T) {
-	te := newTapiEnv(t, func(o *toolsapi.Options) { o.UserID = toolsapi.PrincipalUsers(api.Caller) })
+	te := newTapiEnv(t, func(o *toolsapi.Options) { o.Caller = api.Caller })
 	keys := map[string]*auth.Principal{
 		"key-alice":   {ID: "alice", Type: auth.TypeUser},
 		"key-bob":     {ID: "bob", Type: auth.TypeUser},
@@ -271,6 +273,91 @@ func TestAPIAuthzToolsExecutionsScoped(t *testing.T) {
 	}
 	if _, err := toolsclient.New(hs.URL, "key-billing").Tools.Execute(ctx, "ops.counter", toolsclient.ExecuteToolOptions{UserID: "alice", Input: map[string]string{"label": "c"}}); err != nil {
 		t.Fatalf("billing executing as alice: %v", err)
+	}
+}
+
+// Tools API executions are scoped by the whole principal, id and type, as
+// the session routes are: a service named bob neither reads, cancels nor
+// joins (by idempotency key, or by tool call id) the executions of the
+// user bob, and the other way round.
+func TestAPIAuthzToolsPrincipalTypes(t *testing.T) {
+	te := newTapiEnv(t, func(o *toolsapi.Options) { o.Caller = api.Caller })
+	srv, err := api.New(api.Options{Sessions: te.Sessions, Tools: te.svc.Handler(), Keys: map[string]*auth.Principal{
+		"key-user-bob":    {ID: "bob", Type: auth.TypeUser},
+		"key-service-bob": {ID: "bob", Type: auth.TypeService},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	ctx := te.Ctx(60 * time.Second)
+	userBob, serviceBob := toolsclient.New(hs.URL, "key-user-bob"), toolsclient.New(hs.URL, "key-service-bob")
+	output := func(ex catalog.ExecutionResult) map[string]any {
+		t.Helper()
+		var out map[string]any
+		if err := json.Unmarshal(ex.Output, &out); err != nil {
+			t.Fatalf("output %s: %v", ex.Output, err)
+		}
+		return out
+	}
+	opts := toolsclient.ExecuteToolOptions{Input: map[string]string{"label": "same"}, IdempotencyKey: "shared-key"}
+	mine, err := userBob.Tools.Execute(ctx, "ops.counter", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := output(mine); out["user"] != "bob" || out["type"] != auth.TypeUser {
+		t.Fatalf("user bob's execution ran as %v", out)
+	}
+	var ae *toolsclient.APIError
+	if _, err := serviceBob.Executions.Get(ctx, mine.ID); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("service bob reading user bob's execution: %v, want 404", err)
+	}
+	if _, err := serviceBob.Executions.Cancel(ctx, mine.ID); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("service bob cancelling user bob's execution: %v, want 404", err)
+	}
+	// The same tool, key and input from the service is its own execution:
+	// the tool runs again, as the service.
+	n := te.count.Load()
+	theirs, err := serviceBob.Tools.Execute(ctx, "ops.counter", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs.ID == mine.ID || te.count.Load() != n+1 {
+		t.Fatalf("service bob joined user bob's execution %s (got %s, %d new side effects)", mine.ID, theirs.ID, te.count.Load()-n)
+	}
+	if out := output(theirs); out["user"] != "bob" || out["type"] != auth.TypeService {
+		t.Fatalf("service bob's execution ran as %v", out)
+	}
+	if _, err := userBob.Executions.Get(ctx, theirs.ID); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("user bob reading service bob's execution: %v, want 404", err)
+	}
+	if _, err := userBob.Executions.Get(ctx, mine.ID); err != nil {
+		t.Fatalf("user bob reading its own execution: %v", err)
+	}
+	if _, err := serviceBob.Executions.Get(ctx, theirs.ID); err != nil {
+		t.Fatalf("service bob reading its own execution: %v", err)
+	}
+	// executeToolCalls keys each call by its id: the same call from the
+	// other principal runs again too.
+	bundle, err := userBob.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatAnthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []catalog.AnthropicToolCall{{Type: "tool_use", ID: "toolu_shared", Name: bundle.NameMap.CanonicalToWire["ops.counter"], Input: json.RawMessage(`{"label":"call"}`)}}
+	for _, who := range []struct {
+		c    *toolsclient.Client
+		typ  string
+		runs int64
+	}{{userBob, auth.TypeUser, 1}, {serviceBob, auth.TypeService, 1}, {userBob, auth.TypeUser, 0}} {
+		n := te.count.Load()
+		blocks, err := toolsclient.ExecuteAnthropicToolCalls(ctx, who.c, calls, toolsclient.ExecuteToolCallsOptions{NameMap: bundle.NameMap})
+		if err != nil || len(blocks) != 1 || blocks[0].IsError {
+			t.Fatalf("%s bob's tool call: %+v %v", who.typ, blocks, err)
+		}
+		if !strings.Contains(blocks[0].Content, `"type":"`+who.typ+`"`) || te.count.Load() != n+who.runs {
+			t.Fatalf("%s bob's tool call: %s, %d new side effects, want %d", who.typ, blocks[0].Content, te.count.Load()-n, who.runs)
+		}
 	}
 }
 

@@ -283,3 +283,101 @@ func TestMCPTasksOverHTTP(t *testing.T) {
 		t.Fatalf("plain call = %v %v", res, rerr)
 	}
 }
+
+// rpcCode is a JSON-RPC error's code (0 when there is none).
+func rpcCode(rerr map[string]any) int {
+	c, _ := rerr["code"].(float64)
+	return int(c)
+}
+
+// A tools/call whose params.task is not an object is invalid params and
+// starts nothing; {} starts the task.
+func TestMCPTaskParamMustBeAnObject(t *testing.T) {
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
+	hs := httptest.NewServer(newMCPServer(t, e).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	c := mcpSession(t, hs.URL) // announces Tasks
+	for _, task := range []any{"yes", 1, true, []any{}, map[string]any{"ttl": "soon"}} {
+		_, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": task})
+		if rpcCode(rerr) != -32602 || !strings.Contains(fmt.Sprint(rerr["message"]), "task must be an object") {
+			t.Fatalf("task %v: %v, want -32602 naming the task", task, rerr)
+		}
+	}
+	// Answered after the call returned: a started execution would be
+	// counted already.
+	if n := starts.n.Load(); n != 0 {
+		t.Fatalf("refused calls started %d executions", n)
+	}
+	if list, _ := c.call("tasks/list", map[string]any{}); len(list["tasks"].([]any)) != 0 {
+		t.Fatalf("tasks = %v", list)
+	}
+	created, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	id := created["task"].(map[string]any)["taskId"].(string)
+	if res, rerr := c.call("tasks/result", map[string]any{"taskId": id}); rerr != nil || res["isError"] == true || e.count.Load() != 1 {
+		t.Fatalf("task {}: %v %v, count %d", res, rerr, e.count.Load())
+	}
+}
+
+// A session whose client did not announce Tasks cannot start one: the
+// task-augmented call is refused (-32601) and starts nothing; its plain
+// calls run.
+func TestMCPTaskCallNeedsNegotiatedTasks(t *testing.T) {
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
+	hs := httptest.NewServer(newMCPServer(t, e).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	c := &rpc{t: t, url: hs.URL}
+	if _, rerr := c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"},
+		"capabilities": map[string]any{}}); rerr != nil || c.sid == "" {
+		t.Fatalf("initialize: %v", rerr)
+	}
+	c.notify("notifications/initialized")
+	for tool, args := range map[string]any{"ops.counter": map[string]any{"label": "x"}, "ops.report": map[string]any{"spec": "x"}} {
+		_, rerr := c.call("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{}})
+		if rpcCode(rerr) != -32601 || !strings.Contains(fmt.Sprint(rerr["message"]), "announce MCP Tasks") {
+			t.Fatalf("%s as a task without Tasks: %v, want -32601", tool, rerr)
+		}
+	}
+	if n := starts.n.Load(); n != 0 {
+		t.Fatalf("refused task calls started %d executions", n)
+	}
+	if res, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "plain"}}); rerr != nil || res["isError"] == true || e.count.Load() != 1 {
+		t.Fatalf("plain call: %v %v, count %d", res, rerr, e.count.Load())
+	}
+}
+
+// Without Mcp-Session-Id, anything but initialize is HTTP 400 (not 200
+// with a JSON-RPC error), and runs nothing; an unknown session is 404.
+func TestMCPRequestWithoutSessionIs400(t *testing.T) {
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap)
+	hs := httptest.NewServer(newMCPServer(t, e).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	noSession := func(r *http.Request) { r.Header.Del("Mcp-Session-Id") }
+	call := map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}}
+	withTask := map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}}
+	for i, tc := range []struct {
+		method string
+		params any
+	}{{"tools/list", map[string]any{}}, {"tools/call", call}, {"tools/call", withTask}, {"tasks/list", map[string]any{}}, {"ping", nil}} {
+		st, body := rawPost(t, hs.URL, "", i+1, tc.method, tc.params, noSession)
+		if st != http.StatusBadRequest || !strings.Contains(body, "Mcp-Session-Id") || strings.Contains(body, "jsonrpc") {
+			t.Fatalf("%s without a session: %d %s, want 400", tc.method, st, body)
+		}
+	}
+	if n := starts.n.Load(); n != 0 {
+		t.Fatalf("sessionless requests started %d executions", n)
+	}
+	if st, body := rawPost(t, hs.URL, "no-such-session", 9, "tools/list", map[string]any{}, nil); st != http.StatusNotFound {
+		t.Fatalf("unknown session: %d %s, want 404", st, body)
+	}
+	// initialize needs no session, and its session works.
+	c := mcpSession(t, hs.URL)
+	if list, rerr := c.call("tools/list", map[string]any{}); rerr != nil || len(list["tools"].([]any)) == 0 {
+		t.Fatalf("tools/list in a session: %v %v", list, rerr)
+	}
+}

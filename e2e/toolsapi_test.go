@@ -30,6 +30,7 @@ import (
 // HTTP, and a Go client of it.
 type tapiEnv struct {
 	*evetest.Env
+	agent *agent.Agent
 	svc   *toolsapi.Service
 	url   string
 	c     *toolsclient.Client
@@ -44,7 +45,8 @@ func (e *tapiEnv) tools() []*tools.Tool {
 		func(ctx *tools.Context, in struct {
 			Label string `json:"label"`
 		}) (map[string]any, error) {
-			return map[string]any{"n": e.count.Add(1), "label": in.Label, "user": ctx.Session.Auth.Current.ID, "key": ctx.IdempotencyKey}, nil
+			cur := ctx.Session.Auth.Current
+			return map[string]any{"n": e.count.Add(1), "label": in.Label, "user": cur.ID, "type": cur.Type, "key": ctx.IdempotencyKey}, nil
 		})
 	counter.InputSchema = json.RawMessage(`{"type":"object","properties":{"label":{"type":"string","minLength":1}},"required":["label"],"additionalProperties":false}`)
 	counter.OutputSchema = nil
@@ -118,7 +120,7 @@ func newTapiEnv(t *testing.T, mut func(*toolsapi.Options)) *tapiEnv {
 	mux.Handle("/v1/", svc.Handler())
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	e.svc, e.url = svc, hs.URL
+	e.agent, e.svc, e.url = a, svc, hs.URL
 	e.c = toolsclient.New(hs.URL, "", toolsclient.WithUserID("user_42"))
 	return e
 }
@@ -455,6 +457,79 @@ func TestToolsAPIExecuteToolCalls(t *testing.T) {
 	checkOpenAI("http", msgs)
 	checkOpenAI("client executor", catalog.ExecuteOpenAIToolCalls(ctx, e.c.Executor(), ocalls, catalog.ExecuteToolCallsOptions{NameMap: nm, UserID: "user_9", PollMs: 50}))
 	checkOpenAI("service executor", e.svc.ExecuteOpenAIToolCalls(ctx, ocalls, catalog.ExecuteToolCallsOptions{NameMap: nm, UserID: "user_8"}))
+}
+
+// One executeToolCalls request starts at most MaxToolCalls executions: a
+// request with more is refused whole (400 too_many_calls, naming the limit
+// and how to raise it) before any starts.
+func TestToolsAPIToolCallsCap(t *testing.T) {
+	starts := &startCounter{}
+	e := newTapiEnv(t, starts.wrap) // the default cap
+	ctx := e.Ctx(60 * time.Second)
+	bundle, err := e.c.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatAnthropic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := bundle.NameMap
+	anthropic := func(n int) []catalog.AnthropicToolCall {
+		calls := make([]catalog.AnthropicToolCall, n)
+		for i := range calls {
+			calls[i] = catalog.AnthropicToolCall{Type: "tool_use", ID: fmt.Sprintf("toolu_%d", i), Name: nm.CanonicalToWire["ops.counter"], Input: json.RawMessage(fmt.Sprintf(`{"label":"%d"}`, i))}
+		}
+		return calls
+	}
+	refused := func(how string, err error, limit int) {
+		t.Helper()
+		var ae *toolsclient.APIError
+		if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != toolsapi.CodeTooManyCalls ||
+			!strings.Contains(ae.Message, fmt.Sprintf("the limit is %d", limit)) || !strings.Contains(ae.Message, "--max-tool-calls") {
+			t.Fatalf("%s: %v, want 400 %s naming the limit %d and the flag", how, err, toolsapi.CodeTooManyCalls, limit)
+		}
+		// Answered after the handler returned: a started execution would
+		// be counted already.
+		if n := starts.n.Load(); n != 0 {
+			t.Fatalf("%s: the refused request started %d executions", how, n)
+		}
+	}
+	_, err = toolsclient.ExecuteAnthropicToolCalls(ctx, e.c, anthropic(100), toolsclient.ExecuteToolCallsOptions{NameMap: nm})
+	refused("100 anthropic calls", err, toolsapi.DefaultMaxToolCalls)
+	raw := make([]map[string]any, toolsapi.DefaultMaxToolCalls+1)
+	for i := range raw {
+		raw[i] = map[string]any{"id": fmt.Sprintf("call_%d", i), "type": "function",
+			"function": map[string]any{"name": nm.CanonicalToWire["ops.counter"], "arguments": `{"label":"o"}`}}
+	}
+	b, _ := json.Marshal(raw)
+	ocalls, err := catalog.DecodeOpenAIToolCalls(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = toolsclient.ExecuteOpenAIToolCalls(ctx, e.c, ocalls, toolsclient.ExecuteToolCallsOptions{NameMap: nm})
+	refused(fmt.Sprintf("%d openai calls", len(ocalls)), err, toolsapi.DefaultMaxToolCalls)
+
+	// A server configured with a cap of 3 refuses 4 calls and runs 3.
+	svc, err := toolsapi.New(toolsapi.Options{Client: starts, TaskQueue: e.TaskQueue, Agent: e.agent, MaxToolCalls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", svc.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	c := toolsclient.New(hs.URL, "")
+	_, err = toolsclient.ExecuteAnthropicToolCalls(ctx, c, anthropic(4), toolsclient.ExecuteToolCallsOptions{NameMap: nm})
+	refused("4 calls over a cap of 3", err, 3)
+	blocks, err := toolsclient.ExecuteAnthropicToolCalls(ctx, c, anthropic(3), toolsclient.ExecuteToolCallsOptions{NameMap: nm})
+	if err != nil || len(blocks) != 3 {
+		t.Fatalf("3 calls: %+v %v", blocks, err)
+	}
+	for i, b := range blocks {
+		if b.IsError || !strings.Contains(b.Content, fmt.Sprintf(`"label":"%d"`, i)) {
+			t.Fatalf("call %d: %+v", i, b)
+		}
+	}
+	if n := starts.n.Load(); n != 3 || e.count.Load() != 3 {
+		t.Fatalf("3 calls started %d executions, ran %d times", n, e.count.Load())
+	}
 }
 
 func TestToolsAPIGetAndSearch(t *testing.T) {

@@ -39,6 +39,7 @@ type apiFlags struct {
 	actions      config.Actions
 	insecureOpen bool
 	maxStreams   int
+	maxToolCalls int
 	notify       string
 }
 
@@ -58,6 +59,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
 	fs.BoolVar(&f.insecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
 	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
+	fs.IntVar(&f.maxToolCalls, "max-tool-calls", config.EnvInt("EVE_MAX_TOOL_CALLS", toolsapi.DefaultMaxToolCalls), "tool calls one executeToolCalls request of the tools API may start; beyond it the request answers 400 too_many_calls (env EVE_MAX_TOOL_CALLS; negative: no bound)")
 	bindNotify(fs, &f.notify)
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
@@ -177,7 +179,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	} else {
 		actionsHandler = &actionsvc.Service{Client: c, Signer: signer, Logger: logger}
 	}
-	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, UserID: toolsapi.PrincipalUsers(api.Caller)})
+	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, Caller: api.Caller, MaxToolCalls: af.maxToolCalls})
 	if err != nil {
 		return "", nil, fmt.Errorf("tools API: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -283,5 +284,65 @@ func TestTaskCallRefusedWhenFull(t *testing.T) {
 	}
 	if s.tasks.len() != 2 || s.tasks.reserved != 0 {
 		t.Fatalf("store changed: %d tasks, %d reserved", s.tasks.len(), s.tasks.reserved)
+	}
+}
+
+// Without Mcp-Session-Id only initialize passes (HTTP 400, not the SDK's
+// 200 with a code-0 JSON-RPC error); the sessionless protocol (2026-07-28)
+// needs no session and still reaches the SDK, as does its stateless mode.
+func TestHTTPNoSessionIs400(t *testing.T) {
+	s := serverWith(t, nil)
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	defer hs.Close()
+	c := &rawHTTP{t: t, url: hs.URL}
+	for _, m := range []string{"tools/list", "tasks/list", "notifications/initialized"} {
+		if st, body := c.post(m, map[string]any{}, nil); st != 400 || !strings.Contains(body, "Mcp-Session-Id") {
+			t.Fatalf("%s without a session: %d %s", m, st, body)
+		}
+	}
+	meta := map[string]any{"_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}}
+	// (This server does not speak it, so the SDK answers that itself.)
+	st, body := c.post("tools/list", meta, func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "2026-07-28") })
+	if strings.Contains(body, "requires a session") || !strings.Contains(body, "jsonrpc") {
+		t.Fatalf("sessionless protocol: %d %s, want the SDK's answer", st, body)
+	}
+	// In the SDK's stateless mode nothing requires a session.
+	hs2 := httptest.NewServer(s.HTTPHandler(&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	defer hs2.Close()
+	c2 := &rawHTTP{t: t, url: hs2.URL}
+	if st, body := c2.post("tools/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "demo.get_weather") {
+		t.Fatalf("stateless: %d %s", st, body)
+	}
+	c.initialize()
+	if st, body := c.post("tools/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "demo.get_weather") {
+		t.Fatalf("in a session: %d %s", st, body)
+	}
+}
+
+// Over stdio too, a task needs Tasks announced in initialize and a task
+// object; both refusals come before any execution (here one would answer
+// unavailable: no Temporal).
+func TestStdioTaskRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		caps, task string
+		code       float64
+		says       string
+	}{
+		{`{}`, `{}`, -32601, "announce MCP Tasks"},
+		{`{"experimental":{"tasks":{}}}`, `"yes"`, -32602, "task must be an object"},
+		{`{"tasks":{}}`, `{"ttl":-1}`, -32602, "task must be an object"},
+	} {
+		c := newRawStdio(t, demoServer(t))
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + tc.caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
+		c.recv()
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo.get_weather","arguments":{"city":"Paris"},"task":` + tc.task + `}}`)
+		e, _ := c.recv()["error"].(map[string]any)
+		if e == nil || e["code"] != tc.code || !strings.Contains(e["message"].(string), tc.says) {
+			t.Fatalf("caps %s, task %s: error %v, want %v %q", tc.caps, tc.task, e, tc.code, tc.says)
+		}
 	}
 }

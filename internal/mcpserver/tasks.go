@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -261,9 +262,10 @@ func rpcError(code int64, format string, args ...any) error {
 	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// handleTask answers one intercepted request for owner (session and user).
-func (s *Server) handleTask(ctx context.Context, owner, user string, req *jsonrpc.Request) *jsonrpc.Response {
-	res, err := s.task(ctx, owner, user, req)
+// handleTask answers one intercepted request for owner (session and
+// user); negotiated says whether the client announced Tasks.
+func (s *Server) handleTask(ctx context.Context, owner, user string, negotiated bool, req *jsonrpc.Request) *jsonrpc.Response {
+	res, err := s.task(ctx, owner, user, negotiated, req)
 	resp := &jsonrpc.Response{ID: req.ID}
 	if err != nil {
 		var we *jsonrpc.Error
@@ -282,11 +284,12 @@ func (s *Server) handleTask(ctx context.Context, owner, user string, req *jsonrp
 	return resp
 }
 
-func (s *Server) task(ctx context.Context, owner, user string, req *jsonrpc.Request) (any, error) {
+func (s *Server) task(ctx context.Context, owner, user string, negotiated bool, req *jsonrpc.Request) (any, error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 		TaskID    string          `json:"taskId"`
+		Task      json.RawMessage `json:"task"`
 	}
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
@@ -308,6 +311,12 @@ func (s *Server) task(ctx context.Context, owner, user string, req *jsonrpc.Requ
 		return map[string]any{"tasks": tasks}, nil
 	}
 	if req.Method == "tools/call" {
+		if err := checkTaskParam(p.Task); err != nil {
+			return nil, err
+		}
+		if !negotiated {
+			return nil, errTasksNotNegotiated()
+		}
 		e := s.entries[p.Name]
 		if e == nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
@@ -374,6 +383,64 @@ func (s *Server) task(ctx context.Context, owner, user string, req *jsonrpc.Requ
 		out.Meta = mcp.Meta{relatedTaskMeta: map[string]string{"taskId": p.TaskID}}
 		return out, nil
 	}
+}
+
+// checkTaskParam refuses a params.task that is not a task's metadata: an
+// object whose ttl, if set, is a number of milliseconds (MCP 2025-11-25
+// TaskMetadata).
+func checkTaskParam(raw json.RawMessage) error {
+	var tm struct {
+		TTL *float64 `json:"ttl"`
+	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &tm) != nil || (tm.TTL != nil && *tm.TTL < 0) {
+		return rpcError(jsonrpc.CodeInvalidParams, "invalid params: task must be an object, {} or {\"ttl\": <milliseconds>}, not %s", truncate(string(t), 64))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// errTasksNotNegotiated refuses a task-augmented tools/call in a session
+// whose client did not announce Tasks.
+//
+// The spec (MCP 2025-11-25, Tasks, "Capabilities" and "Behavior
+// Requirements") ties task augmentation of tools/call to the receiver's
+// capability: eve declares tasks.requests.tools.call in every initialize
+// result, and a client's own capabilities.tasks covers only the requests a
+// server sends it. Its rule to process a request normally, ignoring its
+// task, binds receivers that do not declare the capability, so it does not
+// apply; the spec leaves receivers in control of which requests run as
+// tasks. eve offers tasks (and lists async tools) only to clients that
+// announce Tasks, so it refuses here rather than run the call plainly: a
+// refusal starts nothing. -32601 is the code the spec gives a task
+// augmentation a tool does not support.
+func errTasksNotNegotiated() error {
+	return rpcError(jsonrpc.CodeMethodNotFound, "task-augmented tools/call is offered only to clients that announce MCP Tasks: send capabilities.tasks (or capabilities.experimental.tasks, or the extension %s) in initialize, or call the tool without params.task", TasksExtension)
+}
+
+// initAnnouncesTasks reports whether initialize params announce Tasks.
+func initAnnouncesTasks(params json.RawMessage) bool {
+	var p struct {
+		Capabilities map[string]any `json:"capabilities"`
+	}
+	return json.Unmarshal(params, &p) == nil && capsHaveTasks(p.Capabilities)
+}
+
+// requestAnnouncesTasks reports whether a request of the sessionless
+// protocol (2026-07-28) announces Tasks in its own client capabilities.
+func requestAnnouncesTasks(params json.RawMessage) bool {
+	var p struct {
+		Meta struct {
+			Caps map[string]any `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(params, &p) == nil && capsHaveTasks(p.Meta.Caps)
 }
 
 func taskLookupError(id string, err error) error {

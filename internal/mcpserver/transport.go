@@ -62,6 +62,7 @@ type taskConn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	owner   string
+	tasks   atomic.Bool // the client announced Tasks in initialize
 	mu      sync.Mutex
 	initIDs map[any]bool
 }
@@ -81,6 +82,7 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.initIDs[req.ID.Raw()] = true
 			c.mu.Unlock()
 			if req.Method == "initialize" {
+				c.tasks.Store(initAnnouncesTasks(req.Params))
 				req.Params = normalizeInit(req.Params)
 			}
 			return req, nil
@@ -88,8 +90,9 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !intercepts(req) {
 			return msg, nil
 		}
+		negotiated := c.tasks.Load() || requestAnnouncesTasks(req.Params)
 		go func() {
-			resp := c.s.handleTask(c.ctx, c.owner, c.s.opts.UserID, req)
+			resp := c.s.handleTask(c.ctx, c.owner, c.s.opts.UserID, negotiated, req)
 			if err := c.Connection.Write(c.ctx, resp); err != nil {
 				c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
 			}
@@ -130,6 +133,8 @@ func (c *taskConn) Close() error {
 // cross-origin POST is 403), and for POST the Content-Type
 // (application/json, else 415) and Accept (application/json and
 // text/event-stream, else 400) checks. Nothing runs before they pass.
+// Then a POST without Mcp-Session-Id is 400 unless it is initialize (or
+// the SDK is stateless, or the request speaks the sessionless protocol).
 //
 // Idle sessions expire after Options.SessionTimeout (opts.SessionTimeout,
 // when set, wins); the layer keeps the timer because task requests never
@@ -158,7 +163,7 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	o.SessionTimeout, o.CrossOriginProtection = 0, nil
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &o)
 	return &httpTasks{s: s, inner: inner, sessions: map[string]*httpSession{},
-		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection}
+		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
 }
 
 const (
@@ -172,13 +177,15 @@ type httpTasks struct {
 	timeout   time.Duration // idle sessions expire; <= 0: never
 	origin    *http.CrossOriginProtection
 	checkHost bool
+	stateless bool // the SDK's stateless mode: no session is required
 	mu        sync.Mutex
 	sessions  map[string]*httpSession // sessions this handler initialized
 }
 
 type httpSession struct {
 	timer *time.Timer
-	refs  int // requests in flight: the idle timer runs only at 0
+	refs  int  // requests in flight: the idle timer runs only at 0
+	tasks bool // the client announced Tasks in initialize
 }
 
 // begin notes a request of session sid: the session's idle timer stops
@@ -215,17 +222,25 @@ func (h *httpTasks) end(sid string) {
 	}
 }
 
-func (h *httpTasks) addSession(sid string) {
+func (h *httpTasks) addSession(sid string, tasks bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessions[sid] != nil {
 		return
 	}
-	ss := &httpSession{}
+	ss := &httpSession{tasks: tasks}
 	if h.timeout > 0 {
 		ss.timer = time.AfterFunc(h.timeout, func() { h.expire(sid, ss) })
 	}
 	h.sessions[sid] = ss
+}
+
+// negotiated reports whether session sid announced Tasks.
+func (h *httpTasks) negotiated(sid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.sessions[sid]
+	return ss != nil && ss.tasks
 }
 
 // forget drops a session and its tasks.
@@ -357,8 +372,21 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r)
 		return
 	}
+	if sid == "" && !h.stateless && req.Method != "initialize" && !sessionless(r, req) {
+		// The SDK (go-sdk v1.8.0, StreamableHTTPHandler.serveStatefulPOST)
+		// opens a fresh session for any POST without Mcp-Session-Id and
+		// answers a call in it with HTTP 200 and a JSON-RPC error of code 0
+		// ("method ... is invalid during session initialization"). The
+		// transport spec (2025-11-25, Session Management) asks servers that
+		// require a session for HTTP 400 here. Upstream, that POST path
+		// could refuse non-initialize messages before creating a session;
+		// until it does, this layer answers first.
+		http.Error(w, "Bad Request: this server requires a session: send the Mcp-Session-Id header that the initialize response returned, or initialize first", http.StatusBadRequest)
+		return
+	}
 	switch {
 	case isInitMethod(req.Method) && req.IsCall():
+		tasks := req.Method == "initialize" && initAnnouncesTasks(req.Params)
 		if req.Method == "initialize" {
 			req.Params = normalizeInit(req.Params)
 			if b, err := jsonrpc.EncodeMessage(req); err == nil {
@@ -368,7 +396,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{header: http.Header{}, status: http.StatusOK}
 		h.inner.ServeHTTP(rec, r)
 		if id := rec.header.Get(sessionHeader); id != "" {
-			h.addSession(id)
+			h.addSession(id, tasks)
 		}
 		for k, vs := range rec.header {
 			w.Header()[k] = vs
@@ -389,7 +417,8 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}}
 		} else {
-			resp = h.s.handleTask(r.Context(), "http:"+sid+"\x00"+user, user, req)
+			negotiated := (known && h.negotiated(sid)) || requestAnnouncesTasks(req.Params)
+			resp = h.s.handleTask(r.Context(), "http:"+sid+"\x00"+user, user, negotiated, req)
 		}
 		b, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {
@@ -402,6 +431,13 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.inner.ServeHTTP(w, r)
 	}
+}
+
+// sessionless reports a message of the sessionless protocol (2026-07-28),
+// which needs no Mcp-Session-Id: a call carries its version in _meta, a
+// notification only in the Mcp-Protocol-Version header.
+func sessionless(r *http.Request, req *jsonrpc.Request) bool {
+	return perRequestProtocol(req) || r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
 }
 
 // perRequestProtocol reports a request of the sessionless protocol

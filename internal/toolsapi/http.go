@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/httpjson"
 )
@@ -111,21 +112,23 @@ func (s *Service) Handler() http.Handler {
 	return m
 }
 
-func (s *Service) userID(r *http.Request, requested string) (string, error) {
-	if s.opts.UserID == nil {
-		if requested == "" {
-			return s.opts.DefaultUser, nil
-		}
-		return requested, nil
+// caller is the request's authenticated principal (nil without
+// Options.Caller).
+func (s *Service) caller(r *http.Request) *auth.Principal {
+	if s.opts.Caller == nil {
+		return nil
 	}
-	u, err := s.opts.UserID(r, requested)
+	return s.opts.Caller(r.Context())
+}
+
+// owner is the principal a request acts for (see Owner); 403 when it may
+// not act for the user it names.
+func (s *Service) owner(r *http.Request, requested string) (auth.Principal, error) {
+	p, err := Owner(s.caller(r), requested, s.opts.DefaultUser)
 	if err != nil {
-		return "", &Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+		return p, &Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
 	}
-	if u == "" {
-		u = s.opts.DefaultUser
-	}
-	return u, nil
+	return p, nil
 }
 
 func queryList(q map[string][]string, names ...string) []string {
@@ -227,12 +230,11 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	user, err := s.userID(r, req.UserID)
+	owner, err := s.owner(r, req.UserID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	req.UserID = user
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = r.Header.Get(IdempotencyKeyHTTP)
 	}
@@ -240,7 +242,7 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if req.WaitMs > 0 {
 		wait = min(wait, time.Duration(req.WaitMs)*time.Millisecond)
 	}
-	res, _, err := s.execute(r.Context(), r.PathValue("name"), req.ExecuteToolOptions, wait)
+	res, _, err := s.execute(r.Context(), r.PathValue("name"), owner, req.ExecuteToolOptions, wait)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -257,7 +259,7 @@ func (s *Service) handleRun(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	user, err := s.userID(r, req.UserID)
+	owner, err := s.owner(r, req.UserID)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -265,8 +267,8 @@ func (s *Service) handleRun(w http.ResponseWriter, r *http.Request) {
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = r.Header.Get(IdempotencyKeyHTTP)
 	}
-	res, err := s.RunResult(r.Context(), r.PathValue("name"), req.Input, RunOptions{
-		UserID: user, ConnectionID: req.ConnectionID, IdempotencyKey: req.IdempotencyKey, Mode: req.Mode,
+	res, err := s.runResult(r.Context(), r.PathValue("name"), req.Input, owner, RunOptions{
+		ConnectionID: req.ConnectionID, IdempotencyKey: req.IdempotencyKey, Mode: req.Mode,
 		Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
 	})
 	var failed *ExecutionFailedError
@@ -291,13 +293,14 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "nameMap is required: send the exact map that went out with the tools (GET /v1/tools answers it)"})
 		return
 	}
-	user, err := s.userID(r, req.UserID)
+	owner, err := s.owner(r, req.UserID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	exec := callExecutor{s: s, owner: &owner}
 	opts := catalog.ExecuteToolCallsOptions{
-		NameMap: *req.NameMap, UserID: user, ConnectionID: req.ConnectionID, Mode: req.Mode,
+		NameMap: *req.NameMap, UserID: owner.ID, ConnectionID: req.ConnectionID, Mode: req.Mode,
 		PollMs: req.PollMs, TimeoutMs: req.TimeoutMs,
 	}
 	// Bound every call's wait by what the server allows.
@@ -315,7 +318,11 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Anthropic tool_use blocks: " + err.Error()})
 			return
 		}
-		res := s.ExecuteAnthropicToolCalls(r.Context(), cs, opts)
+		if err := s.checkToolCalls(len(cs)); err != nil {
+			writeError(w, err)
+			return
+		}
+		res := catalog.ExecuteAnthropicToolCalls(r.Context(), exec, cs, opts)
 		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "anthropic", Results: res})
 	case "openai":
 		cs, err := catalog.DecodeOpenAIToolCalls(calls)
@@ -323,23 +330,41 @@ func (s *Service) handleToolCalls(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "calls: want Chat Completions tool calls: " + err.Error()})
 			return
 		}
-		res := s.ExecuteOpenAIToolCalls(r.Context(), cs, opts)
+		if err := s.checkToolCalls(len(cs)); err != nil {
+			writeError(w, err)
+			return
+		}
+		res := catalog.ExecuteOpenAIToolCalls(r.Context(), exec, cs, opts)
 		httpjson.Write(w, http.StatusOK, ToolCallsResponse{Provider: "openai", Results: res})
 	default:
 		writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf("provider %q: want anthropic or openai", req.Provider)})
 	}
 }
 
-// authorized describes an execution the caller may see (404 otherwise).
+// CodeTooManyCalls refuses an executeToolCalls request with more calls
+// than Options.MaxToolCalls (400).
+const CodeTooManyCalls = "too_many_calls"
+
+// checkToolCalls refuses a request of n calls over the cap, before any
+// starts: every call is an execution, all started at once.
+func (s *Service) checkToolCalls(n int) error {
+	if max := s.opts.MaxToolCalls; max > 0 && n > max {
+		return &Error{Status: http.StatusBadRequest, Code: CodeTooManyCalls, Message: fmt.Sprintf(
+			"%d tool calls in one request; the limit is %d: send them in requests of at most %d (the server's limit is set by eve serve --max-tool-calls, env EVE_MAX_TOOL_CALLS, or toolsapi.Options.MaxToolCalls)", n, max, max)}
+	}
+	return nil
+}
+
+// authorized describes an execution the caller may see: one of a
+// principal it may act for, id and type alike (404 otherwise, so a
+// caller learns nothing of others' executions).
 func (s *Service) authorized(r *http.Request, id string) (described, error) {
 	d, _, err := s.describe(r.Context(), id, "")
 	if err != nil {
 		return d, err
 	}
-	if s.opts.UserID != nil {
-		if u, err := s.opts.UserID(r, d.userID); err != nil || u != d.userID {
-			return described{}, notFound(id)
-		}
+	if s.opts.Caller != nil && !MayAccess(s.caller(r), d.owner()) {
+		return described{}, notFound(id)
 	}
 	return d, nil
 }

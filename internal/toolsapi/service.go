@@ -50,6 +50,9 @@ const (
 	DefaultMaxWait     = 10 * time.Minute
 	DefaultCancelWait  = 5 * time.Second
 	DefaultMaxBodySize = 4 << 20
+	// DefaultMaxToolCalls bounds the calls of one executeToolCalls request:
+	// each starts an execution, and they all start at once.
+	DefaultMaxToolCalls = 32
 )
 
 // ExecutionIDPrefix starts every execution id.
@@ -81,11 +84,14 @@ type Options struct {
 	// approval_required) and a custom policy is evaluated: skip or approve
 	// runs; deny or ask refuses, since no session can ask anyone.
 	SkipApprovals bool
-	// UserID resolves the user an HTTP request acts for, from the request
-	// (its authenticated caller) and the user it names (requested, "" when
-	// none). An error answers 403. Nil: requested, or DefaultUser. See
-	// PrincipalUsers.
-	UserID func(r *http.Request, requested string) (string, error)
+	// Caller returns the authenticated principal of an HTTP request (the
+	// API server's api.Caller). Executions are then scoped to principals,
+	// id and type alike (see Owner): a request acts for itself or for a
+	// user its keys-file grant names, and reads or cancels only the
+	// executions of principals it may act for. Nil: no authentication; a
+	// request acts for the user it names (or DefaultUser) and every
+	// execution is visible.
+	Caller func(ctx context.Context) *auth.Principal
 	// DefaultUser is the user of calls that name none (default "anonymous").
 	DefaultUser string
 	// SyncWait bounds how long a sync execute waits before answering with
@@ -100,6 +106,10 @@ type Options struct {
 	CancelWait time.Duration
 	// MaxBodyBytes bounds HTTP request bodies (default 4 MiB).
 	MaxBodyBytes int64
+	// MaxToolCalls bounds the calls of one executeToolCalls HTTP request
+	// (default DefaultMaxToolCalls; negative: no bound); a request with
+	// more is refused with 400 too_many_calls before any starts.
+	MaxToolCalls int
 	Logger       *slog.Logger
 }
 
@@ -140,6 +150,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodySize
+	}
+	if opts.MaxToolCalls == 0 {
+		opts.MaxToolCalls = DefaultMaxToolCalls
 	}
 	s := &Service{opts: opts, log: opts.Logger, byName: map[string]*tools.Tool{}}
 	if s.log == nil {
@@ -254,13 +267,42 @@ func (s *Service) Executable(name string) error {
 	return nil
 }
 
-// ExecutionID derives an execution's id (its workflow ID) from the user,
-// the tool and the idempotency key, within a scope: the task queue of the
-// agent's workers, so two deployments sharing a namespace never join each
-// other's executions.
+// ExecutionID derives the id (the workflow ID) of a user's execution from
+// the user, the tool and the idempotency key, within a scope: the task
+// queue of the agent's workers, so two deployments sharing a namespace
+// never join each other's executions.
 func ExecutionID(scope, userID, tool, key string) string {
-	sum := sha256.Sum256([]byte("eve.execution/v1\x00" + scope + "\x00" + userID + "\x00" + tool + "\x00" + key))
+	return hashID("eve.execution/v1\x00" + scope + "\x00" + userID + "\x00" + tool + "\x00" + key)
+}
+
+// OwnerExecutionID derives an execution's id from its owner's full
+// identity, so a service and a user that share an id never share an
+// execution. A user's id is ExecutionID's, unchanged since before
+// principal types counted, so retries across an upgrade still join.
+func OwnerExecutionID(scope string, owner auth.Principal, tool, key string) string {
+	if t := principalType(owner.Type); t != auth.TypeUser {
+		return hashID("eve.execution/v2\x00" + scope + "\x00" + t + "\x00" + owner.ID + "\x00" + tool + "\x00" + key)
+	}
+	return ExecutionID(scope, owner.ID, tool, key)
+}
+
+func hashID(s string) string {
+	sum := sha256.Sum256([]byte(s))
 	return ExecutionIDPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20]))
+}
+
+// samePrincipal: one identity, id and type (an unset type is a user).
+func samePrincipal(a, b auth.Principal) bool {
+	return a.ID == b.ID && principalType(a.Type) == principalType(b.Type)
+}
+
+// principalType reads an unset type as a user: the keys file's default,
+// and what every execution ran as before types were recorded.
+func principalType(t string) string {
+	if t == "" {
+		return auth.TypeUser
+	}
+	return t
 }
 
 func inputHash(input json.RawMessage) string {
@@ -287,13 +329,24 @@ func freshKey() string {
 // breaks the schema (400, with the violations), a tool that cannot run
 // here (400/403), a key reused with other input (409), Temporal
 // unavailable (503).
+//
+// The execution runs for the user opts.UserID names (or DefaultUser).
 func (s *Service) Execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions) (catalog.ExecutionResult, error) {
-	res, _, err := s.execute(ctx, name, opts, s.opts.SyncWait)
+	res, _, err := s.execute(ctx, name, s.user(opts.UserID), opts, s.opts.SyncWait)
 	return res, err
 }
 
-// execute starts or joins an execution; sync mode waits up to wait.
-func (s *Service) execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
+// user is the owner of a call that names a user (or none).
+func (s *Service) user(id string) auth.Principal {
+	if id == "" {
+		id = s.opts.DefaultUser
+	}
+	return auth.Principal{ID: id, Type: auth.TypeUser}
+}
+
+// execute starts or joins an execution of owner (opts.UserID is not
+// read); sync mode waits up to wait.
+func (s *Service) execute(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
 	var none workflows.ExecutionOutput
 	if err := s.Executable(name); err != nil {
 		return catalog.ExecutionResult{}, none, err
@@ -311,10 +364,8 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 	if s.opts.Client == nil {
 		return catalog.ExecutionResult{}, none, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client: it serves the catalog only"}
 	}
-	user := opts.UserID
-	if user == "" {
-		user = s.opts.DefaultUser
-	}
+	owner.Type = principalType(owner.Type)
+	user := owner.ID
 	mode := opts.Mode
 	switch mode {
 	case "":
@@ -330,9 +381,9 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 	if key == "" {
 		key, generated = freshKey(), true
 	}
-	id := ExecutionID(s.opts.TaskQueue, user, name, key)
+	id := OwnerExecutionID(s.opts.TaskQueue, owner, name, key)
 	hash := inputHash(input)
-	caller := &auth.Principal{ID: user, Type: "user"}
+	caller := &auth.Principal{ID: user, Type: owner.Type}
 	if opts.ConnectionID != "" {
 		caller.Attributes = map[string]string{"connectionId": opts.ConnectionID}
 	}
@@ -349,7 +400,7 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 		TaskQueue:                s.opts.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		Memo:                     map[string]any{"tool": name, "userId": user, "inputHash": hash},
+		Memo:                     map[string]any{"tool": name, "userId": user, "principalType": owner.Type, "inputHash": hash},
 	}, signals.ExecutionWorkflow, in)
 	if err != nil {
 		return catalog.ExecutionResult{}, none, s.temporalError("start execution", err)
@@ -361,6 +412,12 @@ func (s *Service) execute(ctx context.Context, name string, opts catalog.Execute
 		st, out, err := s.describe(ctx, id, run.GetRunID())
 		if err != nil {
 			return catalog.ExecutionResult{}, none, err
+		}
+		if !samePrincipal(st.owner(), owner) {
+			// Ids derive from the owner, so only a hash collision gets here:
+			// never hand one principal's execution to another.
+			return catalog.ExecutionResult{}, none, &Error{Status: http.StatusConflict, Code: "idempotency_conflict",
+				Message: fmt.Sprintf("idempotency key %q names execution %s, which runs for another principal; use a new key", key, id)}
 		}
 		if st.inputHash != "" && st.inputHash != hash {
 			return catalog.ExecutionResult{}, none, &Error{Status: http.StatusConflict, Code: "idempotency_conflict",
@@ -392,10 +449,16 @@ func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
 
 // described is what Describe tells about an execution.
 type described struct {
-	result    catalog.ExecutionResult
-	userID    string
-	inputHash string
-	runID     string
+	result        catalog.ExecutionResult
+	userID        string
+	principalType string // "" before types were recorded: a user
+	inputHash     string
+	runID         string
+}
+
+// owner is the principal the execution runs for.
+func (d described) owner() auth.Principal {
+	return auth.Principal{ID: d.userID, Type: principalType(d.principalType)}
 }
 
 // describe reads an execution's state; terminal executions come with their result.
@@ -431,6 +494,8 @@ func (s *Service) describe(ctx context.Context, id, runID string) (described, wo
 			d.result.Tool = v
 		case "userId":
 			d.userID = v
+		case "principalType":
+			d.principalType = v
 		case "inputHash":
 			d.inputHash = v
 		}
@@ -515,10 +580,11 @@ func (s *Service) Execution(ctx context.Context, id string) (catalog.ExecutionRe
 	return d.result, err
 }
 
-// ExecutionUser returns the user an execution runs for (for authorization).
-func (s *Service) ExecutionUser(ctx context.Context, id string) (string, error) {
+// ExecutionOwner returns the principal an execution runs for (for
+// authorization): its id and type.
+func (s *Service) ExecutionOwner(ctx context.Context, id string) (auth.Principal, error) {
 	d, _, err := s.describe(ctx, id, "")
-	return d.userID, err
+	return d.owner(), err
 }
 
 // Wait blocks until the execution ends or ctx does (it long-polls
@@ -608,6 +674,11 @@ func (s *Service) Run(ctx context.Context, name string, input json.RawMessage, o
 
 // RunResult is Run returning the whole terminal result.
 func (s *Service) RunResult(ctx context.Context, name string, input json.RawMessage, opts RunOptions) (catalog.ExecutionResult, error) {
+	return s.runResult(ctx, name, input, s.user(opts.UserID), opts)
+}
+
+// runResult is RunResult for owner (opts.UserID is not read).
+func (s *Service) runResult(ctx context.Context, name string, input json.RawMessage, owner auth.Principal, opts RunOptions) (catalog.ExecutionResult, error) {
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = s.opts.RunTimeout
@@ -617,8 +688,8 @@ func (s *Service) RunResult(ctx context.Context, name string, input json.RawMess
 	if mode == "" {
 		mode = catalog.ModeSync // run waits, async tools included
 	}
-	res, _, err := s.execute(ctx, name, catalog.ExecuteToolOptions{
-		UserID: opts.UserID, Input: input, Mode: mode, IdempotencyKey: opts.IdempotencyKey, ConnectionID: opts.ConnectionID,
+	res, _, err := s.execute(ctx, name, owner, catalog.ExecuteToolOptions{
+		Input: input, Mode: mode, IdempotencyKey: opts.IdempotencyKey, ConnectionID: opts.ConnectionID,
 	}, timeout)
 	if err != nil {
 		return res, err
@@ -642,12 +713,21 @@ func (s *Service) RunResult(ctx context.Context, name string, input json.RawMess
 // normalized (OpenAI strict-mode nulls dropped) and validated first, and a
 // failure is a failed result the model can read and correct, not an error;
 // so are tools that cannot run here. It waits for async executions.
-func (s *Service) ToolCallExecutor() catalog.Executor { return callExecutor{s} }
+// The calls run for the user their options name.
+func (s *Service) ToolCallExecutor() catalog.Executor { return callExecutor{s: s} }
 
-type callExecutor struct{ s *Service }
+// callExecutor runs calls for owner, or (nil) for the user each names.
+type callExecutor struct {
+	s     *Service
+	owner *auth.Principal
+}
 
 func (c callExecutor) Execute(ctx context.Context, name string, opts catalog.ExecuteToolOptions) (catalog.ExecutionResult, error) {
-	res, err := c.s.Execute(ctx, name, opts)
+	owner := c.s.user(opts.UserID)
+	if c.owner != nil {
+		owner = *c.owner
+	}
+	res, _, err := c.s.execute(ctx, name, owner, opts, c.s.opts.SyncWait)
 	var e *Error
 	if errors.As(err, &e) && e.Status < 500 {
 		return catalog.ExecutionResult{ID: e.ExecutionID, Tool: name, Status: catalog.StatusFailed, Error: &catalog.ExecutionError{Code: e.Code, Message: e.Message}}, nil

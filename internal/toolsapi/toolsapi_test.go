@@ -200,8 +200,15 @@ func TestExecutionIDStable(t *testing.T) {
 	if a != ExecutionID("eve", "u1", "demo.get_weather", "k1") || !strings.HasPrefix(a, ExecutionIDPrefix) {
 		t.Fatal(a)
 	}
+	// A user's id is the one it had before principal types counted.
+	for _, typ := range []string{auth.TypeUser, ""} {
+		if b := OwnerExecutionID("eve", auth.Principal{ID: "u1", Type: typ}, "demo.get_weather", "k1"); b != a {
+			t.Fatalf("type %q: %s, want %s", typ, b, a)
+		}
+	}
 	for _, b := range []string{ExecutionID("eve", "u2", "demo.get_weather", "k1"), ExecutionID("eve", "u1", "demo.other", "k1"), ExecutionID("eve", "u1", "demo.get_weather", "k2"),
-		ExecutionID("eve", "u1\x00demo.get_weather", "", "k1"), ExecutionID("staging", "u1", "demo.get_weather", "k1")} {
+		ExecutionID("eve", "u1\x00demo.get_weather", "", "k1"), ExecutionID("staging", "u1", "demo.get_weather", "k1"),
+		OwnerExecutionID("eve", auth.Principal{ID: "u1", Type: auth.TypeService}, "demo.get_weather", "k1")} {
 		if a == b {
 			t.Fatalf("collision %s", a)
 		}
@@ -337,48 +344,81 @@ func TestToolCallsRefusedInModelResults(t *testing.T) {
 	}
 }
 
-func TestPrincipalUsers(t *testing.T) {
+func TestOwner(t *testing.T) {
 	var p *auth.Principal
-	f := PrincipalUsers(func(context.Context) *auth.Principal { return p })
-	r := httptest.NewRequest("GET", "/", nil)
+	f := func(requested string) (auth.Principal, error) { return Owner(p, requested, DefaultUserID) }
+	user := func(id string) auth.Principal { return auth.Principal{ID: id, Type: auth.TypeUser} }
 	p = &auth.Principal{ID: "alice", Type: "user"}
-	if u, err := f(r, ""); u != "alice" || err != nil {
+	if u, err := f(""); !reflect.DeepEqual(u, user("alice")) || err != nil {
 		t.Fatal(u, err)
 	}
-	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+	if _, err := f("bob"); !errors.Is(err, ErrForbidden) {
 		t.Fatal(err)
 	}
-	if u, err := f(r, "alice"); u != "alice" || err != nil {
+	if u, err := f("alice"); !reflect.DeepEqual(u, user("alice")) || err != nil {
 		t.Fatal(u, err)
 	}
-	// A service acts for users only when its keys-file grant says so.
+	// A service acts for users only when its keys-file grant says so, and
+	// as itself it keeps its type.
 	p = &auth.Principal{ID: "api-key", Type: "service"}
-	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+	if _, err := f("bob"); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("service without a grant acting for bob: %v", err)
 	}
-	if u, _ := f(r, ""); u != "api-key" {
+	if u, _ := f(""); !reflect.DeepEqual(u, (auth.Principal{ID: "api-key", Type: auth.TypeService})) {
 		t.Fatal(u)
 	}
+	p = &auth.Principal{ID: "bob", Type: "service"}
+	if u, _ := f("bob"); !reflect.DeepEqual(u, (auth.Principal{ID: "bob", Type: auth.TypeService})) {
+		t.Fatalf("service bob naming bob: %+v, want itself", u)
+	}
 	p = &auth.Principal{ID: "billing", Type: "service", CanActFor: []string{"bob"}}
-	if u, err := f(r, "bob"); u != "bob" || err != nil {
+	if u, err := f("bob"); !reflect.DeepEqual(u, user("bob")) || err != nil {
 		t.Fatal(u, err)
 	}
-	if _, err := f(r, "carol"); !errors.Is(err, ErrForbidden) {
+	if _, err := f("carol"); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("service granted bob acting for carol: %v", err)
 	}
 	p = &auth.Principal{ID: "ops", Type: "service", CanActFor: []string{auth.AnyUser}}
-	if u, err := f(r, "carol"); u != "carol" || err != nil {
+	if u, err := f("carol"); !reflect.DeepEqual(u, user("carol")) || err != nil {
 		t.Fatal(u, err)
 	}
 	// A user's grant (not loadable from a keys file) is ignored.
 	p = &auth.Principal{ID: "mallory", Type: "user", CanActFor: []string{auth.AnyUser}}
-	if _, err := f(r, "bob"); !errors.Is(err, ErrForbidden) {
+	if _, err := f("bob"); !errors.Is(err, ErrForbidden) {
 		t.Fatal(err)
 	}
 	// The anonymous caller of an open server names its user.
 	p = &auth.Principal{ID: "anonymous", Type: "anonymous"}
-	if u, _ := f(r, "bob"); u != "bob" {
+	if u, _ := f("bob"); !reflect.DeepEqual(u, user("bob")) {
 		t.Fatal(u)
+	}
+	if u, _ := f(""); !reflect.DeepEqual(u, user(DefaultUserID)) {
+		t.Fatal(u)
+	}
+}
+
+// Executions are reached by id and type: a service bob is not the user bob.
+func TestMayAccess(t *testing.T) {
+	bob := auth.Principal{ID: "bob", Type: auth.TypeUser}
+	for _, tc := range []struct {
+		caller *auth.Principal
+		owner  auth.Principal
+		want   bool
+	}{
+		{&auth.Principal{ID: "bob", Type: auth.TypeUser}, bob, true},
+		{&auth.Principal{ID: "bob"}, bob, true}, // an unset type is a user
+		{&auth.Principal{ID: "bob", Type: auth.TypeService}, bob, false},
+		{&auth.Principal{ID: "bob", Type: auth.TypeUser}, auth.Principal{ID: "bob", Type: auth.TypeService}, false},
+		{&auth.Principal{ID: "bob", Type: auth.TypeService}, auth.Principal{ID: "bob", Type: auth.TypeService}, true},
+		{&auth.Principal{ID: "billing", Type: auth.TypeService, CanActFor: []string{"bob"}}, bob, true},
+		{&auth.Principal{ID: "billing", Type: auth.TypeService, CanActFor: []string{"*"}}, auth.Principal{ID: "bob", Type: auth.TypeService}, false},
+		{&auth.Principal{ID: "alice", Type: auth.TypeUser}, bob, false},
+		{&auth.Principal{ID: "anonymous", Type: auth.TypeAnonymous}, bob, true},
+		{nil, bob, true},
+	} {
+		if got := MayAccess(tc.caller, tc.owner); got != tc.want {
+			t.Errorf("MayAccess(%+v, %+v) = %v, want %v", tc.caller, tc.owner, got, tc.want)
+		}
 	}
 }
 
