@@ -97,7 +97,8 @@ dev: $(TEMPORAL_BIN)
 # same run (docs/performance.md; about 19 minutes): turns, parks, hops per
 # call, streamed text, a creation burst through HTTP; 10,000 parked
 # sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
-# (the pg row needs PostgreSQL: make postgres).
+# (the pg row needs PostgreSQL: make postgres); 1,000 stalled request bodies
+# and the latency other clients see meanwhile.
 # The tools API's catalog benchmarks. `go run ./cmd/bench` alone also runs
 # the default and fast-sqlite dev-server configs.
 bench: $(TEMPORAL_BIN)
@@ -105,6 +106,7 @@ bench: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/parkbench -n 1000,10000
 	$(GO) run ./cmd/parkbench -anatomy 300
 	$(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
+	$(GO) run ./cmd/stallbench -n 1000
 	EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./internal/toolsapi/
 
 fmt:
