@@ -286,6 +286,16 @@ func TestSecuritySessionIDs(t *testing.T) {
 			}
 			wantError(t, e.raw(t, "GET", "/eve/v1/session/"+bad+"/stream", "", who), 400, api.CodeInvalidID, "")
 		}
+		// Execution routes of the tools API, the same way.
+		for _, bad := range []string{"exec_%C3%A9", "exec_a%00b", "%FF"} {
+			wantError(t, e.raw(t, "GET", "/v1/executions/"+bad, "", who), 400, "invalid_id", "execution id")
+			wantError(t, e.raw(t, "POST", "/v1/executions/"+bad+"/cancel", "", who), 400, "invalid_id", "")
+		}
+		for _, other := range []string{id, turn} {
+			if r := e.raw(t, "GET", "/v1/executions/"+other, "", who); r.Status != 404 {
+				t.Fatalf("execution route with id %s: %d %s, want 404", other, r.Status, r.Body)
+			}
+		}
 		for _, other := range []string{turn, exec.ID, "exe_unknown"} {
 			wantError(t, e.raw(t, "POST", "/eve/v1/session/"+other, `{"message":"x"}`, who), 404, api.CodeSessionNotFound, "")
 			wantError(t, e.raw(t, "GET", "/eve/v1/session/"+other+"/stream", "", who), 404, api.CodeSessionNotFound, "")

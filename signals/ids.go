@@ -11,7 +11,8 @@ import (
 // turn's workflow id, an execution's) is answered as any unknown session
 // is, whatever its state and whoever asks.
 var (
-	sessionIDPattern = regexp.MustCompile(`^ses_[A-Za-z0-9_-]{1,120}$`)
+	sessionIDPattern   = regexp.MustCompile(`^ses_[A-Za-z0-9_-]{1,120}$`)
+	executionIDPattern = regexp.MustCompile(`^exec_[A-Za-z0-9_-]{1,120}$`)
 	// eveIDPattern: any id eve derives (a session, a turn's workflow id
 	// "<session>/turn_<n>", an execution, an action), at most four
 	// segments of letters, digits, '_' and '-'.
@@ -21,9 +22,22 @@ var (
 var (
 	// ErrMalformedID: the id is no id of eve's.
 	ErrMalformedID = errors.New("malformed id")
-	// ErrNotSessionID: a well-formed id of another kind.
-	ErrNotSessionID = errors.New("not a session id")
+	// ErrNotSessionID, ErrNotExecutionID: a well-formed id of another kind.
+	ErrNotSessionID   = errors.New("not a session id")
+	ErrNotExecutionID = errors.New("not an execution id")
 )
+
+// CheckExecutionID says whether id is a tools API execution id ("exec_…"):
+// nil, ErrNotExecutionID, or ErrMalformedID.
+func CheckExecutionID(id string) error {
+	switch {
+	case executionIDPattern.MatchString(id):
+		return nil
+	case eveIDPattern.MatchString(id):
+		return ErrNotExecutionID
+	}
+	return ErrMalformedID
+}
 
 // CheckSessionID says whether id is a session id: nil, ErrNotSessionID,
 // or ErrMalformedID.

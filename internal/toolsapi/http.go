@@ -2,6 +2,7 @@ package toolsapi
 
 import (
 	"github.com/eve-temporal/eve/internal/httpbody"
+	"github.com/eve-temporal/eve/signals"
 
 	"context"
 	"encoding/json"
@@ -359,6 +360,14 @@ func (s *Service) checkToolCalls(n int) error {
 // principal it may act for, id and type alike (404 otherwise, so a
 // caller learns nothing of others' executions).
 func (s *Service) authorized(r *http.Request, id string) (described, error) {
+	// The id's format first, before any Temporal call: a malformed id is
+	// 400, another kind of id (a session's, a turn's) unknown as any.
+	switch err := signals.CheckExecutionID(id); {
+	case errors.Is(err, signals.ErrMalformedID):
+		return described{}, &Error{Status: http.StatusBadRequest, Code: "invalid_id", Message: "the execution id in the URL is malformed: an execution id is exec_ followed by letters, digits, '_' or '-'"}
+	case err != nil:
+		return described{}, notFound(id)
+	}
 	d, _, err := s.describe(r.Context(), id, "")
 	if err != nil {
 		return d, err
