@@ -63,10 +63,7 @@ type ModelStepInput struct {
 	SessionID string `json:"sessionId"`
 	TurnID    string `json:"turnId"`
 	StepIndex int    `json:"stepIndex"`
-	// Messages is the whole conversation, in turns recorded before
-	// conversations were stored by reference.
-	Messages []model.Message `json:"messages"`
-	// Conversation, when set, is the stored conversation; Append are the
+	// Conversation is the stored conversation (nil: an empty one); Append are the
 	// messages that follow it (the user's message, tool results), stored
 	// by the step before the model is called.
 	Conversation *conversation.Ref `json:"conversation,omitempty"`

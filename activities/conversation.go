@@ -25,11 +25,10 @@ var errNoStore = temporal.NewNonRetryableApplicationError(
 	ErrTypeBadConfig, nil)
 
 // stepMessages returns what the model reads: the stored conversation plus
-// Append, or the inline Messages of turns recorded before conversations
-// were stored.
+// Append.
 func (a *Activities) stepMessages(ctx context.Context, in ModelStepInput) ([]model.Message, *conversation.Ref, error) {
 	if in.Conversation == nil {
-		return in.Messages, nil, nil
+		in.Conversation = &conversation.Ref{}
 	}
 	if a.Conversations == nil {
 		return nil, nil, errNoStore

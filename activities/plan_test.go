@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -46,7 +48,11 @@ func TestPlanCallPinned(t *testing.T) {
 		{ID: "c5", Name: "ask_question", Input: json.RawMessage(`{"question":"which?","options":["a"]}`)},
 		{ID: "c6", Name: "nope", Input: json.RawMessage(`{}`)},
 	}
-	a := &Activities{Tools: reg, Model: callsModel{calls}}
+	store, err := payloadstore.Open(context.Background(), "file:"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Tools: reg, Model: callsModel{calls}, Conversations: conversation.New(store)}
 	out, err := a.ModelStep(context.Background(), ModelStepInput{SessionID: "s", TurnID: "t"})
 	if err != nil {
 		t.Fatal(err)

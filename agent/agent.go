@@ -43,15 +43,10 @@ type Agent struct {
 	// (needs Client, and a regular model activity: LocalModel false).
 	StreamText bool
 	// Client is the worker's Temporal client: model steps signal text
-	// deltas with it (StreamText). It must be the client the worker was
-	// created with. (Sessions recorded at version 1 of "direct-turns" also
-	// start their turns and signal their sessions with it.)
+	// deltas with it (StreamText), and a session reads the events of a turn
+	// that ended abnormally with it. It must be the client the worker was
+	// created with.
 	Client client.Client
-	// ChildTurns applies only to sessions recorded at version 1 of
-	// "direct-turns", which started their turns from local activities when
-	// Client was set: it kept them child workflows. Every new session runs
-	// its turns as child workflows (docs/architecture.md, "Exactly once").
-	ChildTurns bool
 	// ContinueAsNewAfterTurns, when positive, starts a session's next run
 	// after that many turns (besides when Temporal suggests it).
 	ContinueAsNewAfterTurns int
@@ -178,7 +173,6 @@ func Register(w worker.Registry, a *Agent) error {
 		LocalModel:              a.LocalModel,
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
-		DirectTurns:             a.Client != nil && !a.ChildTurns,
 	}, Notifier: a.Notifier}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
@@ -190,9 +184,6 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
 	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
 	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
-	w.RegisterActivityWithOptions(acts.StartWorkflow, activity.RegisterOptions{Name: activities.StartWorkflowName})
-	w.RegisterActivityWithOptions(acts.SignalWorkflow, activity.RegisterOptions{Name: activities.SignalWorkflowName})
-	w.RegisterActivityWithOptions(acts.WorkflowClosed, activity.RegisterOptions{Name: activities.WorkflowClosedName})
 	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})
 	return nil
 }

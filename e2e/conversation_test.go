@@ -17,7 +17,6 @@ import (
 	evecl "github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/evetest"
-	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/workflows"
@@ -248,39 +247,6 @@ func TestLongSessionOfLargeMessages(t *testing.T) {
 		}
 	}
 	t.Logf("the largest turn history: %d bytes", biggest)
-}
-
-// A session that kept its conversation inline (continued as new by code
-// released before conversations were stored) hands it to the store on its
-// next turn: the model reads the old messages, and nothing travels inline
-// afterwards.
-func TestInlineConversationMovesToTheStore(t *testing.T) {
-	env := evetest.New(t)
-	env.StartWorker(evetest.Agent(t, echoRules))
-	ctx := env.Ctx(time.Minute)
-	old := []model.Message{
-		{Role: model.RoleUser, Text: "first question"},
-		{Role: model.RoleAssistant, Text: "first answer"},
-	}
-	id := "ses_inline_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	state := &workflows.SessionState{Config: workflows.Config{AgentName: "test", MaxSteps: 4, LocalModel: true}.WithDefaults(),
-		Messages: old, NextSeq: 1, RunFirstTurn: 1, EventBase: 0, Deliveries: map[string]int{}}
-	if _, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue},
-		signals.SessionWorkflow, workflows.SessionInput{SessionID: id, Initiator: alice, State: state}); err != nil {
-		t.Fatal(err)
-	}
-	r := env.SendAndWait(ctx, id, "second question")
-	if r.Outcome.Reply != "got second" {
-		t.Fatalf("turn: %+v", r.Outcome)
-	}
-	sum, err := env.Sessions.Summary(ctx, id)
-	if err != nil || len(sum.Messages) != 0 || sum.Conversation == nil || sum.Conversation.Messages != 4 {
-		t.Fatalf("summary: %d inline messages, conversation %+v, %v", len(sum.Messages), sum.Conversation, err)
-	}
-	msgs, err := conversation.New(env.Server.PayloadStore()).Load(ctx, *sum.Conversation)
-	if err != nil || msgs[0].Text != "first question" || msgs[2].Text != "second question" || msgs[3].Text != "got second" {
-		t.Fatalf("conversation %+v, %v", msgs, err)
-	}
 }
 
 // A session with workflows.MaxQueuedMessages messages waiting refuses the

@@ -29,12 +29,13 @@ import (
 
 // Saved workflow histories guard running sessions against incompatible
 // workflow changes: every file in testdata/histories must replay with the
-// current code. Histories of released code are never re-recorded; a change
-// behind workflow.GetVersion adds histories of its new paths, under a new
-// prefix (EVE_RECORD_PREFIX, e.g. "ref-" for conversations stored by
-// reference), with:
+// current code. The corpus starts at 0.2.0, the first supported baseline
+// (prefix "v0.2.0-"; the unreleased generations before it were collapsed
+// and their histories dropped). Histories of released code are never
+// re-recorded; a change behind workflow.GetVersion adds histories of its
+// new paths, under a new prefix (EVE_RECORD_PREFIX), with:
 //
-//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=ref- go test ./e2e -run TestRecordHistories
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.3.0- go test ./e2e -run TestRecordHistories
 //
 // It records every scenario; keep the files of new paths and delete those
 // that repeat a scenario already saved for the same code.
@@ -195,7 +196,7 @@ func TestRecordHistories(t *testing.T) {
 	id2, _ := startParked(t, env, "refund ch_2 20")
 	env.Sessions.Control(ctx, id2, signals.ControlRequest{Op: signals.ControlCancel})
 	waitFor(t, env, id2, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
-	// Messages as in eve 0.80.1 (version "message-answers-prompts"): another
+	// Messages as in eve 0.80.1: another
 	// person's message waits for the turn, one of the person the turn serves
 	// answers the approval; in another session a message steers (the
 	// approval is withdrawn, the model reads it in the same turn).
@@ -252,6 +253,15 @@ func TestRecordHistories(t *testing.T) {
 	save("turn-message-answers", id3+"/turn_0")
 	save("session-steered", id4)
 	save("turn-steered", id4+"/turn_0")
+
+	// A turn terminated by an operator while parked: the session reads its
+	// events (eve.TurnEvents) and records turn.failed after them.
+	id5, _ := startParked(t, env, "refund ch_5 50")
+	if err := env.Client.TerminateWorkflow(ctx, id5+"/turn_0", "", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env, id5, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	save("session-turn-terminated", id5)
 
 	// A message that raced the turn's final workflow task: the task failed
 	// (unhandled command) and its retry took the message.

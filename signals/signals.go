@@ -14,7 +14,6 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
-	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -147,7 +146,6 @@ type SessionSummary struct {
 	Turns      int             `json:"turns"`
 	Queued     int             `json:"queued"`
 	ActiveTurn *ActiveTurn     `json:"activeTurn,omitempty"`
-	Messages   []model.Message `json:"messages,omitempty"`
 	// Conversation is the stored conversation (conversation.Load reads it).
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
 	Usage        protocol.TokenUsage `json:"usage"`
@@ -226,15 +224,10 @@ const (
 	// SignalTurnInputs (turn → session) mirrors the turn's open input
 	// requests, so the session can route a message that answers one.
 	SignalTurnInputs = "eve.turn.inputs"
-	// SignalTurnMessage (session → turn) offers a user message that answers
-	// an open question.
+	// SignalTurnMessage (session → turn) offers a user message; the turn
+	// answers a prompt with it, steers with it, or leaves it for the next
+	// turn (TurnOutput.Taken lists those it used).
 	SignalTurnMessage = "eve.turn.message"
-	// SignalRequeue (turn → session) hands back an offered message the turn
-	// could not use; the session runs it as a new turn.
-	SignalRequeue = "eve.session.requeue"
-	// SignalTurnEnded (turn → session) reports the end of a turn the
-	// session started as a workflow of its own, with what it keeps of it.
-	SignalTurnEnded = "eve.turn.ended"
 )
 
 // TurnInputs is the turn's open input requests.
@@ -245,15 +238,13 @@ type TurnInputs struct {
 
 // TurnMessage is a user message offered to the running turn.
 type TurnMessage struct {
-	Message    string                 `json:"message"`
-	DeliveryID string                 `json:"deliveryId"`
-	Caller     *auth.Principal        `json:"caller,omitempty"`
-	Response   protocol.InputResponse `json:"response"`
-	// TurnPolicy is set by sessions that let the turn decide (version
-	// "message-answers-prompts"): the message answers the turn's first open
-	// prompt if it can, else steers or (TurnPolicyQueue, no approval open)
-	// is left for the next turn. Empty: Response answers a question.
-	TurnPolicy string `json:"turnPolicy,omitempty"`
+	Message    string          `json:"message"`
+	DeliveryID string          `json:"deliveryId"`
+	Caller     *auth.Principal `json:"caller,omitempty"`
+	// TurnPolicy: the message answers the turn's first open prompt if it
+	// can, else steers or (TurnPolicyQueue, no approval open) is left for
+	// the next turn.
+	TurnPolicy string `json:"turnPolicy"`
 }
 
 // SignalTextDelta (model step activity → turn) carries streamed text,

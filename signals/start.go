@@ -4,7 +4,7 @@ import "github.com/eve-temporal/eve/auth"
 
 // Version is eve's version, reported in session.started and by the API
 // server's /eve/v1/info and the MCP server's initialize.
-const Version = "0.1.0"
+const Version = "0.2.0"
 
 // MaxMessageBytes bounds one user message: the session's send validator
 // refuses a longer one, and the API server answers 413 before asking it.

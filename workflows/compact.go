@@ -6,10 +6,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// versionConversationRef: conversations are stored by reference
-// (conversation.Ref) instead of travelling inline in workflow payloads.
-const versionConversationRef = "conversation-ref"
-
 // shouldCompact: the conversation reached the agent's share of the model's
 // context window (Config.CompactAt; negative turns it off).
 func (t *turn) shouldCompact() bool {

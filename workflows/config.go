@@ -43,11 +43,6 @@ type Config struct {
 	// step (negative: never automatically).
 	ContextWindow int     `json:"contextWindow,omitempty"`
 	CompactAt     float64 `json:"compactAt,omitempty"`
-	// DirectTurns: the worker has a Temporal client, so sessions recorded
-	// at version 1 of versionDirectTurns start their turns as workflows of
-	// their own, through a local activity. New sessions ignore it: their
-	// turns are child workflows (versionCommittedTurns).
-	DirectTurns bool `json:"directTurns,omitempty"`
 }
 
 func (c Config) hasScope(s string) bool {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/activities"
@@ -41,7 +40,7 @@ type openRequest struct {
 	settled bool
 	decision
 	schema *schema.Schema
-	// withdrawn: a steering message settled it (versionMessagePrompts).
+	// withdrawn: a steering message settled it.
 	withdrawn bool
 }
 
@@ -198,32 +197,14 @@ func (t *turn) tellSession(ctx workflow.Context) {
 	t.tell(ctx, signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
 }
 
-// tell signals the session. A child turn signals its parent by a
-// SignalExternalWorkflow command, fire and forget: the command commits with
-// this workflow task, so a task that fails or is retried never tells the
-// session something its next attempt contradicts (the acknowledgement
-// costs the turn a workflow task). A turn started at version 1 of
-// versionDirectTurns (ReportTo set) sends it from a local activity, which
-// is not undone when its task fails; only sessions recorded then do that.
+// tell signals the session by a SignalExternalWorkflow command, fire and
+// forget: the command commits with this workflow task, so a task that
+// fails or is retried never tells the session something its next attempt
+// contradicts (docs/architecture.md, "Exactly once"; the acknowledgement
+// costs the turn a workflow task).
 func (t *turn) tell(ctx workflow.Context, signal string, payload any) {
-	if t.in.ReportTo == "" {
-		if t.parent != nil {
-			workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signal, payload)
-		}
-		return
-	}
-	raw, err := json.Marshal(payload)
-	if err == nil {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: 30 * time.Second,
-			RetryPolicy:         &temporal.RetryPolicy{NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
-		})
-		err = workflow.ExecuteLocalActivity(lctx, activities.SignalWorkflowName, activities.SignalWorkflowInput{
-			WorkflowID: t.in.ReportTo, Signal: signal, Payload: raw,
-		}).Get(ctx, nil)
-	}
-	if err != nil {
-		workflow.GetLogger(ctx).Error("the turn could not tell its session", "session", t.in.ReportTo, "signal", signal, "error", err)
+	if t.parent != nil {
+		workflow.SignalExternalWorkflow(ctx, t.parent.ID, "", signal, payload)
 	}
 }
 
@@ -472,11 +453,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			sel.AddReceive(messageCh, func(c workflow.ReceiveChannel, _ bool) {
 				var m signals.TurnMessage
 				c.Receive(ctx, &m)
-				if m.TurnPolicy != "" {
-					t.takeMessage(ctx, m)
-				} else {
-					t.applyMessage(ctx, m)
-				}
+				t.takeMessage(ctx, m)
 			})
 			sel.Select(ctx)
 			if ctx.Err() != nil {
@@ -517,24 +494,4 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 		return
 	}
 	t.recordResolutions(ctx, resolutions)
-}
-
-// applyMessage takes a user message the session routed to an open question.
-func (t *turn) applyMessage(ctx workflow.Context, m signals.TurnMessage) {
-	r := t.board.byID[m.Response.RequestID]
-	var (
-		d   decision
-		err = errors.New("no such request")
-	)
-	if r != nil && !r.settled && r.req.Kind == protocol.KindQuestion {
-		d, err = r.decide(m.Response)
-	}
-	if err != nil {
-		// The question was settled meanwhile: the message starts its own turn.
-		t.tell(ctx, signals.SignalRequeue, m)
-		return
-	}
-	t.messageReceived(ctx, m.DeliveryID, m.Message)
-	t.board.settle(r, d)
-	t.recordResolutions(ctx, []protocol.InputResolution{d.res})
 }

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/tracing"
-	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -41,9 +39,7 @@ type SessionState struct {
 	Events    []protocol.Event `json:"events"`
 	EventBase int              `json:"eventBase,omitempty"`
 	Runs      []signals.RunRef `json:"runs,omitempty"`
-	// Messages is the conversation of sessions that kept it inline (before
-	// conversations were stored by reference); Conversation replaces it.
-	Messages     []model.Message     `json:"messages"`
+	// Conversation is the stored conversation (by reference).
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
 	NextSeq      int                 `json:"nextSeq"`
 	Queue        []QueuedMessage     `json:"queue,omitempty"`
@@ -89,54 +85,14 @@ type session struct {
 	// outcomes of turns someone waits on, by delivery id.
 	outcomes map[string]*signals.TurnOutcome
 	waiters  map[string]int
-	// byRef: this run stores the conversation by reference and keeps its
-	// history within eve's own limits (see overLimits).
-	byRef bool
 	// compacting: a /compact runs; turns wait for it. compactAfterTurn: a
 	// /compact arrived while a turn ran.
 	compacting       bool
 	compactAfterTurn bool
-	// prompts: messages answer prompts and steer as in eve
-	// (versionMessagePrompts). activeCaller is the person the running turn
-	// serves; offered are the messages handed to it (see offerToTurn).
-	prompts      bool
+	// activeCaller is the person the running turn serves; offered are the
+	// messages handed to it (see offerToTurn).
 	activeCaller *auth.Principal
 	offered      []QueuedMessage
-	// direct: versionDirectTurns (which implies byRef and prompts).
-	// committed: its version 2, in which every turn is a child workflow,
-	// whatever Config.DirectTurns says (versionCommittedTurns).
-	direct    bool
-	committed bool
-}
-
-// versionDirectTurns: one version marker stands for the session's earlier
-// three ("session-memo", versionConversationRef, versionMessagePrompts; a
-// marker is two history events, with its TemporalChangeVersion upsert), its
-// turns take them from their input instead of markers of their own, and a
-// session whose Config.DirectTurns is set starts each turn as a workflow of
-// its own through a local activity (startTurnWorkflow), which reports its open
-// requests and its end by signal. A child turn costs the session a task
-// for ChildWorkflowExecutionStarted and one for its completion, and each
-// signal from a turn a task on the turn (docs/performance.md, "Hops per
-// turn").
-const versionDirectTurns = "direct-turns"
-
-// versionCommittedTurns is version 2 of versionDirectTurns: everything a
-// session and its turn tell each other commits with a workflow task. The
-// session starts the turn as a child workflow (a StartChildWorkflowExecution
-// command), the turn reports its open requests by SignalExternalWorkflow
-// commands, and its end is its completion, which carries what it hands back
-// (events, conversation reference, messages taken). Version 1 did the start
-// and the reports from local activities, which a failed or retried workflow
-// task cannot take back: a message that raced a turn's final task ran in
-// the turn's retried attempt and again as the next turn (docs/architecture.md,
-// "Exactly once").
-const versionCommittedTurns = 2
-
-// directTurnsVersion reads the session's generation (0, 1 or
-// versionCommittedTurns).
-func directTurnsVersion(ctx workflow.Context) workflow.Version {
-	return workflow.GetVersion(ctx, versionDirectTurns, workflow.DefaultVersion, versionCommittedTurns)
 }
 
 type deferredEvent struct {
@@ -164,13 +120,8 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
-		v := directTurnsVersion(ctx)
-		s.direct, s.committed = v >= 1, v >= versionCommittedTurns
-		// Sessions recorded before the memo existed replay without it.
-		if s.direct || workflow.GetVersion(ctx, "session-memo", workflow.DefaultVersion, 1) == 1 {
-			if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
-				return fmt.Errorf("memo: %w", err)
-			}
+		if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
+			return fmt.Errorf("memo: %w", err)
 		}
 		setStatus(ctx, cfg, s.id, StatusIdle, nil)
 		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: Version}})
@@ -180,16 +131,6 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	}
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
-	}
-	if in.State != nil {
-		v := directTurnsVersion(ctx)
-		s.direct, s.committed = v >= 1, v >= versionCommittedTurns
-	}
-	if s.direct {
-		s.byRef, s.prompts = true, true
-	} else {
-		s.byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
-		s.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
 	}
 	// Counted again: a new run's session.started counts twice, as it
 	// always has (the count decides when to continue as new).
@@ -205,7 +146,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		}); err != nil {
 			return err
 		}
-		if s.byRef && s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
+		if s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
 			// Start afresh before the history nears the server's limits,
 			// even with messages waiting: they travel in the state.
 			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
@@ -256,7 +197,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, signals.QueryState, func() (signals.SessionSummary, error) {
 		return signals.SessionSummary{
 			SessionID: s.id, Initiator: s.initiator, Turns: s.st.NextSeq, Queued: len(s.st.Queue),
-			ActiveTurn: s.active, Messages: s.st.Messages, Conversation: s.st.Conversation, Usage: s.st.Usage,
+			ActiveTurn: s.active, Conversation: s.st.Conversation, Usage: s.st.Usage,
 		}, nil
 	}); err != nil {
 		return err
@@ -272,7 +213,6 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	inputsCh := workflow.GetSignalChannel(ctx, signals.SignalTurnInputs)
-	requeueCh := workflow.GetSignalChannel(ctx, signals.SignalRequeue)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -294,14 +234,6 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 						setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 					}
 				}
-			})
-			sel.AddReceive(requeueCh, func(c workflow.ReceiveChannel, _ bool) {
-				var m signals.TurnMessage
-				c.Receive(ctx, &m)
-				seq := s.st.NextSeq
-				s.st.NextSeq++
-				s.st.Deliveries[m.DeliveryID] = seq
-				s.st.Queue = append(s.st.Queue, QueuedMessage{Sequence: seq, Message: m.Message, DeliveryID: m.DeliveryID, Caller: m.Caller})
 			})
 			sel.Select(ctx)
 		}
@@ -362,35 +294,20 @@ func (s *session) lastTurn() (int, string) {
 
 // clear forgets the conversation; the event log stays.
 func (s *session) clear(ctx workflow.Context) {
-	s.st.Messages = nil
 	s.st.Conversation = nil
 	s.dropMessages = s.active != nil
 	seq, tid := s.lastTurn()
 	s.emitSession(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
 }
 
-// compact keeps what the user and the assistant said and drops tool
-// traffic, which is most of a conversation's size.
+// compact replaces the stored conversation with a summary, now or, while
+// a turn runs or a compaction does, after it.
 func (s *session) compact(ctx workflow.Context) {
-	if s.byRef {
-		if s.active != nil || s.compacting {
-			s.compactAfterTurn = true
-			return
-		}
-		s.compactStored(ctx)
+	if s.active != nil || s.compacting {
+		s.compactAfterTurn = true
 		return
 	}
-	seq, tid := s.lastTurn()
-	s.emitSession(ctx, protocol.CompactionRequested, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
-	var kept []model.Message
-	for _, m := range s.st.Messages {
-		if m.Role == model.RoleTool || (m.Role == model.RoleAssistant && m.Text == "") {
-			continue
-		}
-		kept = append(kept, model.Message{Role: m.Role, Text: m.Text})
-	}
-	s.st.Messages = kept
-	s.emitSession(ctx, protocol.CompactionCompleted, protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid})
+	s.compactStored(ctx)
 }
 
 // MaxQueuedMessages bounds the messages waiting for their turn: beyond it a
@@ -404,10 +321,10 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 	if len(req.Message) > MaxMessageBytes {
 		return fmt.Errorf("message is %d bytes; the limit is %d (workflows.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), MaxMessageBytes)
 	}
-	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue && s.prompts {
+	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue {
 		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
 	}
-	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.byRef && len(s.st.Queue) >= MaxQueuedMessages {
+	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && len(s.st.Queue) >= MaxQueuedMessages {
 		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue)), signals.ErrSessionBusy)
 	}
 	return nil
@@ -420,20 +337,11 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	}
 	seq, dup := s.st.Deliveries[dlv]
 	offered := false
-	if !dup && s.active != nil && s.prompts {
+	if !dup && s.active != nil {
 		// Offered to the running turn: a waiting sender gets the outcome of
 		// the turn that reads it (this one, or its own if it is re-queued).
 		offered = s.offerToTurn(ctx, req, dlv)
 		seq = s.active.Sequence
-	} else if !dup && s.active != nil {
-		if resp, ok := s.answersOpenQuestion(req.Message); ok {
-			// A message while the turn waits on a question answers it; it
-			// never starts a model call beside an unresolved tool call.
-			s.st.Deliveries[dlv] = s.active.Sequence
-			workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage,
-				signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, Response: resp})
-			return signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: s.active.TurnID, Sequence: s.active.Sequence}, nil
-		}
 	}
 	if !dup && !offered {
 		seq = s.st.NextSeq
@@ -474,21 +382,6 @@ func (s *session) endTurn(ctx workflow.Context) {
 	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
 }
 
-// answersOpenQuestion matches a message against the running turn's open
-// questions by the protocol's text rules. Approvals are never answered by a
-// message: nobody approves or denies by accident.
-func (s *session) answersOpenQuestion(text string) (protocol.InputResponse, bool) {
-	for _, r := range s.open {
-		if r.Kind != protocol.KindQuestion {
-			continue
-		}
-		if resp, ok := protocol.ResolveText(r, text); ok {
-			return resp, true
-		}
-	}
-	return protocol.InputResponse{}, false
-}
-
 func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	tid := signals.TurnID(msg.Sequence)
 	wid := signals.TurnWorkflowID(s.id, tid)
@@ -507,9 +400,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			// Retried before the next turn; this one fails with the reason.
 			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
 			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
-			if s.prompts {
-				s.requeueUntaken(nil)
-			}
+			s.requeueUntaken(nil)
 			s.endTurn(ctx)
 			usage := s.st.Usage
 			s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
@@ -523,40 +414,22 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	in := TurnInput{
 		SessionID: s.id, SessionTools: s.st.SessionTools, TurnID: tid, Sequence: msg.Sequence,
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
-		Message: msg.Message, History: s.st.Messages, DeliveryIDs: []string{msg.DeliveryID},
+		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 	}
-	if s.byRef {
-		// History is set only once, to hand an inline conversation over.
-		in.Conversation = s.st.Conversation
-	}
-	in.Current = s.direct
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
-	var out TurnOutput
-	var err error
-	if s.direct && !s.committed && s.st.Config.DirectTurns {
-		out, err = s.runStarted(ctx, wid, in)
-	} else {
-		out, err = s.runChild(ctx, wid, in)
-	}
+	out, err := s.runChild(ctx, wid, in)
 	if err != nil {
 		// The turn workflow turns every expected failure into events; this
-		// is the unexpected (terminated, timed out): say so in the stream.
-		// Its own events are lost with it.
-		if s.committed {
-			// What streams may have read of it keeps its indexes.
-			s.log.record(recoverTurnEvents(ctx, wid)...)
-		}
+		// is the unexpected (terminated, timed out): say so in the stream,
+		// after what streams may have read of it, which keeps its indexes.
+		s.log.record(recoverTurnEvents(ctx, wid)...)
 		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
 		s.log.record(out.Events...)
-		switch {
-		case s.dropMessages:
-		case out.Conversation != nil:
-			s.st.Conversation, s.st.Messages = out.Conversation, nil
-		default:
-			s.st.Messages = append(s.st.Messages, out.Messages...)
+		if !s.dropMessages && out.Conversation != nil {
+			s.st.Conversation = out.Conversation
 		}
 		s.st.ApprovedTools = out.ApprovedTools
 		s.st.Usage.InputTokens += out.Usage.InputTokens
@@ -564,9 +437,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
 	}
-	if s.prompts {
-		s.requeueUntaken(out.Taken)
-	}
+	s.requeueUntaken(out.Taken)
 	s.endTurn(ctx)
 	usage := s.st.Usage
 	s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
@@ -575,14 +446,12 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		o.LastEvent = s.log.total() - 1
 		s.outcomes[msg.DeliveryID] = &o
 	}
-	if s.prompts {
-		// Messages the turn read (answers, steering) end with it.
-		for dlv, n := range s.waiters {
-			if n > 0 && s.outcomes[dlv] == nil && s.st.Deliveries[dlv] == msg.Sequence {
-				o := out.Outcome
-				o.LastEvent = s.log.total() - 1
-				s.outcomes[dlv] = &o
-			}
+	// Messages the turn read (answers, steering) end with it.
+	for dlv, n := range s.waiters {
+		if n > 0 && s.outcomes[dlv] == nil && s.st.Deliveries[dlv] == msg.Sequence {
+			o := out.Outcome
+			o.LastEvent = s.log.total() - 1
+			s.outcomes[dlv] = &o
 		}
 	}
 }
@@ -599,88 +468,6 @@ func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (Turn
 	var out TurnOutput
 	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
 	return out, err
-}
-
-// turnEnded is a started turn's report of its end (signals.SignalTurnEnded).
-type turnEnded struct {
-	TurnID string     `json:"turnId"`
-	Output TurnOutput `json:"output"`
-}
-
-// runStarted (sessions recorded at version 1 of versionDirectTurns only;
-// new sessions use runChild) runs the turn as a workflow of its own, started
-// by a local activity within this workflow task, and waits for the signal by which it
-// reports its end. Cancelling it asks the turn workflow to cancel, then
-// checks that it still runs: a turn that closed without its report
-// (terminated by an operator) is gone, and the session stops waiting.
-func (s *session) runStarted(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
-	in.ReportTo = workflow.GetInfo(ctx).WorkflowExecution.ID
-	gone := workflow.NewBufferedChannel(ctx, 1)
-	started, cancelled := false, false
-	requestCancel := func() {
-		f := workflow.RequestCancelExternalWorkflow(ctx, wid, "")
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			err := f.Get(ctx, nil)
-			if err == nil {
-				var closed bool
-				if err = workflowClosed(ctx, wid).Get(ctx, &closed); err == nil && !closed {
-					return // it runs, and reports when it ends
-				}
-			}
-			gone.Send(ctx, err)
-		})
-	}
-	s.cancelTurn = func() {
-		// A cancel that arrives while the start runs is sent once it is done.
-		if started {
-			requestCancel()
-		}
-		cancelled = true
-	}
-	if err := startTurnWorkflow(ctx, wid, in); err != nil {
-		return TurnOutput{}, err
-	}
-	started = true
-	if cancelled {
-		requestCancel()
-	}
-	ended := workflow.GetSignalChannel(ctx, signals.SignalTurnEnded)
-	var out *TurnOutput
-	var goneErr error
-	take := func(c workflow.ReceiveChannel, more bool) {
-		var e turnEnded
-		c.Receive(ctx, &e)
-		if e.TurnID == in.TurnID {
-			out = &e.Output
-		} // else a repeated report of an earlier turn
-	}
-	for out == nil && goneErr == nil {
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(ended, take)
-		sel.AddReceive(gone, func(c workflow.ReceiveChannel, _ bool) {
-			var err error
-			c.Receive(ctx, &err)
-			if goneErr = err; goneErr == nil {
-				goneErr = errors.New("it closed without reporting its end")
-			}
-		})
-		sel.Select(ctx)
-	}
-	if out == nil {
-		// A turn reports before it closes, so its report, if any, is in
-		// the history by the next workflow task.
-		_, _ = workflow.AwaitWithTimeout(ctx, time.Second, func() bool { return ended.Len() > 0 })
-		for out == nil && ended.Len() > 0 {
-			take(ended, true)
-		}
-	}
-	if out == nil {
-		if goneErr == nil {
-			goneErr = errors.New("it closed without reporting its end")
-		}
-		return TurnOutput{}, fmt.Errorf("turn workflow %s is gone: %w", wid, goneErr)
-	}
-	return *out, nil
 }
 
 // recoverTurnEvents reads the events of a turn that ended without a result
@@ -700,41 +487,11 @@ func recoverTurnEvents(ctx workflow.Context, wid string) []protocol.Event {
 	return evs
 }
 
-// workflowClosed asks the server whether a workflow has closed.
-func workflowClosed(ctx workflow.Context, wid string) workflow.Future {
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
-	})
-	return workflow.ExecuteLocalActivity(lctx, activities.WorkflowClosedName, wid)
-}
-
-// startTurnWorkflow starts the turn workflow (on the session's task queue) from a
-// local activity: the start is recorded with this workflow task, so it
-// schedules no task on the session as a child's start does.
-func startTurnWorkflow(ctx workflow.Context, wid string, in TurnInput) error {
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("encode the turn's input: %w", err)
-	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
-	})
-	err = workflow.ExecuteLocalActivity(lctx, activities.StartWorkflowName, activities.StartWorkflowInput{
-		WorkflowID: wid, Workflow: signals.TurnWorkflow, TaskQueue: workflow.GetInfo(ctx).TaskQueueName, Input: raw,
-	}).Get(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("start the turn workflow %s: %w", wid, err)
-	}
-	return nil
-}
-
 func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {
 	if n := s.st.Config.ContinueAsNewAfterTurns; n > 0 && s.st.NextSeq-s.st.RunFirstTurn >= n {
 		return true
 	}
-	if s.byRef && s.overLimits(ctx) {
+	if s.overLimits(ctx) {
 		return true
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -794,9 +551,7 @@ func (s *session) carry(ctx workflow.Context) *SessionState {
 	next.EventBase = s.log.total()
 	next.Events = nil
 	next.RunFirstTurn = s.st.NextSeq
-	if s.byRef {
-		next.Deliveries = recentDeliveries(s.st.Deliveries, s.st.NextSeq-MaxRememberedDeliveries)
-	}
+	next.Deliveries = recentDeliveries(s.st.Deliveries, s.st.NextSeq-MaxRememberedDeliveries)
 	return &next
 }
 

@@ -14,12 +14,11 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// versionMessagePrompts: messages behave as in eve 0.80.1. A message from
-// the person the turn serves answers the turn's first open prompt (approvals
-// included) or steers the turn (pending prompts withdrawn, the model reads
-// it before its next step); turnPolicy "queue" and other people's messages
-// wait for the turn's end. Assistant text always streams (message.appended).
-const versionMessagePrompts = "message-answers-prompts"
+// Messages behave as in eve 0.80.1. A message from the person the turn
+// serves answers the turn's first open prompt (approvals included) or
+// steers the turn (pending prompts withdrawn, the model reads it before its
+// next step); turnPolicy "queue" and other people's messages wait for the
+// turn's end. Assistant text always streams (message.appended).
 
 // samePrincipal: two callers are one person (no caller is the open mode's
 // anonymous person).

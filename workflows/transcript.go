@@ -11,16 +11,11 @@ import (
 	"github.com/eve-temporal/eve/model"
 )
 
-// transcript is the conversation as a turn keeps it. byRef: it is stored
-// (ref) and pending holds the messages no model step has stored yet. Turns
-// recorded before conversations were stored carry it inline: msgs (history
-// first) and added (this turn's).
+// transcript is the conversation as a turn keeps it: stored (ref), and
+// pending holds the messages no model step has stored yet.
 type transcript struct {
-	byRef   bool
 	ref     conversation.Ref
 	pending []model.Message
-	msgs    []model.Message
-	added   []model.Message
 	// count is the number of messages this turn added.
 	count int
 	// noCompact: compacting again in this turn won't help (it failed, or
@@ -28,48 +23,30 @@ type transcript struct {
 	noCompact bool
 }
 
-func newTranscript(byRef bool, in TurnInput) transcript {
-	if !byRef {
-		return transcript{msgs: append([]model.Message(nil), in.History...)}
-	}
-	c := transcript{byRef: true}
+func newTranscript(in TurnInput) transcript {
+	var c transcript
 	if in.Conversation != nil {
 		c.ref = *in.Conversation
 	}
-	// A session that kept its conversation inline hands it over once.
-	c.pending = append([]model.Message(nil), in.History...)
 	return c
 }
 
 // add appends a message of this turn.
 func (c *transcript) add(m model.Message) {
 	c.count++
-	if c.byRef {
-		c.pending = append(c.pending, m)
-		return
-	}
-	c.msgs = append(c.msgs, m)
-	c.added = append(c.added, m)
+	c.pending = append(c.pending, m)
 }
 
 // readBy sets what a model step reads: the stored conversation and the
-// messages it stores first, or the inline messages.
+// messages it stores first.
 func (c *transcript) readBy(step *activities.ModelStepInput) {
-	if !c.byRef {
-		step.Messages = c.msgs
-		return
-	}
 	ref := c.ref
 	step.Conversation, step.Append = &ref, c.pending
 }
 
-// answered records the model's answer: a step that read a stored
-// conversation stored what it read and the answer; an inline one appends it.
+// answered records the model's answer: the step stored what it read and
+// the answer.
 func (c *transcript) answered(stored *conversation.Ref, answer model.Message) {
-	if !c.byRef {
-		c.add(answer)
-		return
-	}
 	if stored != nil {
 		c.ref = *stored
 	}

@@ -22,10 +22,6 @@ type TurnInput struct {
 	Sequence  int       `json:"sequence"`
 	Auth      auth.Auth `json:"auth"`
 	Message   string    `json:"message"`
-	// History is the whole conversation, in turns started before
-	// conversations were stored by reference (and once, when such a
-	// session starts its first turn by reference).
-	History []model.Message `json:"history"`
 	// Conversation is the stored conversation before this turn.
 	Conversation *conversation.Ref `json:"conversation,omitempty"`
 	DeliveryIDs  []string          `json:"deliveryIds,omitempty"`
@@ -36,22 +32,11 @@ type TurnInput struct {
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved when the session started.
 	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
-	// Current: the session runs versionDirectTurns, so the turn stores the
-	// conversation by reference and takes messages as eve 0.80.1 does,
-	// without version markers of its own.
-	Current bool `json:"current,omitempty"`
-	// ReportTo is the workflow id of the session that started the turn as
-	// a workflow of its own (not a child): the turn reports its open
-	// requests and its end to it by signals sent from local activities.
-	ReportTo string `json:"reportTo,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
 type TurnOutput struct {
 	Events []protocol.Event `json:"events"`
-	// Messages are what the turn added to the conversation (turns recorded
-	// before conversations were stored by reference).
-	Messages []model.Message `json:"messages"`
 	// Conversation is the stored conversation after the turn.
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
 	Outcome      signals.TurnOutcome `json:"outcome"`
@@ -99,10 +84,8 @@ type turn struct {
 	actions       map[string]*actionState
 	delegatedOpen int
 
-	// prompts: versionMessagePrompts. steering are messages the model reads
-	// before its next step; taken the offered messages used; closing: the
-	// turn takes no more messages.
-	prompts  bool
+	// steering are messages the model reads before its next step; taken
+	// the offered messages used; closing: the turn takes no more messages.
 	steering []signals.TurnMessage
 	taken    []string
 	closing  bool
@@ -143,7 +126,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if err := t.resolveStepTools(ctx, stepIdx); err != nil {
 			return t.resolutionFailed(ctx, err)
 		}
-		if t.conv.byRef && t.shouldCompact() {
+		if t.shouldCompact() {
 			t.compact(ctx, stepIdx)
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
@@ -163,15 +146,13 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		usage := protocol.StepUsage(resp.Usage)
 		t.usage = t.usage.Add(usage)
 		if resp.Text != "" {
-			if t.prompts {
-				t.streamRest(ctx, stepIdx, resp.Text)
-			}
+			t.streamRest(ctx, stepIdx, resp.Text)
 			t.log.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
 		}
 		t.conv.answered(res.Conversation, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
 			t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
-			if t.prompts && len(t.steering) > 0 && stepIdx+1 < t.cfg.MaxSteps {
+			if len(t.steering) > 0 && stepIdx+1 < t.cfg.MaxSteps {
 				// A message steered while the model answered: it reads it
 				// in another step of this turn.
 				t.readSteering(ctx)
@@ -198,9 +179,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			return t.cancelled(ctx)
 		}
 		t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
-		if t.prompts {
-			t.readSteering(ctx)
-		}
+		t.readSteering(ctx)
 	}
 }
 
@@ -225,14 +204,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 	}); err != nil {
 		return nil, err
 	}
-	byRef := true
-	if in.Current {
-		t.prompts = true
-	} else {
-		byRef = workflow.GetVersion(ctx, versionConversationRef, workflow.DefaultVersion, 1) == 1
-		t.prompts = workflow.GetVersion(ctx, versionMessagePrompts, workflow.DefaultVersion, 1) == 1
-	}
-	t.conv = newTranscript(byRef, in)
+	t.conv = newTranscript(in)
 	return t, nil
 }
 
@@ -374,21 +346,16 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
 	out := TurnOutput{
 		Events:        t.log.events,
-		Messages:      t.conv.added,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
 		ApprovedTools: t.board.approved,
 		Taken:         t.taken,
 	}
-	if t.conv.byRef {
-		t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
-		ref := t.conv.ref
-		out.Conversation = &ref
-	}
-	if t.in.ReportTo != "" {
-		// The session waits for this report, not for the workflow's end.
-		t.tell(dctx, signals.SignalTurnEnded, turnEnded{TurnID: t.in.TurnID, Output: out})
-	}
+	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
+	ref := t.conv.ref
+	out.Conversation = &ref
+	// The session acts on this result, which commits with the turn's final
+	// workflow task (docs/architecture.md, "Exactly once").
 	return out, nil
 }
 
