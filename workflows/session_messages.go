@@ -1,0 +1,75 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/signals"
+)
+
+// A session's deliveries and queue: the send Update, its validator, and
+// what a message becomes (the running turn's, or a turn of its own).
+
+// MaxQueuedMessages bounds the messages waiting for their turn: beyond it a
+// send is refused (and answered with an error), never accepted and dropped.
+const MaxQueuedMessages = 100
+
+func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) error {
+	if strings.TrimSpace(req.Message) == "" {
+		return errors.New("message is empty: send the text of the user's message")
+	}
+	if len(req.Message) > MaxMessageBytes {
+		return fmt.Errorf("message is %d bytes; the limit is %d (workflows.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), MaxMessageBytes)
+	}
+	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue {
+		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
+	}
+	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && len(s.st.Queue) >= MaxQueuedMessages {
+		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue)), signals.ErrSessionBusy)
+	}
+	return nil
+}
+
+func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.SendResult, error) {
+	dlv := req.DeliveryID
+	if dlv == "" {
+		dlv = "dlv_" + workflow.GetCurrentUpdateInfo(ctx).ID
+	}
+	seq, dup := s.st.Deliveries[dlv]
+	offered := false
+	if !dup && s.active != nil {
+		// Offered to the running turn: a waiting sender gets the outcome of
+		// the turn that reads it (this one, or its own if it is re-queued).
+		offered = s.offerToTurn(ctx, req, dlv)
+		seq = s.active.Sequence
+	}
+	if !dup && !offered {
+		seq = s.st.NextSeq
+		s.st.NextSeq++
+		s.st.Deliveries[dlv] = seq
+		s.st.Queue = append(s.st.Queue, QueuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+	}
+	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
+	if !req.Wait {
+		return res, nil
+	}
+	if dup {
+		return res, fmt.Errorf("delivery %s was already accepted; read its outcome from the event stream", dlv)
+	}
+	s.waiters[dlv]++
+	defer func() {
+		if s.waiters[dlv]--; s.waiters[dlv] == 0 {
+			delete(s.waiters, dlv)
+			delete(s.outcomes, dlv)
+		}
+	}()
+	if err := workflow.Await(ctx, func() bool { return s.outcomes[dlv] != nil }); err != nil {
+		return res, err
+	}
+	res.Outcome = s.outcomes[dlv]
+	return res, nil
+}

@@ -1,0 +1,143 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// The turn runner: a session runs each turn as a child workflow and keeps
+// what it hands back.
+
+// parked tells waiters of the running turn's deliveries that it waits for input.
+func (s *session) parked() {
+	for dlv, seq := range s.st.Deliveries {
+		if seq == s.active.Sequence && s.waiters[dlv] > 0 && s.outcomes[dlv] == nil {
+			s.outcomes[dlv] = &signals.TurnOutcome{Status: signals.TurnStatusWaiting, FirstEvent: s.active.Base}
+		}
+	}
+}
+
+// endTurn forgets the running turn and records what waited for it.
+func (s *session) endTurn(ctx workflow.Context) {
+	s.active = nil
+	s.cancelTurn = nil
+	s.open = nil
+	for _, d := range s.deferred {
+		s.log.emit(ctx, d.typ, d.data)
+	}
+	s.deferred = nil
+	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+}
+
+func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
+	tid := signals.TurnID(msg.Sequence)
+	wid := signals.TurnWorkflowID(s.id, tid)
+	base := s.log.total()
+	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
+	s.open = nil
+	s.dropMessages = false
+	current := msg.Caller
+	if current == nil {
+		current = s.initiator
+	}
+	s.activeCaller = current
+	if s.st.Config.hasScope("session") && !s.st.SessionResolved {
+		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
+		if err != nil {
+			// Retried before the next turn; this one fails with the reason.
+			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
+			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			s.requeueUntaken(nil)
+			s.endTurn(ctx)
+			usage := s.st.Usage
+			s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+			if s.waiters[msg.DeliveryID] > 0 {
+				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.log.total() - 1}
+			}
+			return
+		}
+		s.st.SessionTools, s.st.SessionResolved = ts, true
+	}
+	in := TurnInput{
+		SessionID: s.id, SessionTools: s.st.SessionTools, TurnID: tid, Sequence: msg.Sequence,
+		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
+		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
+		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
+	}
+	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
+	out, err := s.runChild(ctx, wid, in)
+	if err != nil {
+		// The turn workflow turns every expected failure into events; this
+		// is the unexpected (terminated, timed out): say so in the stream,
+		// after what streams may have read of it, which keeps its indexes.
+		s.log.record(recoverTurnEvents(ctx, wid)...)
+		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
+		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
+	} else {
+		s.log.record(out.Events...)
+		if !s.dropMessages && out.Conversation != nil {
+			s.st.Conversation = out.Conversation
+		}
+		s.st.ApprovedTools = out.ApprovedTools
+		s.st.Usage.InputTokens += out.Usage.InputTokens
+		s.st.Usage.OutputTokens += out.Usage.OutputTokens
+		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
+		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
+	}
+	s.requeueUntaken(out.Taken)
+	s.endTurn(ctx)
+	usage := s.st.Usage
+	s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+	if s.waiters[msg.DeliveryID] > 0 {
+		o := out.Outcome
+		o.LastEvent = s.log.total() - 1
+		s.outcomes[msg.DeliveryID] = &o
+	}
+	// Messages the turn read (answers, steering) end with it.
+	for dlv, n := range s.waiters {
+		if n > 0 && s.outcomes[dlv] == nil && s.st.Deliveries[dlv] == msg.Sequence {
+			o := out.Outcome
+			o.LastEvent = s.log.total() - 1
+			s.outcomes[dlv] = &o
+		}
+	}
+}
+
+// runChild runs the turn as a child workflow: its start commits with this
+// workflow task and its result with the turn's final one, so a session acts
+// only on what a turn can no longer take back.
+func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
+	cctx, cancel := workflow.WithCancel(ctx)
+	s.cancelTurn = cancel
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
+	// Each turn roots its own trace, not a span of a session that lives for days.
+	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
+	var out TurnOutput
+	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
+	return out, err
+}
+
+// recoverTurnEvents reads the events of a turn that ended without a result
+// (terminated, timed out): a stream may have read them while it ran. Without
+// them (no client, or the query failed) the turn.failed that follows takes
+// their place, as before.
+func recoverTurnEvents(ctx workflow.Context, wid string) []protocol.Event {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+	})
+	var evs []protocol.Event
+	if err := workflow.ExecuteLocalActivity(lctx, activities.TurnEventsName, wid).Get(ctx, &evs); err != nil {
+		workflow.GetLogger(ctx).Warn("the events of a turn that ended abnormally could not be read; its turn.failed takes their place", "turn", wid, "error", err)
+		return nil
+	}
+	return evs
+}
