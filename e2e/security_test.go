@@ -31,8 +31,9 @@ import (
 // completion URLs mounted, open (no keys) unless keys are given.
 type secEnv struct {
 	*tapiEnv
-	url string
-	srv *api.Server
+	url     string
+	srv     *api.Server
+	srvKeys map[string]*auth.Principal
 }
 
 func newSecEnv(t *testing.T, keys map[string]*auth.Principal, mut func(*api.Options)) *secEnv {
@@ -259,21 +260,30 @@ func TestSecurityStalledBodies(t *testing.T) {
 	}
 }
 
-// Ids in URLs are checked before any Temporal call: malformed ones are
-// 400, well-formed ids of other kinds (another user's turn workflow, an
-// execution) 404 like an unknown session, for every caller and state.
-func TestSecuritySessionIDs(t *testing.T) {
+// aliceAndBob is a keyed server on which alice has a session that has
+// finished its first turn; it returns the headers each of them sends.
+func aliceAndBob(t *testing.T) (e *secEnv, alice, bob map[string]string, id string) {
+	t.Helper()
 	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}}
-	e := newSecEnv(t, keys, nil)
-	ctx := e.Ctx(60 * time.Second)
-	alice := map[string]string{"Authorization": "Bearer key-alice", "Content-Type": "application/json"}
-	bob := map[string]string{"Authorization": "Bearer key-bob", "Content-Type": "application/json"}
+	e = newSecEnv(t, keys, nil)
+	e.srvKeys = keys
+	alice = map[string]string{"Authorization": "Bearer key-alice", "Content-Type": "application/json"}
+	bob = map[string]string{"Authorization": "Bearer key-bob", "Content-Type": "application/json"}
 	r := e.raw(t, "POST", "/eve/v1/session", `{"message":"hello"}`, alice)
 	if r.Status != 202 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	id := r.json(t)["sessionId"].(string)
+	id = r.json(t)["sessionId"].(string)
 	waitFor(t, e.Env, id, idle(1))
+	return e, alice, bob, id
+}
+
+// Ids in URLs are checked before any Temporal call: malformed ones are
+// 400, well-formed ids of other kinds (another user's turn workflow, an
+// execution) 404 like an unknown session, for every caller and state.
+func TestSecuritySessionIDs(t *testing.T) {
+	e, alice, bob, id := aliceAndBob(t)
+	ctx := e.Ctx(60 * time.Second)
 	turn := url.PathEscape(signals.TurnWorkflowID(id, "turn_0"))
 	exec, err := e.c.Tools.Execute(ctx, "ops.counter", toolsExecOpts("e"))
 	if err != nil {
@@ -309,23 +319,14 @@ func TestSecuritySessionIDs(t *testing.T) {
 // is refused as for any session of someone else, even on a server that has
 // never seen the session (no owner remembered).
 func TestSecurityClosedSessionReason(t *testing.T) {
-	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}}
-	e := newSecEnv(t, keys, nil)
+	e, alice, bob, id := aliceAndBob(t)
 	ctx := e.Ctx(60 * time.Second)
-	alice := map[string]string{"Authorization": "Bearer key-alice", "Content-Type": "application/json"}
-	bob := map[string]string{"Authorization": "Bearer key-bob", "Content-Type": "application/json"}
-	r := e.raw(t, "POST", "/eve/v1/session", `{"message":"hello"}`, alice)
-	if r.Status != 202 {
-		t.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	id := r.json(t)["sessionId"].(string)
-	waitFor(t, e.Env, id, idle(1))
 	const reason = "operator: refund dispute of customer 4711"
 	if err := e.Client.TerminateWorkflow(ctx, id, "", reason); err != nil {
 		t.Fatal(err)
 	}
 	// A second server, which has not cached the owner.
-	fresh := newSecEnvOn(t, e, keys)
+	fresh := newSecEnvOn(t, e, e.srvKeys)
 	for _, p := range []string{"/eve/v1/session/" + id, "/eve/v1/session/" + id + "/stream"} {
 		method := "POST"
 		if strings.HasSuffix(p, "/stream") {
