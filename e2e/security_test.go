@@ -50,7 +50,7 @@ func newSecEnv(t *testing.T, keys map[string]*auth.Principal, mut func(*api.Opti
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); srv.Close() })
-	return &secEnv{tapiEnv: te, url: hs.URL, srv: srv}
+	return &secEnv{tapiEnv: te, url: hs.URL, srv: srv, srvKeys: keys}
 }
 
 // raw sends one request with exactly these headers and body.
@@ -266,7 +266,6 @@ func aliceAndBob(t *testing.T) (e *secEnv, alice, bob map[string]string, id stri
 	t.Helper()
 	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}}
 	e = newSecEnv(t, keys, nil)
-	e.srvKeys = keys
 	alice = map[string]string{"Authorization": "Bearer key-alice", "Content-Type": "application/json"}
 	bob = map[string]string{"Authorization": "Bearer key-bob", "Content-Type": "application/json"}
 	r := e.raw(t, "POST", "/eve/v1/session", `{"message":"hello"}`, alice)
