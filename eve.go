@@ -175,7 +175,10 @@ type WorkerOptions struct {
 	Temporal Temporal
 	Limits   Limits
 	// MetricsAddr is where Prometheus /metrics (the SDK's and eve's own)
-	// listens (EVE_METRICS_ADDR); empty disables it.
+	// listens (EVE_METRICS_ADDR, default 127.0.0.1:9464); empty disables
+	// it. When it is the default and another process holds that port (a
+	// second worker on the host), the worker serves on a free loopback
+	// port instead, logs it and reports it in MetricsURL.
 	MetricsAddr string
 	// ActionSecret signs delegated tools' completion URLs
 	// (EVE_ACTION_SECRET, at least 16 bytes, the same on the API servers);
@@ -198,7 +201,7 @@ func WorkerOptionsFromEnv() WorkerOptions {
 	return WorkerOptions{
 		Temporal:     TemporalFromEnv(),
 		Limits:       LimitsFromEnv(),
-		MetricsAddr:  config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"),
+		MetricsAddr:  config.EnvOrEmpty("EVE_METRICS_ADDR", config.DefaultMetricsAddr), // set but empty: off
 		ActionSecret: config.Env("EVE_ACTION_SECRET", ""),
 		PublicURL:    config.Env("EVE_PUBLIC_URL", "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr)),
 		ModelFromEnv: true,

@@ -181,3 +181,16 @@ func TestCommandTree(t *testing.T) {
 		t.Fatalf("use %q", root.Use)
 	}
 }
+
+// WorkerOptionsFromEnv reads EVE_METRICS_ADDR as the worker command does:
+// unset is the default address, set but empty turns metrics off.
+func TestWorkerOptionsMetricsAddr(t *testing.T) {
+	t.Setenv("EVE_METRICS_ADDR", "")
+	if got := eve.WorkerOptionsFromEnv().MetricsAddr; got != "" {
+		t.Fatalf("EVE_METRICS_ADDR= : MetricsAddr %q, want empty (off)", got)
+	}
+	os.Unsetenv("EVE_METRICS_ADDR")
+	if got := eve.WorkerOptionsFromEnv().MetricsAddr; got != "127.0.0.1:9464" {
+		t.Fatalf("EVE_METRICS_ADDR unset: MetricsAddr %q, want 127.0.0.1:9464", got)
+	}
+}

@@ -53,7 +53,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 	limits.Bind(cmd.Flags())
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where the worker's /metrics listens; empty disables it")
+	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	af.Bind(cmd.Flags())
 	return cmd
 }

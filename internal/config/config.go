@@ -27,11 +27,26 @@ const (
 	DefaultNamespace = "default"
 	DefaultTaskQueue = "eve"
 	DefaultEveAddr   = "127.0.0.1:4111"
+	// DefaultMetricsAddr is where a worker serves /metrics unless
+	// EVE_METRICS_ADDR or --metrics-addr says otherwise. When another
+	// process (a second worker on the host) holds it, the worker serves on
+	// a free loopback port instead and logs which.
+	DefaultMetricsAddr = "127.0.0.1:9464"
 )
 
 // Env returns the variable's value, or def when unset or empty.
 func Env(name, def string) string {
 	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvOrEmpty returns the variable's value when it is set, even to "" (for
+// settings that an empty value turns off, like EVE_METRICS_ADDR), or def
+// when it is unset.
+func EnvOrEmpty(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
 		return v
 	}
 	return def
