@@ -9,6 +9,9 @@
 // worker, serve, mcp, doctor, session, tools and action — with eve's flags
 // and environment (TEMPORAL_ADDRESS, EVE_TASK_QUEUE, EVE_PAYLOAD_STORE,
 // EVE_ACTION_SECRET, EVE_PUBLIC_URL, ...; see the README's Configuration).
+// Its workers and API servers meet on a task queue named after the agent
+// (EVE_TASK_QUEUE sets another), so apps on one cluster, and the demo's
+// "eve", do not share workers.
 //
 // Apps that compose their own process use the pieces instead: NewWorker
 // (a Temporal worker serving the agent, with the operator features of the
@@ -17,6 +20,7 @@
 package eve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +83,7 @@ type Temporal struct {
 	TLSKey        string // TEMPORAL_TLS_KEY: its key
 	TLSCA         string // TEMPORAL_TLS_CA: CA bundle to verify the server
 	TLSServerName string // TEMPORAL_TLS_SERVER_NAME
-	TaskQueue     string // EVE_TASK_QUEUE, default "eve"
+	TaskQueue     string // EVE_TASK_QUEUE; empty: the agent's name
 	// PayloadStore is payloadstore.Open's spec (EVE_PAYLOAD_STORE, default
 	// file:.eve/payloads): file:<dir> or s3://bucket/prefix.
 	PayloadStore string
@@ -95,7 +99,7 @@ func TemporalFromEnv() Temporal {
 		TLSKey:        config.Env("TEMPORAL_TLS_KEY", ""),
 		TLSCA:         config.Env("TEMPORAL_TLS_CA", ""),
 		TLSServerName: config.Env("TEMPORAL_TLS_SERVER_NAME", ""),
-		TaskQueue:     config.Env("EVE_TASK_QUEUE", config.DefaultTaskQueue),
+		TaskQueue:     config.Env("EVE_TASK_QUEUE", ""), // empty: the agent's name
 		PayloadStore:  config.Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
 	}
 }
@@ -111,9 +115,6 @@ func (t Temporal) internal() config.Temporal {
 	}
 	if tc.Namespace == "" {
 		tc.Namespace = config.DefaultNamespace
-	}
-	if tc.TaskQueue == "" {
-		tc.TaskQueue = config.DefaultTaskQueue
 	}
 	return tc
 }
@@ -235,6 +236,9 @@ func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker
 		logger = slog.Default()
 	}
 	tc := opts.Temporal.internal()
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+		return nil, err
+	}
 	limits := opts.Limits.internal()
 	if err := limits.Validate(); err != nil {
 		return nil, err
@@ -302,7 +306,8 @@ func (w *Worker) Close() { w.close() }
 
 // ServerOptions configure NewHandler.
 type ServerOptions struct {
-	// TaskQueue of the agent's workers (default "eve").
+	// TaskQueue of the agent's workers (default the agent's name, as
+	// NewWorker's and the commands').
 	TaskQueue string
 	// APIKey is a bearer key callers must send (EVE_API_KEY); KeysFile maps
 	// keys to principals (EVE_API_KEYS_FILE, docs/http-api.md). With
@@ -362,9 +367,9 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if err != nil {
 		return nil, err
 	}
-	tq := opts.TaskQueue
+	tq := cmp.Or(opts.TaskQueue, a.Name)
 	if tq == "" {
-		tq = config.DefaultTaskQueue
+		return nil, errors.New("eve.NewHandler: no task queue: set ServerOptions.TaskQueue, or the agent's Name (the default)")
 	}
 	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, Caller: api.Caller, MaxToolCalls: opts.MaxToolCalls})
 	if err != nil {
@@ -403,10 +408,14 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 // ToolsHandler serves the agent's tools API (GET /v1/tools, POST
 // /v1/tools/search, POST /v1/tools/{name}/execute, GET /v1/executions/{id};
 // docs/tools-api.md) without authentication of its own: executions run on
-// the workers of taskQueue, for the user a request names.
+// the workers of taskQueue (empty: the agent's name), for the user a
+// request names.
 func ToolsHandler(c client.Client, a *agent.Agent, taskQueue string, logger *slog.Logger) (http.Handler, error) {
-	if taskQueue == "" {
-		taskQueue = config.DefaultTaskQueue
+	if a == nil {
+		return nil, errors.New("eve.ToolsHandler: no agent")
+	}
+	if taskQueue = cmp.Or(taskQueue, a.Name); taskQueue == "" {
+		return nil, errors.New("eve.ToolsHandler: no task queue: pass one, or name the agent (the default)")
 	}
 	svc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, Logger: logger})
 	if err != nil {

@@ -45,7 +45,7 @@ type actionFlags struct {
 	tc        config.Temporal
 }
 
-func newActionCommand() *cobra.Command {
+func newActionCommand(app App) *cobra.Command {
 	f := &actionFlags{}
 	cmd := &cobra.Command{
 		Use:   "action",
@@ -71,7 +71,7 @@ Results are printed as JSON on stdout; errors go to stderr with exit code 1.`,
 	pf.StringVar(&f.url, "url", "", "the action's completion URL (or env EVE_ACTION_URL, which keeps it out of the process list)")
 	pf.StringVar(&f.taskToken, "task-token", "", "the action's raw Temporal task token, base64")
 	pf.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("how long to wait for an answer (default %s with --task-token, %s with --url)", defaultTokenTimeout, defaultURLTimeout))
-	f.tc.Bind(pf)
+	f.tc.Bind(pf, app.TaskQueue)
 	_ = pf.MarkHidden("task-queue") // a task token names its own activity
 	cmd.AddCommand(newActionCompleteCommand(f), newActionFailCommand(f), newActionHeartbeatCommand(f))
 	return cmd

@@ -49,7 +49,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr, af, a)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
@@ -59,6 +59,9 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 }
 
 func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+		return err
+	}
 	if err := tc.Validate(); err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/eve-temporal/eve/internal/visibility"
 )
 
-func newDoctorCommand() *cobra.Command {
+func newDoctorCommand(app App) *cobra.Command {
 	var (
 		tc     config.Temporal
 		apiURL string
@@ -29,6 +29,16 @@ func newDoctorCommand() *cobra.Command {
 		Short: "Check the Temporal connection, namespace, search attributes, workers and API server, and say how to fix each failure",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tc.TaskQueue == "" {
+				// The default queue is the agent's name: build it to learn that.
+				a, err := app.agent()
+				if err != nil {
+					return fmt.Errorf("%w (or name the task queue to check with --task-queue or EVE_TASK_QUEUE)", err)
+				}
+				if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+					return err
+				}
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			if failed := runDoctor(ctx, cmd.OutOrStdout(), tc, apiURL); failed > 0 {
@@ -37,7 +47,7 @@ func newDoctorCommand() *cobra.Command {
 			return nil
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	cmd.Flags().StringVar(&apiURL, "url", config.Env("EVE_URL", ""), "API server to check (env EVE_URL); empty skips the check")
 	return cmd
 }

@@ -70,6 +70,9 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if err != nil {
 				return err
 			}
+			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, err := tc.Dial(ctx, logger, nil)
 			if err != nil {
@@ -99,7 +102,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			return serveMCPHTTP(ctx, cmd.ErrOrStderr(), logger, srv, httpAddr, key)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this host:port instead of stdio (path "+MCPPath+")")
 	cmd.Flags().StringVar(&user, "user", config.Env("EVE_USER_ID", ""), "user the tool calls run for (env EVE_USER_ID; default \"anonymous\")")
 	cmd.Flags().StringVar(&key, "eve-api-key", config.Env("EVE_API_KEY", ""), "with --http: bearer key clients must send (env EVE_API_KEY)")

@@ -18,8 +18,13 @@ import (
 
 // App is the agent an eve binary serves.
 type App struct {
-	// Name is the binary's name in usage lines and errors (default "eve").
+	// Name is the binary's name in usage lines, errors and hints (default
+	// "eve").
 	Name string
+	// TaskQueue is the default task queue when neither --task-queue nor
+	// EVE_TASK_QUEUE names one; empty: the agent's name, so an app's
+	// binary never joins another app's queue (or the demo's, "eve").
+	TaskQueue string
 	// Agent returns a new agent definition. Each command that serves the
 	// agent (dev, worker, serve, mcp) calls it once; the commands set its
 	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
@@ -70,10 +75,10 @@ func NewRootCommand(app App) *cobra.Command {
 	root.AddCommand(
 		newDevCommand(app),
 		newWorkerCommand(app, "worker"),
-		newDoctorCommand(),
+		newDoctorCommand(app),
 		newSessionCommand(),
 		newServeCommand(app),
-		newActionCommand(),
+		newActionCommand(app),
 		newToolsCommand(),
 		newMCPCommand(app),
 	)

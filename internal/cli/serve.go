@@ -128,6 +128,9 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			if err != nil {
 				return err
 			}
+			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, err := tc.Dial(ctx, logger, nil)
 			if err != nil {
@@ -148,7 +151,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			return nil
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	af.Bind(cmd.Flags())
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd

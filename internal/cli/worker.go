@@ -42,7 +42,7 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, notifyURL, a)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
 	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
@@ -69,9 +69,13 @@ func newLogger(level string) (*slog.Logger, error) {
 // RunWorker dials Temporal (metrics, tracing, the payload store), serves a
 // on a worker until ctx ends, then stops gracefully: in-flight tools get
 // limits' stop timeout to finish. notifyURL (EVE_NOTIFY) names the bus
-// that tells API servers of new events ("": none).
+// that tells API servers of new events ("": none). An empty task queue is
+// the agent's name.
 func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
 	if err := limits.Validate(); err != nil {
+		return err
+	}
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 		return err
 	}
 	if a.Notifier == nil {

@@ -25,6 +25,8 @@ import (
 const (
 	DefaultAddress   = "127.0.0.1:7233"
 	DefaultNamespace = "default"
+	// DefaultTaskQueue is the demo binaries' (cmd/eve, cmd/worker) queue;
+	// an app's default is its agent's name (UseAgentTaskQueue).
 	DefaultTaskQueue = "eve"
 	DefaultEveAddr   = "127.0.0.1:4111"
 	// DefaultMetricsAddr is where a worker serves /metrics unless
@@ -88,7 +90,10 @@ type storeCache struct {
 }
 
 // Bind registers the connection flags, defaulting from the environment.
-func (t *Temporal) Bind(fs *pflag.FlagSet) {
+// taskQueue is --task-queue's default when EVE_TASK_QUEUE is unset; ""
+// leaves TaskQueue empty for the command to fill in with its agent's name
+// (UseAgentTaskQueue), so an app's binary polls a queue of its own.
+func (t *Temporal) Bind(fs *pflag.FlagSet, taskQueue string) {
 	fs.StringVar(&t.Address, "address", Env("TEMPORAL_ADDRESS", DefaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	fs.StringVar(&t.Namespace, "namespace", Env("TEMPORAL_NAMESPACE", DefaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.APIKey, "api-key", Env("TEMPORAL_API_KEY", ""), "Temporal Cloud API key; implies TLS (env TEMPORAL_API_KEY)")
@@ -96,7 +101,11 @@ func (t *Temporal) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&t.TLSKey, "tls-key", Env("TEMPORAL_TLS_KEY", ""), "client key for mTLS (env TEMPORAL_TLS_KEY)")
 	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
 	fs.StringVar(&t.TLSServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
-	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", DefaultTaskQueue), "task queue of eve's workers (env EVE_TASK_QUEUE)")
+	queueUsage := "task queue of the agent's workers (env EVE_TASK_QUEUE)"
+	if taskQueue == "" {
+		queueUsage = "task queue of the agent's workers (env EVE_TASK_QUEUE; default: the agent's name)"
+	}
+	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", taskQueue), queueUsage)
 	fs.StringVar(&t.PayloadStore, "payload-store", Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
 		"where large payloads and conversations go, shared by every worker, API server and CLI: file:<dir> or s3://bucket/prefix with the AWS_* variables (env "+payloadstore.EnvVar+")")
 	if t.store == nil {
@@ -129,7 +138,8 @@ func (t *Temporal) Store(ctx context.Context) (payloadstore.Store, error) {
 	return s, nil
 }
 
-// Validate reports bad combinations with how to fix them.
+// Validate reports bad combinations with how to fix them. A client needs
+// no task queue (workerhost.New checks a worker's).
 func (t Temporal) Validate() error {
 	if t.Address == "" {
 		return errors.New("--address is empty: set TEMPORAL_ADDRESS or --address to host:port")
@@ -137,9 +147,20 @@ func (t Temporal) Validate() error {
 	if (t.TLSCert == "") != (t.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: set both for mTLS, or neither")
 	}
-	if t.TaskQueue == "" {
-		return errors.New("--task-queue is empty: set EVE_TASK_QUEUE or --task-queue")
+	return nil
+}
+
+// UseAgentTaskQueue fills in an empty TaskQueue (neither --task-queue nor
+// EVE_TASK_QUEUE named one) with the agent's name: each app's workers and
+// API servers then meet on a queue of their own.
+func (t *Temporal) UseAgentTaskQueue(agentName string) error {
+	if t.TaskQueue != "" {
+		return nil
 	}
+	if agentName == "" {
+		return errors.New("no task queue: the default is the agent's name, and the agent has none; set Agent.Name, or EVE_TASK_QUEUE or --task-queue")
+	}
+	t.TaskQueue = agentName
 	return nil
 }
 
