@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/agent"
 )
@@ -37,6 +39,10 @@ func (a App) name() string {
 	}
 	return a.Name
 }
+
+// text puts the binary's name for {bin} in a help text or hint, so each
+// names the commands of the binary that prints it.
+func (a App) text(s string) string { return strings.ReplaceAll(s, "{bin}", a.name()) }
 
 func (a App) agent() (*agent.Agent, error) {
 	if a.Agent == nil {
@@ -76,17 +82,32 @@ func NewRootCommand(app App) *cobra.Command {
 		newDevCommand(app),
 		newWorkerCommand(app, "worker"),
 		newDoctorCommand(app),
-		newSessionCommand(),
+		newSessionCommand(app),
 		newServeCommand(app),
 		newActionCommand(app),
-		newToolsCommand(),
+		newToolsCommand(app),
 		newMCPCommand(app),
 	)
+	app.nameCommands(root)
 	return root
 }
 
 // NewWorkerCommand returns the worker command alone, for a binary that is
 // only a worker (cmd/worker): its flags are the binary's.
 func NewWorkerCommand(app App) *cobra.Command {
-	return newWorkerCommand(app, app.name())
+	cmd := newWorkerCommand(app, app.name())
+	app.nameCommands(cmd)
+	return cmd
+}
+
+// nameCommands puts the binary's name for {bin} in the help texts (and
+// flag usages) of cmd and its subcommands.
+func (a App) nameCommands(cmd *cobra.Command) {
+	cmd.Short, cmd.Long, cmd.Example = a.text(cmd.Short), a.text(cmd.Long), a.text(cmd.Example)
+	name := func(f *pflag.Flag) { f.Usage = a.text(f.Usage) }
+	cmd.Flags().VisitAll(name)
+	cmd.PersistentFlags().VisitAll(name)
+	for _, c := range cmd.Commands() {
+		a.nameCommands(c)
+	}
 }

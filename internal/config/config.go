@@ -232,7 +232,9 @@ func (t *Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*cl
 
 // Unreachable is the one-line error for a Temporal server that does not answer.
 func Unreachable(addr, namespace string, err error) error {
-	return fmt.Errorf("cannot reach Temporal at %s (namespace %q): %v — start a dev server with `make dev` (or `./bin/temporal server start-dev`), or point TEMPORAL_ADDRESS at your cluster", addr, namespace, oneLine(err))
+	// No binary's name here: this runs in eve.Main apps and in apps of
+	// their own alike.
+	return fmt.Errorf("cannot reach Temporal at %s (namespace %q): %v — start a dev server (an eve binary's dev command runs one with the whole stack; or `temporal server start-dev`), or point TEMPORAL_ADDRESS at your cluster", addr, namespace, oneLine(err))
 }
 
 func oneLine(err error) string {
