@@ -51,8 +51,10 @@ import (
 )
 
 // Main runs the binary's command line for the agent newAgent builds and
-// exits: 0 on success, 1 (with the error on stderr) otherwise. SIGINT and
-// SIGTERM stop the running command gracefully.
+// exits: 0 on success, 1 (with "<binary>: <error>" on stderr) otherwise,
+// usage errors included. SIGINT and SIGTERM stop the running command
+// gracefully (see Command). The binary's name, in usage lines and hints,
+// is the base name of os.Args[0].
 //
 // newAgent is called once by each command that serves the agent (dev,
 // worker, serve, mcp). Leave the agent's Store, Client and Logger unset:
@@ -65,8 +67,28 @@ func Main(newAgent func() (*agent.Agent, error)) {
 }
 
 // Command returns the command tree Main runs, named name (the binary's
-// name in usage lines), for apps that add their own commands or run it
-// with their own arguments.
+// name in usage lines and in the commands its hints suggest), for apps
+// that add their own commands or run it with their own arguments.
+//
+// The tree leaves process handling to its caller. Main runs it with a
+// context that SIGINT and SIGTERM cancel: worker then stops polling and
+// lets in-flight tools finish within EVE_WORKER_STOP_TIMEOUT (30s) before
+// cancelling them; dev, serve and mcp shut down; each returns nil, so the
+// process exits 0 after a stop by signal. A command waiting on a turn
+// (session send, approve, respond) returns the context's error instead,
+// and exits 1. While a command stops, further signals are ignored (a
+// worker's wait is bounded by the stop timeout; SIGKILL ends it at once).
+// Main prints a returned error as "<name>: <error>" on stderr and exits 1;
+// the tree itself prints neither errors nor usage (cobra's SilenceErrors
+// and SilenceUsage). A caller of Command does all of that itself:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+//	err := eve.Command("shop", shop.Agent).ExecuteContext(ctx)
+//	stop()
+//	if err != nil {
+//		fmt.Fprintln(os.Stderr, "shop:", err)
+//		os.Exit(1)
+//	}
 func Command(name string, newAgent func() (*agent.Agent, error)) *cobra.Command {
 	return cli.NewRootCommand(cli.App{Name: name, Agent: newAgent})
 }

@@ -54,7 +54,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
-	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file and, unless EVE_PAYLOAD_STORE or --payload-store names one, the payload store (<dir>/payloads)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	af.Bind(cmd.Flags())
