@@ -9,6 +9,9 @@
 // worker, serve, mcp, doctor, session, tools and action — with eve's flags
 // and environment (TEMPORAL_ADDRESS, EVE_TASK_QUEUE, EVE_PAYLOAD_STORE,
 // EVE_ACTION_SECRET, EVE_PUBLIC_URL, ...; see the README's Configuration).
+// Its workers and API servers meet on a task queue named after the agent
+// (EVE_TASK_QUEUE sets another), so apps on one cluster, and the demo's
+// "eve", do not share workers.
 //
 // Apps that compose their own process use the pieces instead: NewWorker
 // (a Temporal worker serving the agent, with the operator features of the
@@ -17,6 +20,7 @@
 package eve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +51,10 @@ import (
 )
 
 // Main runs the binary's command line for the agent newAgent builds and
-// exits: 0 on success, 1 (with the error on stderr) otherwise. SIGINT and
-// SIGTERM stop the running command gracefully.
+// exits: 0 on success, 1 (with "<binary>: <error>" on stderr) otherwise,
+// usage errors included. SIGINT and SIGTERM stop the running command
+// gracefully (see Command). The binary's name, in usage lines and hints,
+// is the base name of os.Args[0].
 //
 // newAgent is called once by each command that serves the agent (dev,
 // worker, serve, mcp). Leave the agent's Store, Client and Logger unset:
@@ -61,8 +67,28 @@ func Main(newAgent func() (*agent.Agent, error)) {
 }
 
 // Command returns the command tree Main runs, named name (the binary's
-// name in usage lines), for apps that add their own commands or run it
-// with their own arguments.
+// name in usage lines and in the commands its hints suggest), for apps
+// that add their own commands or run it with their own arguments.
+//
+// The tree leaves process handling to its caller. Main runs it with a
+// context that SIGINT and SIGTERM cancel: worker then stops polling and
+// lets in-flight tools finish within EVE_WORKER_STOP_TIMEOUT (30s) before
+// cancelling them; dev, serve and mcp shut down; each returns nil, so the
+// process exits 0 after a stop by signal. A command waiting on a turn
+// (session send, approve, respond) returns the context's error instead,
+// and exits 1. While a command stops, further signals are ignored (a
+// worker's wait is bounded by the stop timeout; SIGKILL ends it at once).
+// Main prints a returned error as "<name>: <error>" on stderr and exits 1;
+// the tree itself prints neither errors nor usage (cobra's SilenceErrors
+// and SilenceUsage). A caller of Command does all of that itself:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+//	err := eve.Command("shop", shop.Agent).ExecuteContext(ctx)
+//	stop()
+//	if err != nil {
+//		fmt.Fprintln(os.Stderr, "shop:", err)
+//		os.Exit(1)
+//	}
 func Command(name string, newAgent func() (*agent.Agent, error)) *cobra.Command {
 	return cli.NewRootCommand(cli.App{Name: name, Agent: newAgent})
 }
@@ -79,7 +105,7 @@ type Temporal struct {
 	TLSKey        string // TEMPORAL_TLS_KEY: its key
 	TLSCA         string // TEMPORAL_TLS_CA: CA bundle to verify the server
 	TLSServerName string // TEMPORAL_TLS_SERVER_NAME
-	TaskQueue     string // EVE_TASK_QUEUE, default "eve"
+	TaskQueue     string // EVE_TASK_QUEUE; empty: the agent's name
 	// PayloadStore is payloadstore.Open's spec (EVE_PAYLOAD_STORE, default
 	// file:.eve/payloads): file:<dir> or s3://bucket/prefix.
 	PayloadStore string
@@ -95,7 +121,7 @@ func TemporalFromEnv() Temporal {
 		TLSKey:        config.Env("TEMPORAL_TLS_KEY", ""),
 		TLSCA:         config.Env("TEMPORAL_TLS_CA", ""),
 		TLSServerName: config.Env("TEMPORAL_TLS_SERVER_NAME", ""),
-		TaskQueue:     config.Env("EVE_TASK_QUEUE", config.DefaultTaskQueue),
+		TaskQueue:     config.Env("EVE_TASK_QUEUE", ""), // empty: the agent's name
 		PayloadStore:  config.Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
 	}
 }
@@ -111,9 +137,6 @@ func (t Temporal) internal() config.Temporal {
 	}
 	if tc.Namespace == "" {
 		tc.Namespace = config.DefaultNamespace
-	}
-	if tc.TaskQueue == "" {
-		tc.TaskQueue = config.DefaultTaskQueue
 	}
 	return tc
 }
@@ -175,7 +198,10 @@ type WorkerOptions struct {
 	Temporal Temporal
 	Limits   Limits
 	// MetricsAddr is where Prometheus /metrics (the SDK's and eve's own)
-	// listens (EVE_METRICS_ADDR); empty disables it.
+	// listens (EVE_METRICS_ADDR, default 127.0.0.1:9464); empty disables
+	// it. When it is the default and another process holds that port (a
+	// second worker on the host), the worker serves on a free loopback
+	// port instead, logs it and reports it in MetricsURL.
 	MetricsAddr string
 	// ActionSecret signs delegated tools' completion URLs
 	// (EVE_ACTION_SECRET, at least 16 bytes, the same on the API servers);
@@ -198,7 +224,7 @@ func WorkerOptionsFromEnv() WorkerOptions {
 	return WorkerOptions{
 		Temporal:     TemporalFromEnv(),
 		Limits:       LimitsFromEnv(),
-		MetricsAddr:  config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"),
+		MetricsAddr:  config.EnvOrEmpty("EVE_METRICS_ADDR", config.DefaultMetricsAddr), // set but empty: off
 		ActionSecret: config.Env("EVE_ACTION_SECRET", ""),
 		PublicURL:    config.Env("EVE_PUBLIC_URL", "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr)),
 		ModelFromEnv: true,
@@ -232,6 +258,9 @@ func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker
 		logger = slog.Default()
 	}
 	tc := opts.Temporal.internal()
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+		return nil, err
+	}
 	limits := opts.Limits.internal()
 	if err := limits.Validate(); err != nil {
 		return nil, err
@@ -299,7 +328,8 @@ func (w *Worker) Close() { w.close() }
 
 // ServerOptions configure NewHandler.
 type ServerOptions struct {
-	// TaskQueue of the agent's workers (default "eve").
+	// TaskQueue of the agent's workers (default the agent's name, as
+	// NewWorker's and the commands').
 	TaskQueue string
 	// APIKey is a bearer key callers must send (EVE_API_KEY); KeysFile maps
 	// keys to principals (EVE_API_KEYS_FILE, docs/http-api.md). With
@@ -359,9 +389,9 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if err != nil {
 		return nil, err
 	}
-	tq := opts.TaskQueue
+	tq := cmp.Or(opts.TaskQueue, a.Name)
 	if tq == "" {
-		tq = config.DefaultTaskQueue
+		return nil, errors.New("eve.NewHandler: no task queue: set ServerOptions.TaskQueue, or the agent's Name (the default)")
 	}
 	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, Caller: api.Caller, MaxToolCalls: opts.MaxToolCalls})
 	if err != nil {
@@ -400,10 +430,14 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 // ToolsHandler serves the agent's tools API (GET /v1/tools, POST
 // /v1/tools/search, POST /v1/tools/{name}/execute, GET /v1/executions/{id};
 // docs/tools-api.md) without authentication of its own: executions run on
-// the workers of taskQueue, for the user a request names.
+// the workers of taskQueue (empty: the agent's name), for the user a
+// request names.
 func ToolsHandler(c client.Client, a *agent.Agent, taskQueue string, logger *slog.Logger) (http.Handler, error) {
-	if taskQueue == "" {
-		taskQueue = config.DefaultTaskQueue
+	if a == nil {
+		return nil, errors.New("eve.ToolsHandler: no agent")
+	}
+	if taskQueue = cmp.Or(taskQueue, a.Name); taskQueue == "" {
+		return nil, errors.New("eve.ToolsHandler: no task queue: pass one, or name the agent (the default)")
 	}
 	svc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, Logger: logger})
 	if err != nil {

@@ -181,3 +181,35 @@ func TestCommandTree(t *testing.T) {
 		t.Fatalf("use %q", root.Use)
 	}
 }
+
+// WorkerOptionsFromEnv reads EVE_METRICS_ADDR as the worker command does:
+// unset is the default address, set but empty turns metrics off.
+func TestWorkerOptionsMetricsAddr(t *testing.T) {
+	t.Setenv("EVE_METRICS_ADDR", "")
+	if got := eve.WorkerOptionsFromEnv().MetricsAddr; got != "" {
+		t.Fatalf("EVE_METRICS_ADDR= : MetricsAddr %q, want empty (off)", got)
+	}
+	os.Unsetenv("EVE_METRICS_ADDR")
+	if got := eve.WorkerOptionsFromEnv().MetricsAddr; got != "127.0.0.1:9464" {
+		t.Fatalf("EVE_METRICS_ADDR unset: MetricsAddr %q, want 127.0.0.1:9464", got)
+	}
+}
+
+// An app's default task queue is its agent's name: TemporalFromEnv leaves
+// it empty unless EVE_TASK_QUEUE is set, and a handler for an agent
+// without a name, given no queue, says what to set.
+func TestDefaultTaskQueueIsTheAgentsName(t *testing.T) {
+	t.Setenv("EVE_TASK_QUEUE", "")
+	if got := eve.TemporalFromEnv().TaskQueue; got != "" {
+		t.Fatalf("EVE_TASK_QUEUE unset: TaskQueue %q, want empty (the agent's name)", got)
+	}
+	t.Setenv("EVE_TASK_QUEUE", "orders")
+	if got := eve.TemporalFromEnv().TaskQueue; got != "orders" {
+		t.Fatalf("EVE_TASK_QUEUE=orders: TaskQueue %q", got)
+	}
+	a := libAgent(t)
+	a.Name = ""
+	if _, err := eve.NewHandler(nil, a, eve.ServerOptions{}); err == nil || !strings.Contains(err.Error(), "ServerOptions.TaskQueue") {
+		t.Fatalf("NewHandler for a nameless agent without a queue: %v, want an error naming ServerOptions.TaskQueue", err)
+	}
+}

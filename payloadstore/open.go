@@ -10,8 +10,9 @@ import (
 // EnvVar names the variable that picks the store (flag --payload-store).
 const EnvVar = "EVE_PAYLOAD_STORE"
 
-// DefaultSpec is the store used when EnvVar is unset: a directory under the
-// working directory, beside the dev server's state (.eve/).
+// DefaultSpec is the store used when EnvVar is unset: .eve/payloads under
+// the process's working directory, inside the dev command's default state
+// dir (.eve/, which also holds the dev server's database).
 const DefaultSpec = "file:.eve/payloads"
 
 // Open opens the store a spec names:

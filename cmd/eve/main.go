@@ -5,8 +5,18 @@
 package main
 
 import (
-	"github.com/eve-temporal/eve"
+	"os"
+	"path/filepath"
+
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/cli"
+	"github.com/eve-temporal/eve/internal/config"
 )
 
-func main() { eve.Main(demo.Agent) }
+// The demo keeps task queue "eve" (an eve.Main app's default is its
+// agent's name, "demo" here), so existing sessions and deployments of
+// cmd/eve and cmd/worker keep their queue.
+func main() {
+	name := filepath.Base(os.Args[0]) // as eve.Main names a binary
+	cli.Main(name, cli.NewRootCommand(cli.App{Name: name, Agent: demo.Agent, TaskQueue: config.DefaultTaskQueue}))
+}

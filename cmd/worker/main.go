@@ -6,8 +6,10 @@ package main
 import (
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/cli"
+	"github.com/eve-temporal/eve/internal/config"
 )
 
 func main() {
-	cli.Main("eve worker", cli.NewWorkerCommand(cli.App{Name: "worker", Agent: demo.Agent}))
+	// The demo's queue, as cmd/eve's (see there).
+	cli.Main("eve worker", cli.NewWorkerCommand(cli.App{Name: "worker", Agent: demo.Agent, TaskQueue: config.DefaultTaskQueue}))
 }

@@ -45,12 +45,12 @@ type actionFlags struct {
 	tc        config.Temporal
 }
 
-func newActionCommand() *cobra.Command {
+func newActionCommand(app App) *cobra.Command {
 	f := &actionFlags{}
 	cmd := &cobra.Command{
 		Use:   "action",
 		Short: "Settle a delegated tool call from the shell: complete, fail, heartbeat",
-		Long: `eve action settles a delegated tool's action, the way an external job does.
+		Long: `{bin} action settles a delegated tool's action, the way an external job does.
 
 Name the action by exactly one of:
   --url <completion url>   the action's completion URL (action.Completion.URL),
@@ -71,7 +71,7 @@ Results are printed as JSON on stdout; errors go to stderr with exit code 1.`,
 	pf.StringVar(&f.url, "url", "", "the action's completion URL (or env EVE_ACTION_URL, which keeps it out of the process list)")
 	pf.StringVar(&f.taskToken, "task-token", "", "the action's raw Temporal task token, base64")
 	pf.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("how long to wait for an answer (default %s with --task-token, %s with --url)", defaultTokenTimeout, defaultURLTimeout))
-	f.tc.Bind(pf)
+	f.tc.Bind(pf, app.TaskQueue)
 	_ = pf.MarkHidden("task-queue") // a task token names its own activity
 	cmd.AddCommand(newActionCompleteCommand(f), newActionFailCommand(f), newActionHeartbeatCommand(f))
 	return cmd
@@ -82,9 +82,9 @@ func newActionCompleteCommand(f *actionFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "complete (--url URL | --task-token TOKEN) (--output JSON | --output-file FILE)",
 		Short: "Complete the action with an output (JSON, checked against the tool's output schema)",
-		Example: `  eve action complete --url "$URL" --output '{"status":"succeeded","detail":"42 rows"}'
-  eve action complete --url "$URL" --output-file result.json
-  generate-report | eve action complete --task-token "$TOKEN" --output -`,
+		Example: `  {bin} action complete --url "$URL" --output '{"status":"succeeded","detail":"42 rows"}'
+  {bin} action complete --url "$URL" --output-file result.json
+  generate-report | {bin} action complete --task-token "$TOKEN" --output -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := readActionOutput(cmd, output, outputFile)
@@ -112,7 +112,7 @@ func newActionFailCommand(f *actionFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "fail (--url URL | --task-token TOKEN) --message MESSAGE [--code CODE]",
 		Short:   "Fail the action; the model sees the message",
-		Example: `  eve action fail --url "$URL" --code REPORT_FAILED --message "the warehouse is down"`,
+		Example: `  {bin} action fail --url "$URL" --code REPORT_FAILED --message "the warehouse is down"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(message) == "" {
@@ -142,8 +142,8 @@ func newActionHeartbeatCommand(f *actionFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "heartbeat (--url URL | --task-token TOKEN) [--details JSON]",
 		Short: `Keep the action's job alive; prints {"cancelRequested": bool} (stop the job when true)`,
-		Example: `  eve action heartbeat --url "$URL" --details '{"progress": 40}'
-  eve action heartbeat --url "$URL" | jq -e '.cancelRequested' && exit 0`,
+		Example: `  {bin} action heartbeat --url "$URL" --details '{"progress": 40}'
+  {bin} action heartbeat --url "$URL" | jq -e '.cancelRequested' && exit 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var raw json.RawMessage

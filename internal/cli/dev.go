@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,19 +49,24 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 			if err != nil {
 				return err
 			}
-			return runDev(cmd.Context(), logger, tc, limits, stateDir, uiPort, metricsAddr, af, a)
+			return runDev(cmd.Context(), cmd.OutOrStdout(), app.name(), logger, tc, limits, stateDir, uiPort, metricsAddr, af, a)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
-	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file")
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file and, unless EVE_PAYLOAD_STORE or --payload-store names one, the payload store (<dir>/payloads)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where the worker's /metrics listens; empty disables it")
+	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	af.Bind(cmd.Flags())
 	return cmd
 }
 
-func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
+// runDev runs the stack until ctx ends, printing where each part is to out
+// and a first command of bin, the binary running it.
+func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+		return err
+	}
 	if err := tc.Validate(); err != nil {
 		return err
 	}
@@ -77,7 +85,7 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	cancel()
 	uiURL := ""
 	if reachable {
-		fmt.Printf("Temporal     %s (already running; reusing it)\n", tc.Address)
+		fmt.Fprintf(out, "Temporal     %s (already running; reusing it)\n", tc.Address)
 	} else {
 		host, port, err := splitHostPort(tc.Address)
 		if err != nil {
@@ -96,8 +104,8 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 		}
 		defer srv.Stop()
 		uiURL = srv.UIAddr
-		fmt.Printf("Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
-		fmt.Printf("Temporal UI  %s\n", srv.UIAddr)
+		fmt.Fprintf(out, "Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
+		fmt.Fprintf(out, "Temporal UI  %s\n", srv.UIAddr)
 	}
 	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
 	if err != nil {
@@ -105,7 +113,7 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 	}
 	defer closeClient()
 	if metricsURL != "" {
-		fmt.Printf("Metrics      %s\n", metricsURL)
+		fmt.Fprintf(out, "Metrics      %s\n", metricsURL)
 	}
 	a.Logger = logger
 	if err := workerhost.UseModelFromEnv(a); err != nil {
@@ -144,20 +152,35 @@ func runDev(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
-	fmt.Printf("Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
+	fmt.Fprintf(out, "Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
 	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
-	fmt.Printf("eve API      %s/eve/v1/\n", apiURL)
+	fmt.Fprintf(out, "eve API      %s/eve/v1/\n", apiURL)
 	_ = uiURL
+	msg := `"hello"`
 	if a.Name == "demo" {
-		fmt.Println(`Try:         eve session send "what's the weather in Paris"`)
-	} else {
-		fmt.Printf("Try:         %s session send \"hello\"\n", filepath.Base(os.Args[0]))
+		msg = `"what's the weather in Paris"`
 	}
+	// --url when a bare session command would reach another server.
+	fmt.Fprintf(out, "Try:         %s session send %s%s\n", bin, msg, urlFlag(loopbackURL(apiURL)))
 	<-ctx.Done()
-	fmt.Println("shutting down")
+	fmt.Fprintln(out, "shutting down")
 	return nil
+}
+
+// loopbackURL is a server's URL as a client on this host dials it: an
+// unspecified host (0.0.0.0, ::) becomes 127.0.0.1.
+func loopbackURL(u string) string {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		return u
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", port)
+	}
+	return u
 }

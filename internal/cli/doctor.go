@@ -19,7 +19,7 @@ import (
 	"github.com/eve-temporal/eve/internal/visibility"
 )
 
-func newDoctorCommand() *cobra.Command {
+func newDoctorCommand(app App) *cobra.Command {
 	var (
 		tc     config.Temporal
 		apiURL string
@@ -29,21 +29,32 @@ func newDoctorCommand() *cobra.Command {
 		Short: "Check the Temporal connection, namespace, search attributes, workers and API server, and say how to fix each failure",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tc.TaskQueue == "" {
+				// The default queue is the agent's name: build it to learn that.
+				a, err := app.agent()
+				if err != nil {
+					return fmt.Errorf("%w (or name the task queue to check with --task-queue or EVE_TASK_QUEUE)", err)
+				}
+				if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+					return err
+				}
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			if failed := runDoctor(ctx, cmd.OutOrStdout(), tc, apiURL); failed > 0 {
+			if failed := runDoctor(ctx, cmd.OutOrStdout(), app.name(), tc, apiURL); failed > 0 {
 				return fmt.Errorf("%d check(s) failed", failed)
 			}
 			return nil
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	cmd.Flags().StringVar(&apiURL, "url", config.Env("EVE_URL", ""), "API server to check (env EVE_URL); empty skips the check")
 	return cmd
 }
 
 // runDoctor prints one line per check and returns the number of failures.
-func runDoctor(ctx context.Context, out io.Writer, tc config.Temporal, apiURL string) int {
+// Its fixes name the commands of bin, the binary running it.
+func runDoctor(ctx context.Context, out io.Writer, bin string, tc config.Temporal, apiURL string) int {
 	failed := 0
 	ok := func(format string, a ...any) { fmt.Fprintf(out, "ok    "+format+"\n", a...) }
 	bad := func(fix, format string, a ...any) {
@@ -52,7 +63,7 @@ func runDoctor(ctx context.Context, out io.Writer, tc config.Temporal, apiURL st
 	}
 	c, err := tc.Dial(ctx, nil, nil)
 	if err != nil {
-		bad("start a dev server with `make dev`, or set TEMPORAL_ADDRESS (and TEMPORAL_API_KEY or TLS flags for Temporal Cloud)", "connect: %v", err)
+		bad("run a local Temporal dev server with `"+bin+" dev` (the whole stack), or set TEMPORAL_ADDRESS (and TEMPORAL_API_KEY or TLS flags for Temporal Cloud)", "connect: %v", err)
 		return failed
 	}
 	defer c.Close()
@@ -84,14 +95,14 @@ func runDoctor(ctx context.Context, out io.Writer, tc config.Temporal, apiURL st
 		case err != nil:
 			bad("check the task queue name (EVE_TASK_QUEUE)", "task queue %q (%s): %v", tc.TaskQueue, name, err)
 		case len(resp.GetPollers()) == 0:
-			bad("start a worker on this task queue: `go run ./cmd/worker` (or `make dev`), with the same EVE_TASK_QUEUE and TEMPORAL_NAMESPACE", "no %s pollers on task queue %q", name, tc.TaskQueue)
+			bad("start a worker on this task queue: `"+bin+" worker` (or `"+bin+" dev`), with the same EVE_TASK_QUEUE and TEMPORAL_NAMESPACE", "no %s pollers on task queue %q", name, tc.TaskQueue)
 		default:
 			ok("%d %s poller(s) on task queue %q", len(resp.GetPollers()), name, tc.TaskQueue)
 		}
 	}
 	if apiURL != "" {
 		if err := checkAPI(ctx, apiURL); err != nil {
-			bad("start it with `eve serve` (or `make dev`), or fix EVE_URL", "API server %s: %v", apiURL, err)
+			bad("start it with `"+bin+" serve` (or `"+bin+" dev`), or fix EVE_URL", "API server %s: %v", apiURL, err)
 		} else {
 			ok("API server %s is ready", apiURL)
 		}

@@ -20,7 +20,7 @@ func TestDoctorHealthyDevStack(t *testing.T) {
 	tc := config.Temporal{Address: env.Server.Addr, Namespace: "default", TaskQueue: env.TaskQueue}
 	var out bytes.Buffer
 	// Before: no worker, no search attributes; each failure says how to fix it.
-	if failed := runDoctor(ctx, &out, tc, ""); failed == 0 || !strings.Contains(out.String(), "fix: start a worker on this task queue") {
+	if failed := runDoctor(ctx, &out, "eve", tc, ""); failed == 0 || !strings.Contains(out.String(), "fix: start a worker on this task queue") {
 		t.Fatalf("doctor without a worker (%d failures):\n%s", failed, out.String())
 	}
 	if err := visibility.Register(ctx, env.Client, "default"); err != nil {
@@ -31,7 +31,7 @@ func TestDoctorHealthyDevStack(t *testing.T) {
 	// A new worker's pollers show up within moments (slower on a loaded machine).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		out.Reset()
-		failed := runDoctor(ctx, &out, tc, "")
+		failed := runDoctor(ctx, &out, "eve", tc, "")
 		if failed == 0 {
 			break
 		}
@@ -54,8 +54,8 @@ func TestDoctorWrongAddress(t *testing.T) {
 	var out bytes.Buffer
 	start := time.Now()
 	tc := config.Temporal{Address: "127.0.0.1:" + itoa(port), Namespace: "default", TaskQueue: "eve"}
-	failed := runDoctor(t.Context(), &out, tc, "")
-	if failed != 1 || !strings.Contains(out.String(), "cannot reach Temporal at 127.0.0.1:") || !strings.Contains(out.String(), "fix: start a dev server with `make dev`") {
+	failed := runDoctor(t.Context(), &out, "shop", tc, "")
+	if failed != 1 || !strings.Contains(out.String(), "cannot reach Temporal at 127.0.0.1:") || !strings.Contains(out.String(), "fix: run a local Temporal dev server with `shop dev`") {
 		t.Fatalf("doctor on a wrong address (%d failures):\n%s", failed, out.String())
 	}
 	if time.Since(start) > 10*time.Second {

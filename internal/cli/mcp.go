@@ -42,12 +42,12 @@ func newMCPCommand(app App) *cobra.Command {
 		Short: "Serve the agent's tools over MCP: stdio by default, streamable HTTP with --http",
 		Long: `mcp serves the agent's tool catalog to MCP clients with the official
 Go SDK. Every tools/call runs as a durable execution workflow on the workers of
---task-queue (run cmd/worker or eve dev beside it), exactly like the tools API.
+--task-queue (run {bin} worker or {bin} dev beside it), exactly like the tools API.
 
 By default it speaks MCP on stdin/stdout (logs go to stderr), for hosts that
 launch it as a subprocess:
 
-  {"command": "eve", "args": ["mcp"]}
+  {"command": "{bin}", "args": ["mcp"]}
 
 With --http ADDR it serves streamable HTTP at http://ADDR/mcp; when
 EVE_API_KEY (--eve-api-key) is set, requests need Authorization: Bearer <key>.
@@ -68,6 +68,9 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			a, err := app.agent()
 			if err != nil {
+				return err
+			}
+			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -99,7 +102,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			return serveMCPHTTP(ctx, cmd.ErrOrStderr(), logger, srv, httpAddr, key)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this host:port instead of stdio (path "+MCPPath+")")
 	cmd.Flags().StringVar(&user, "user", config.Env("EVE_USER_ID", ""), "user the tool calls run for (env EVE_USER_ID; default \"anonymous\")")
 	cmd.Flags().StringVar(&key, "eve-api-key", config.Env("EVE_API_KEY", ""), "with --http: bearer key clients must send (env EVE_API_KEY)")
@@ -124,12 +127,12 @@ func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *
 	mux.Handle(MCPPath, bodyDeadline(h, httpbody.DefaultReadTimeout))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("eve mcp: listen on %s: %w", addr, err)
+		return fmt.Errorf("mcp --http: listen on %s: %w (give --http another host:port)", addr, err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(out, "eve MCP      http://%s%s (streamable HTTP)\n", ln.Addr(), MCPPath)
 	if key == "" {
-		logger.Warn("eve mcp: the HTTP endpoint is open: set EVE_API_KEY to require a bearer key")
+		logger.Warn("MCP over HTTP is open: set EVE_API_KEY (or --eve-api-key) to require a bearer key")
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

@@ -9,17 +9,24 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/agent"
 )
 
 // App is the agent an eve binary serves.
 type App struct {
-	// Name is the binary's name in usage lines and errors (default "eve").
+	// Name is the binary's name in usage lines, errors and hints (default
+	// "eve").
 	Name string
+	// TaskQueue is the default task queue when neither --task-queue nor
+	// EVE_TASK_QUEUE names one; empty: the agent's name, so an app's
+	// binary never joins another app's queue (or the demo's, "eve").
+	TaskQueue string
 	// Agent returns a new agent definition. Each command that serves the
 	// agent (dev, worker, serve, mcp) calls it once; the commands set its
 	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
@@ -32,6 +39,10 @@ func (a App) name() string {
 	}
 	return a.Name
 }
+
+// text puts the binary's name for {bin} in a help text or hint, so each
+// names the commands of the binary that prints it.
+func (a App) text(s string) string { return strings.ReplaceAll(s, "{bin}", a.name()) }
 
 func (a App) agent() (*agent.Agent, error) {
 	if a.Agent == nil {
@@ -70,18 +81,33 @@ func NewRootCommand(app App) *cobra.Command {
 	root.AddCommand(
 		newDevCommand(app),
 		newWorkerCommand(app, "worker"),
-		newDoctorCommand(),
-		newSessionCommand(),
+		newDoctorCommand(app),
+		newSessionCommand(app),
 		newServeCommand(app),
-		newActionCommand(),
-		newToolsCommand(),
+		newActionCommand(app),
+		newToolsCommand(app),
 		newMCPCommand(app),
 	)
+	app.nameCommands(root)
 	return root
 }
 
 // NewWorkerCommand returns the worker command alone, for a binary that is
 // only a worker (cmd/worker): its flags are the binary's.
 func NewWorkerCommand(app App) *cobra.Command {
-	return newWorkerCommand(app, app.name())
+	cmd := newWorkerCommand(app, app.name())
+	app.nameCommands(cmd)
+	return cmd
+}
+
+// nameCommands puts the binary's name for {bin} in the help texts (and
+// flag usages) of cmd and its subcommands.
+func (a App) nameCommands(cmd *cobra.Command) {
+	cmd.Short, cmd.Long, cmd.Example = a.text(cmd.Short), a.text(cmd.Long), a.text(cmd.Example)
+	name := func(f *pflag.Flag) { f.Usage = a.text(f.Usage) }
+	cmd.Flags().VisitAll(name)
+	cmd.PersistentFlags().VisitAll(name)
+	for _, c := range cmd.Commands() {
+		a.nameCommands(c)
+	}
 }

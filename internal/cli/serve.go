@@ -45,7 +45,7 @@ type apiFlags struct {
 
 // bindNotify registers --notify (EVE_NOTIFY).
 func bindNotify(fs *pflag.FlagSet, v *string) {
-	fs.StringVar(v, "notify", config.Env("EVE_NOTIFY", ""), "bus that tells API servers a session has new events, so streams do not poll: postgres://user@host:port/db (PostgreSQL LISTEN/NOTIFY), set alike on workers and API servers; empty: eve dev uses an in-process bus, eve serve polls (one reader per session) (env EVE_NOTIFY)")
+	fs.StringVar(v, "notify", config.Env("EVE_NOTIFY", ""), "bus that tells API servers a session has new events, so streams do not poll: postgres://user@host:port/db (PostgreSQL LISTEN/NOTIFY), set alike on workers and API servers; empty: the dev command notifies in process, serve polls (one reader per session) (env EVE_NOTIFY)")
 }
 
 func (f *apiFlags) Bind(fs *pflag.FlagSet) {
@@ -106,9 +106,9 @@ func newServeCommand(app App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the eve API server (the session protocol eve's client speaks) against a Temporal cluster",
-		Long: `eve serve serves eve's session protocol under /eve/v1/ on --addr (EVE_ADDR,
+		Long: `{bin} serve serves eve's session protocol under /eve/v1/ on --addr (EVE_ADDR,
 default 127.0.0.1:4111). Sessions run as Temporal workflows on the workers of
---task-queue; run at least one worker (cmd/worker, or eve dev) beside it.
+--task-queue; run at least one worker ({bin} worker, or {bin} dev) beside it.
 
 Callers must send Authorization: Bearer <key> when EVE_API_KEY or a keys file
 (EVE_API_KEYS_FILE) is configured. Without either the server is open: it
@@ -126,6 +126,9 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			a, err := app.agent()
 			if err != nil {
+				return err
+			}
+			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -148,7 +151,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			return nil
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	af.Bind(cmd.Flags())
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd

@@ -16,8 +16,9 @@ import (
 	"github.com/eve-temporal/eve/protocol"
 )
 
-// sessionFlags reach an eve API server (eve serve, or eve dev).
+// sessionFlags reach an eve API server (serve, or the one dev starts).
 type sessionFlags struct {
+	bin    string // the binary's name, for hints
 	url    string
 	apiKey string
 }
@@ -26,13 +27,28 @@ func (f *sessionFlags) client() *client.Client {
 	return client.New(f.url, client.WithAPIKey(f.apiKey))
 }
 
-func newSessionCommand() *cobra.Command {
-	var f sessionFlags
+// command is a session command line to suggest: this binary's, with --url
+// when a bare command would reach another server (the key is never shown).
+func (f *sessionFlags) command(args string) string {
+	return f.bin + " session " + args + urlFlag(f.url)
+}
+
+// urlFlag is " --url <url>" when url is not where a session command goes
+// without the flag (EVE_URL, else the default), else "".
+func urlFlag(url string) string {
+	if strings.TrimRight(url, "/") == strings.TrimRight(config.Env("EVE_URL", client.DefaultURL), "/") {
+		return ""
+	}
+	return " --url " + url
+}
+
+func newSessionCommand(app App) *cobra.Command {
+	f := sessionFlags{bin: app.name()}
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Talk to sessions through an eve API server: send, events, pending, respond, approve, deny, cancel",
-		Long: `eve session talks to an eve API server (eve serve, or the one eve dev starts)
-over HTTP, so it works against any deployment by URL and key.`,
+		Long: app.text(`{bin} session talks to an eve API server ({bin} serve, or the one {bin} dev starts)
+over HTTP, so it works against any deployment by URL and key.`),
 	}
 	cmd.PersistentFlags().StringVar(&f.url, "url", config.Env("EVE_URL", client.DefaultURL), "eve API server base URL (env EVE_URL)")
 	cmd.PersistentFlags().StringVar(&f.apiKey, "api-key", config.Env("EVE_API_KEY", ""), "eve API key, sent as a bearer token (env EVE_API_KEY)")
@@ -47,21 +63,21 @@ over HTTP, so it works against any deployment by URL and key.`,
 	)
 	for _, c := range cmd.Commands() {
 		if run := c.RunE; run != nil {
-			c.RunE = func(cmd *cobra.Command, args []string) error { return sessionError(run(cmd, args)) }
+			c.RunE = func(cmd *cobra.Command, args []string) error { return f.sessionError(run(cmd, args)) }
 		}
 	}
 	return cmd
 }
 
 // sessionError says what to do about a session that is gone.
-func sessionError(err error) error {
+func (f *sessionFlags) sessionError(err error) error {
 	var e *client.Error
 	if !errors.As(err, &e) {
 		return err
 	}
 	switch {
 	case errors.Is(err, client.ErrSessionEnded):
-		return fmt.Errorf("%s\n(to go on, start a new session: eve session send \"<message>\" without --session)", e.Message)
+		return fmt.Errorf("%s\n(to go on, start a new session: %s without --session)", e.Message, f.command(`send "<message>"`))
 	case errors.Is(err, client.ErrSessionNotFound):
 		return fmt.Errorf("%s (check the id, and that --url is the server that created it)", e.Message)
 	}
@@ -80,7 +96,7 @@ func newSessionSendCommand(f *sessionFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return sendAndPrint(ctx, cmd.OutOrStdout(), f.client(), sessionID, args[0])
+			return f.sendAndPrint(ctx, cmd.OutOrStdout(), sessionID, args[0])
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "session id (default: start a new session)")
@@ -88,7 +104,8 @@ func newSessionSendCommand(f *sessionFlags) *cobra.Command {
 	return cmd
 }
 
-func sendAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID, message string) error {
+func (f *sessionFlags) sendAndPrint(ctx context.Context, out io.Writer, sessionID, message string) error {
+	c := f.client()
 	var (
 		acc  client.Accepted
 		err  error
@@ -111,18 +128,18 @@ func sendAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionI
 	if err != nil {
 		return err
 	}
-	return turnEnd(out, t)
+	return f.turnEnd(out, t)
 }
 
 // turnEnd adds a hint when the turn parked, and an error when it failed.
-func turnEnd(out io.Writer, t *client.Turn) error {
+func (f *sessionFlags) turnEnd(out io.Writer, t *client.Turn) error {
 	switch t.Status {
 	case client.TurnWaiting:
 		for _, r := range t.Open {
 			if r.Kind == protocol.KindToolApproval {
-				fmt.Fprintf(out, "answer with: eve session approve %s %s   (or deny)\n", t.SessionID, r.RequestID)
+				fmt.Fprintf(out, "answer with: %s   (or deny)\n", f.command("approve "+t.SessionID+" "+r.RequestID))
 			} else {
-				fmt.Fprintf(out, "answer with: eve session respond %s %s --option ID | --text T\n", t.SessionID, r.RequestID)
+				fmt.Fprintf(out, "answer with: %s --option ID | --text T\n", f.command("respond "+t.SessionID+" "+r.RequestID))
 			}
 		}
 	case client.TurnFailed:
@@ -279,7 +296,7 @@ func newSessionRespondCommand(f *sessionFlags) *cobra.Command {
 					}
 				}
 			}
-			return respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
+			return f.respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
 		},
 	}
 	cmd.Flags().StringVar(&option, "option", "", "the id of the option to choose")
@@ -288,12 +305,12 @@ func newSessionRespondCommand(f *sessionFlags) *cobra.Command {
 	return cmd
 }
 
-func respondAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID string, resp protocol.InputResponse) error {
+func (f *sessionFlags) respondAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID string, resp protocol.InputResponse) error {
 	_, t, err := c.RespondAndWait(ctx, sessionID, []protocol.InputResponse{resp}, func(_ int, e protocol.Event) { printEvent(out, e) })
 	if err != nil {
 		return err
 	}
-	return turnEnd(out, t)
+	return f.turnEnd(out, t)
 }
 
 // newSessionDecideCommand is approve (approve=true) or deny.
@@ -332,7 +349,7 @@ func newSessionDecideCommand(f *sessionFlags, approve bool) *cobra.Command {
 					}
 				}
 				if req == nil {
-					return fmt.Errorf("session %s has no open input request %s (see: eve session pending %s)", args[0], args[1], args[0])
+					return fmt.Errorf("session %s has no open input request %s (see: %s)", args[0], args[1], f.command("pending "+args[0]))
 				}
 			} else {
 				switch len(approvals) {
@@ -349,7 +366,7 @@ func newSessionDecideCommand(f *sessionFlags, approve bool) *cobra.Command {
 				}
 			}
 			resp := protocol.InputResponse{RequestID: req.RequestID, OptionID: decisionOption(req.InputRequest, approve), Text: reason}
-			return respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
+			return f.respondAndPrint(ctx, cmd.OutOrStdout(), c, args[0], resp)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (sent as the answer's text)")

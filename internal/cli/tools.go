@@ -36,13 +36,13 @@ func (f *toolsFlags) ctx(cmd *cobra.Command) (context.Context, context.CancelFun
 	return context.WithTimeout(cmd.Context(), f.timeout)
 }
 
-func newToolsCommand() *cobra.Command {
+func newToolsCommand(app App) *cobra.Command {
 	var f toolsFlags
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "Use the tools API of an eve API server: list, get, search, exec, run, status, cancel",
-		Long: `eve tools talks to the tools API (/v1/tools, /v1/executions) of an eve API
-server (eve serve, or the one eve dev starts). Every execution is a Temporal
+		Long: `{bin} tools talks to the tools API (/v1/tools, /v1/executions) of an eve API
+server ({bin} serve, or the one {bin} dev starts). Every execution is a Temporal
 workflow whose id derives from the user, the tool and the idempotency key:
 the same --key joins the same execution. See docs/tools-api.md.`,
 	}
@@ -130,7 +130,7 @@ func newToolsGetCommand(f *toolsFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get [tool]",
 		Short: "Print tools in a model-facing format with their name map, or one tool's definition",
-		Long: `eve tools get prints what GET /v1/tools answers: {format, tools, nameMap, raw}
+		Long: `{bin} tools get prints what GET /v1/tools answers: {format, tools, nameMap, raw}
 for --format canonical (default), anthropic, openai, ai-sdk or mcp. Hand the
 nameMap to executeToolCalls with the tools. With a tool name it prints that
 tool's definition, wire name, and whether the tools API can execute it.`,
@@ -275,9 +275,9 @@ func newToolsExecCommand(f *toolsFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec <tool> [input-json | @file | -]",
 		Short: "Execute a tool (async tools return at once; --key makes it idempotent) and print the execution",
-		Long: `eve tools exec starts an execution and prints it: {id, tool, status, output, error}.
+		Long: `{bin} tools exec starts an execution and prints it: {id, tool, status, output, error}.
 Tools annotated async (delegated tools) return while queued or running unless
---sync; follow them with eve tools status <id>. The same --key (per user and
+--sync; follow them with {bin} tools status <id>. The same --key (per user and
 tool) joins the same execution instead of running the tool again.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -327,9 +327,9 @@ func newToolsRunCommand(f *toolsFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run <tool> [input-json | @file | -]",
 		Short: "Execute a tool, wait for it and print its output",
-		Long: `eve tools run executes a tool and prints its output. When the tool takes
+		Long: `{bin} tools run executes a tool and prints its output. When the tool takes
 longer than --timeout, the command fails with the execution's id: the
-execution goes on (eve tools status <id>).`,
+execution goes on ({bin} tools status <id>).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := toolsInput(cmd, args, input)

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
@@ -41,13 +42,20 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, notifyURL, a)
 		},
 	}
-	tc.Bind(cmd.Flags())
+	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
 	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
-	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", config.Env("EVE_METRICS_ADDR", "127.0.0.1:9464"), "where /metrics listens; empty disables it (env EVE_METRICS_ADDR)")
+	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	bindNotify(cmd.Flags(), &notifyURL)
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd
+}
+
+// bindMetricsAddr registers --metrics-addr (EVE_METRICS_ADDR, which an
+// empty value sets too: it turns metrics off like the flag does).
+func bindMetricsAddr(fs *pflag.FlagSet, v *string) {
+	fs.StringVar(v, "metrics-addr", config.EnvOrEmpty("EVE_METRICS_ADDR", config.DefaultMetricsAddr),
+		"where the worker's Prometheus /metrics listens, host:port; empty turns metrics off. When the default is taken (another worker on this host), a free loopback port is used and logged (env EVE_METRICS_ADDR)")
 }
 
 func newLogger(level string) (*slog.Logger, error) {
@@ -61,9 +69,13 @@ func newLogger(level string) (*slog.Logger, error) {
 // RunWorker dials Temporal (metrics, tracing, the payload store), serves a
 // on a worker until ctx ends, then stops gracefully: in-flight tools get
 // limits' stop timeout to finish. notifyURL (EVE_NOTIFY) names the bus
-// that tells API servers of new events ("": none).
+// that tells API servers of new events ("": none). An empty task queue is
+// the agent's name.
 func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
 	if err := limits.Validate(); err != nil {
+		return err
+	}
+	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 		return err
 	}
 	if a.Notifier == nil {

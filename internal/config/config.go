@@ -25,13 +25,30 @@ import (
 const (
 	DefaultAddress   = "127.0.0.1:7233"
 	DefaultNamespace = "default"
+	// DefaultTaskQueue is the demo binaries' (cmd/eve, cmd/worker) queue;
+	// an app's default is its agent's name (UseAgentTaskQueue).
 	DefaultTaskQueue = "eve"
 	DefaultEveAddr   = "127.0.0.1:4111"
+	// DefaultMetricsAddr is where a worker serves /metrics unless
+	// EVE_METRICS_ADDR or --metrics-addr says otherwise. When another
+	// process (a second worker on the host) holds it, the worker serves on
+	// a free loopback port instead and logs which.
+	DefaultMetricsAddr = "127.0.0.1:9464"
 )
 
 // Env returns the variable's value, or def when unset or empty.
 func Env(name, def string) string {
 	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvOrEmpty returns the variable's value when it is set, even to "" (for
+// settings that an empty value turns off, like EVE_METRICS_ADDR), or def
+// when it is unset.
+func EnvOrEmpty(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
 		return v
 	}
 	return def
@@ -73,7 +90,10 @@ type storeCache struct {
 }
 
 // Bind registers the connection flags, defaulting from the environment.
-func (t *Temporal) Bind(fs *pflag.FlagSet) {
+// taskQueue is --task-queue's default when EVE_TASK_QUEUE is unset; ""
+// leaves TaskQueue empty for the command to fill in with its agent's name
+// (UseAgentTaskQueue), so an app's binary polls a queue of its own.
+func (t *Temporal) Bind(fs *pflag.FlagSet, taskQueue string) {
 	fs.StringVar(&t.Address, "address", Env("TEMPORAL_ADDRESS", DefaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	fs.StringVar(&t.Namespace, "namespace", Env("TEMPORAL_NAMESPACE", DefaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.APIKey, "api-key", Env("TEMPORAL_API_KEY", ""), "Temporal Cloud API key; implies TLS (env TEMPORAL_API_KEY)")
@@ -81,7 +101,11 @@ func (t *Temporal) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&t.TLSKey, "tls-key", Env("TEMPORAL_TLS_KEY", ""), "client key for mTLS (env TEMPORAL_TLS_KEY)")
 	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
 	fs.StringVar(&t.TLSServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
-	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", DefaultTaskQueue), "task queue of eve's workers (env EVE_TASK_QUEUE)")
+	queueUsage := "task queue of the agent's workers (env EVE_TASK_QUEUE)"
+	if taskQueue == "" {
+		queueUsage = "task queue of the agent's workers (env EVE_TASK_QUEUE; default: the agent's name)"
+	}
+	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", taskQueue), queueUsage)
 	fs.StringVar(&t.PayloadStore, "payload-store", Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
 		"where large payloads and conversations go, shared by every worker, API server and CLI: file:<dir> or s3://bucket/prefix with the AWS_* variables (env "+payloadstore.EnvVar+")")
 	if t.store == nil {
@@ -114,7 +138,8 @@ func (t *Temporal) Store(ctx context.Context) (payloadstore.Store, error) {
 	return s, nil
 }
 
-// Validate reports bad combinations with how to fix them.
+// Validate reports bad combinations with how to fix them. A client needs
+// no task queue (workerhost.New checks a worker's).
 func (t Temporal) Validate() error {
 	if t.Address == "" {
 		return errors.New("--address is empty: set TEMPORAL_ADDRESS or --address to host:port")
@@ -122,9 +147,20 @@ func (t Temporal) Validate() error {
 	if (t.TLSCert == "") != (t.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: set both for mTLS, or neither")
 	}
-	if t.TaskQueue == "" {
-		return errors.New("--task-queue is empty: set EVE_TASK_QUEUE or --task-queue")
+	return nil
+}
+
+// UseAgentTaskQueue fills in an empty TaskQueue (neither --task-queue nor
+// EVE_TASK_QUEUE named one) with the agent's name: each app's workers and
+// API servers then meet on a queue of their own.
+func (t *Temporal) UseAgentTaskQueue(agentName string) error {
+	if t.TaskQueue != "" {
+		return nil
 	}
+	if agentName == "" {
+		return errors.New("no task queue: the default is the agent's name, and the agent has none; set Agent.Name, or EVE_TASK_QUEUE or --task-queue")
+	}
+	t.TaskQueue = agentName
 	return nil
 }
 
@@ -196,7 +232,9 @@ func (t *Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*cl
 
 // Unreachable is the one-line error for a Temporal server that does not answer.
 func Unreachable(addr, namespace string, err error) error {
-	return fmt.Errorf("cannot reach Temporal at %s (namespace %q): %v — start a dev server with `make dev` (or `./bin/temporal server start-dev`), or point TEMPORAL_ADDRESS at your cluster", addr, namespace, oneLine(err))
+	// No binary's name here: this runs in eve.Main apps and in apps of
+	// their own alike.
+	return fmt.Errorf("cannot reach Temporal at %s (namespace %q): %v — start a dev server (an eve binary's dev command runs one with the whole stack; or `temporal server start-dev`), or point TEMPORAL_ADDRESS at your cluster", addr, namespace, oneLine(err))
 }
 
 func oneLine(err error) string {

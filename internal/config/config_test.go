@@ -14,7 +14,7 @@ import (
 func TestPayloadStoreFlag(t *testing.T) {
 	t.Setenv(payloadstore.EnvVar, "")
 	var tc Temporal
-	tc.Bind(pflag.NewFlagSet("x", pflag.ContinueOnError))
+	tc.Bind(pflag.NewFlagSet("x", pflag.ContinueOnError), "")
 	if tc.PayloadStore != payloadstore.DefaultSpec {
 		t.Fatalf("default --payload-store = %q, want %q", tc.PayloadStore, payloadstore.DefaultSpec)
 	}
@@ -23,7 +23,7 @@ func TestPayloadStoreFlag(t *testing.T) {
 	t.Setenv(payloadstore.EnvVar, "file:"+dir)
 	tc = Temporal{}
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	tc.Bind(fs)
+	tc.Bind(fs, "")
 	if tc.PayloadStore != "file:"+dir {
 		t.Fatalf("--payload-store from the environment = %q, want file:%s", tc.PayloadStore, dir)
 	}
@@ -40,7 +40,7 @@ func TestPayloadStoreFlag(t *testing.T) {
 func TestStoreOpensOnce(t *testing.T) {
 	ctx := context.Background()
 	var tc Temporal
-	tc.Bind(pflag.NewFlagSet("x", pflag.ContinueOnError))
+	tc.Bind(pflag.NewFlagSet("x", pflag.ContinueOnError), "")
 	tc.PayloadStore = "file:" + t.TempDir()
 	copied := tc
 	s1, err := tc.Store(ctx)

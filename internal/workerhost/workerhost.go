@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -89,6 +90,9 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
+	if taskQueue == "" {
+		return nil, fmt.Errorf("agent %s: no task queue: set EVE_TASK_QUEUE or --task-queue (the commands default to the agent's name)", a.Name)
+	}
 	if a.Store == nil {
 		if a.Store = StoreOf(c); a.Store == nil {
 			return nil, fmt.Errorf("agent %s has no payload store: set Agent.Store to the store its client offloads to (config.Temporal.Store), or dial with workerhost.Dial", a.Name)
@@ -99,9 +103,9 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 	cancel()
 	switch {
 	case err != nil:
-		slog.Warn("cannot check eve's search attributes; sessions will not record their status (run `eve doctor`)", "err", err)
+		slog.Warn("cannot check eve's search attributes; sessions will not record their status (the doctor command checks them)", "err", err)
 	case len(missing) > 0:
-		slog.Warn("namespace lacks eve's search attributes; sessions will not record their status (run `eve doctor`)", "missing", missing)
+		slog.Warn("namespace lacks eve's search attributes; sessions will not record their status", "missing", missing, "fix", strings.Join(visibility.Commands(namespace), "; "))
 	default:
 		a.SearchAttributes = true
 	}
