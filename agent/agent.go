@@ -24,7 +24,10 @@ import (
 
 // Agent is one agent definition.
 type Agent struct {
-	Name   string
+	// Name names the agent in session.started, /eve/v1/info and the memo,
+	// and is an app binary's default task queue (EVE_TASK_QUEUE overrides it).
+	Name string
+	// System is the system prompt of every model step.
 	System string
 	Model  model.Model
 	Tools  *tools.Registry
