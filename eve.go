@@ -169,27 +169,17 @@ type Limits struct {
 
 // LimitsFromEnv reads Limits from the environment, with the defaults.
 func LimitsFromEnv() Limits {
-	return Limits{
-		Activities:      config.EnvInt("EVE_MAX_CONCURRENT_ACTIVITIES", 200),
-		LocalActivities: config.EnvInt("EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES", 200),
-		WorkflowTasks:   config.EnvInt("EVE_MAX_CONCURRENT_WORKFLOW_TASKS", 100),
-		CachedWorkflows: config.EnvInt("EVE_MAX_CACHED_WORKFLOWS", 2000),
-		StopTimeout:     envDuration("EVE_WORKER_STOP_TIMEOUT", workerhost.DefaultStopTimeout),
-	}
+	l := workerhost.LimitsFromEnv()
+	return Limits{Activities: l.Activities, LocalActivities: l.LocalActivities, WorkflowTasks: l.WorkflowTasks,
+		CachedWorkflows: l.CachedWorkflows, StopTimeout: l.StopTimeout}
 }
 
 func (l Limits) internal() workerhost.Limits {
-	def := func(v, d int) int {
-		if v == 0 {
-			return d
-		}
-		return v
-	}
 	return workerhost.Limits{
-		Activities: def(l.Activities, 200), LocalActivities: def(l.LocalActivities, 200),
-		WorkflowTasks: def(l.WorkflowTasks, 100), CachedWorkflows: def(l.CachedWorkflows, 2000),
+		Activities: l.Activities, LocalActivities: l.LocalActivities,
+		WorkflowTasks: l.WorkflowTasks, CachedWorkflows: l.CachedWorkflows,
 		StopTimeout: l.StopTimeout,
-	}
+	}.WithDefaults()
 }
 
 // WorkerOptions configure NewWorker. WorkerOptionsFromEnv reads them all
@@ -354,7 +344,20 @@ type ServerOptions struct {
 	MaxToolCalls int
 	// AgentName reported by /eve/v1/info (default the agent's name).
 	AgentName string
-	Logger    *slog.Logger
+	// MaxBodyBytes bounds request bodies (default 1 MiB, as `serve`'s
+	// --max-body-bytes); BodyReadTimeout how long a body may take to
+	// arrive (default 10 s; past it 408, docs/http-api.md "Security").
+	MaxBodyBytes    int64
+	BodyReadTimeout time.Duration
+	// LeaseDuration ends each stream response for clients that asked for
+	// stream control (default 60 s); HeartbeatInterval is an idle stream's
+	// blank line (default 10 s); PollInterval how often a session's reader
+	// polls a running turn (default 10 ms: this handler has no notification
+	// bus, so its streams poll; `serve` with EVE_NOTIFY pushes).
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
+	PollInterval      time.Duration
+	Logger            *slog.Logger
 	// AuthorizeSession lets a caller other than a session's owner (its
 	// initiator) act on it: return true to allow. Nil: owners only (and
 	// services whose keys-file entry can act for the owner).
@@ -424,6 +427,8 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 		Addr: opts.Addr, InsecureOpen: opts.InsecureOpen, MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
 		CORSOrigins: opts.CORSOrigins, Logger: opts.Logger, Info: info,
 		Actions: actions, Tools: tools.Handler(),
+		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout,
+		LeaseDuration: opts.LeaseDuration, HeartbeatInterval: opts.HeartbeatInterval, PollInterval: opts.PollInterval,
 	})
 }
 

@@ -1,9 +1,12 @@
 package eve_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -211,5 +214,45 @@ func TestDefaultTaskQueueIsTheAgentsName(t *testing.T) {
 	a.Name = ""
 	if _, err := eve.NewHandler(nil, a, eve.ServerOptions{}); err == nil || !strings.Contains(err.Error(), "ServerOptions.TaskQueue") {
 		t.Fatalf("NewHandler for a nameless agent without a queue: %v, want an error naming ServerOptions.TaskQueue", err)
+	}
+}
+
+// NewHandler applies the body limits it is given, as `serve` does: a body
+// over MaxBodyBytes is 413, and one that stalls is 408 after
+// BodyReadTimeout.
+func TestNewHandlerBodyLimits(t *testing.T) {
+	srv := devtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	temporal := eve.Temporal{Address: srv.Addr, Namespace: srv.Namespace, TaskQueue: devtest.TaskQueue(t), PayloadStore: "file:" + t.TempDir()}
+	c, _, err := eve.Dial(ctx, temporal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h, err := eve.NewHandler(c, libAgent(t), eve.ServerOptions{TaskQueue: temporal.TaskQueue, MaxBodyBytes: 64, BodyReadTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	resp, err := http.Post(hs.URL+"/eve/v1/session", "application/json", strings.NewReader(`{"message":"`+strings.Repeat("x", 100)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over MaxBodyBytes: %d, want 413", resp.StatusCode)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(hs.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /eve/v1/session HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"message\":", strings.TrimPrefix(hs.URL, "http://"))
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(line, " 408 ") {
+		t.Fatalf("a stalled body: %q %v, want 408 after BodyReadTimeout", line, err)
 	}
 }

@@ -39,6 +39,41 @@ type Limits struct {
 // DefaultStopTimeout is the worker stop timeout when none is set.
 const DefaultStopTimeout = 30 * time.Second
 
+// The default limits of one worker process, defined once: the worker and
+// dev commands' flags, eve.LimitsFromEnv and eve.NewWorker all take them.
+const (
+	DefaultActivities      = 200
+	DefaultLocalActivities = 200
+	DefaultWorkflowTasks   = 100
+	DefaultCachedWorkflows = 2000
+)
+
+// LimitsFromEnv reads the limits from the environment (EVE_MAX_…), with
+// the defaults.
+func LimitsFromEnv() Limits {
+	return Limits{
+		Activities:      config.EnvInt("EVE_MAX_CONCURRENT_ACTIVITIES", DefaultActivities),
+		LocalActivities: config.EnvInt("EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES", DefaultLocalActivities),
+		WorkflowTasks:   config.EnvInt("EVE_MAX_CONCURRENT_WORKFLOW_TASKS", DefaultWorkflowTasks),
+		CachedWorkflows: config.EnvInt("EVE_MAX_CACHED_WORKFLOWS", DefaultCachedWorkflows),
+		StopTimeout:     envDuration("EVE_WORKER_STOP_TIMEOUT", DefaultStopTimeout),
+	}
+}
+
+// WithDefaults fills zero fields with the defaults.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.Activities, DefaultActivities)
+	def(&l.LocalActivities, DefaultLocalActivities)
+	def(&l.WorkflowTasks, DefaultWorkflowTasks)
+	def(&l.CachedWorkflows, DefaultCachedWorkflows)
+	return l
+}
+
 // EffectiveStopTimeout is StopTimeout, or DefaultStopTimeout when it is 0.
 func (l Limits) EffectiveStopTimeout() time.Duration {
 	if l.StopTimeout == 0 {
@@ -57,11 +92,12 @@ func envDuration(name string, def time.Duration) time.Duration {
 
 // Bind registers the limit flags, defaulting from the environment.
 func (l *Limits) Bind(fs *pflag.FlagSet) {
-	fs.IntVar(&l.Activities, "max-concurrent-activities", config.EnvInt("EVE_MAX_CONCURRENT_ACTIVITIES", 200), "tool and model activities run at once (env EVE_MAX_CONCURRENT_ACTIVITIES)")
-	fs.IntVar(&l.LocalActivities, "max-concurrent-local-activities", config.EnvInt("EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES", 200), "local activities run at once (env EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES)")
-	fs.IntVar(&l.WorkflowTasks, "max-concurrent-workflow-tasks", config.EnvInt("EVE_MAX_CONCURRENT_WORKFLOW_TASKS", 100), "workflow tasks run at once (env EVE_MAX_CONCURRENT_WORKFLOW_TASKS)")
-	fs.IntVar(&l.CachedWorkflows, "max-cached-workflows", config.EnvInt("EVE_MAX_CACHED_WORKFLOWS", 2000), "sessions and turns kept in the worker's cache (env EVE_MAX_CACHED_WORKFLOWS)")
-	fs.DurationVar(&l.StopTimeout, "stop-timeout", envDuration("EVE_WORKER_STOP_TIMEOUT", DefaultStopTimeout), "on SIGINT/SIGTERM, how long in-flight tools may finish before they are cancelled (env EVE_WORKER_STOP_TIMEOUT)")
+	env := LimitsFromEnv()
+	fs.IntVar(&l.Activities, "max-concurrent-activities", env.Activities, "tool and model activities run at once (env EVE_MAX_CONCURRENT_ACTIVITIES)")
+	fs.IntVar(&l.LocalActivities, "max-concurrent-local-activities", env.LocalActivities, "local activities run at once (env EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES)")
+	fs.IntVar(&l.WorkflowTasks, "max-concurrent-workflow-tasks", env.WorkflowTasks, "workflow tasks run at once (env EVE_MAX_CONCURRENT_WORKFLOW_TASKS)")
+	fs.IntVar(&l.CachedWorkflows, "max-cached-workflows", env.CachedWorkflows, "sessions and turns kept in the worker's cache (env EVE_MAX_CACHED_WORKFLOWS)")
+	fs.DurationVar(&l.StopTimeout, "stop-timeout", env.StopTimeout, "on SIGINT/SIGTERM, how long in-flight tools may finish before they are cancelled (env EVE_WORKER_STOP_TIMEOUT)")
 }
 
 // Validate rejects limits that cannot work.
