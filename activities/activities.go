@@ -75,11 +75,12 @@ type ModelStepInput struct {
 	StreamTo string `json:"streamTo,omitempty"`
 }
 
-// Kinds of call.
+// Kinds of call, as plans record them (tools.Kind; one table of what each
+// implies: tools.Kind.Info).
 const (
-	KindAuthored  = "authored"
-	KindClient    = "client"
-	KindDelegated = "delegated"
+	KindAuthored  = string(tools.KindAuthored)
+	KindClient    = string(tools.KindClient)
+	KindDelegated = string(tools.KindDelegated)
 )
 
 // CallPlan is how the workflow must run one tool call. The model step decides
@@ -177,7 +178,7 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	p := CallPlan{
 		Call:             c,
 		Known:            true,
-		Kind:             KindAuthored,
+		Kind:             KindAuthored, // the tool's own once its input is valid (pinned)
 		Approval:         t.Approval.Kind(),
 		Title:            t.DisplayTitle(),
 		Local:            t.Local,
@@ -190,8 +191,8 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
 		return p
 	}
-	if t.Delegated != nil {
-		p.Kind = KindDelegated
+	p.Kind = string(t.Kind())
+	if t.Kind().Info().NeedsDeadline {
 		p.OutputSchema = t.OutputSchema
 		d, err := t.DeadlineOf(c.Input)
 		if err != nil {
@@ -200,8 +201,7 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		}
 		p.Deadline = d
 	}
-	if t.Client != nil {
-		p.Kind = KindClient
+	if t.Kind().Info().AsksPerson {
 		p.OutputSchema = t.OutputSchema
 		req, err := t.RequestFor(c.Input)
 		if err != nil {

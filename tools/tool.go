@@ -376,8 +376,8 @@ func (t *Tool) Definition(toolkit string) catalog.Definition {
 	if t.Idempotent {
 		ann.Idempotent = true
 	}
-	if t.Delegated != nil {
-		// A delegated tool's result arrives later: async by nature.
+	if t.Kind().Info().Async {
+		// Its result arrives later, from outside: async by nature.
 		ann.Async, ann.OpenWorld = true, true
 	}
 	d := catalog.FromTool(toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)

@@ -15,6 +15,7 @@ import (
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // One pipeline takes a tool call to its outcome, in turns and in tools API
@@ -69,7 +70,7 @@ func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom appr
 		c.stage = stageUnknown
 	case p.InputError != "":
 		c.stage, c.reason = stageInvalid, p.InputError
-	case p.Kind == activities.KindClient:
+	case kindOf(p).AsksPerson:
 		c.stage = stageAnswer
 	default:
 		switch st := approval.Decide(p.Approval, approvedOnce, custom); st.Type {
@@ -109,32 +110,54 @@ type callHost interface {
 	openAction(ctx workflow.Context, a *actionState) (closed func())
 }
 
-// execute runs a call the gate let through: a delegated tool's job, until
-// it completes, its deadline passes or the workflow is cancelled; any other
-// tool's activity, with the plan's options.
+// kindOf is the table row of the call's tool kind (tools.Kind.Info).
+func kindOf(p activities.CallPlan) tools.KindInfo { return tools.Kind(p.Kind).Info() }
+
+// runner runs a call of one tool kind that the gate let through, to its
+// outcome. A kind whose result is a person's answer (tools.KindClient) has
+// none: its outcome is the answer (await).
+type runner func(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome
+
+var runners = map[tools.Kind]runner{
+	tools.KindAuthored:  runAuthored,
+	tools.KindDelegated: runDelegated,
+}
+
+// execute runs a call the gate let through with its kind's runner.
 func execute(ctx workflow.Context, h callHost, c *pendingCall) activities.ToolOutcome {
-	p := c.plan
 	if ctx.Err() != nil {
 		return cancelledOutcome(c.tool)
 	}
-	in := h.toolInput(c)
-	if p.Kind == activities.KindDelegated {
-		wid := workflow.GetInfo(ctx).WorkflowExecution.ID
-		in.ActionID = signals.ActionID(wid, p.Call.ID)
-		in.Deadline = workflow.Now(ctx).Add(p.Deadline)
-		a := newActionState(p, in)
-		closed := h.openAction(ctx, a)
-		out := awaitAction(ctx, a, p, in)
-		closed()
-		return out
+	run, ok := runners[tools.Kind(c.plan.Kind)]
+	if !ok {
+		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
 	}
+	return run(ctx, h, c, h.toolInput(c))
+}
+
+// runAuthored runs an authored tool's activity with the plan's options.
+func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
 	var out activities.ToolOutcome
-	if err := toolActivity(ctx, p, in).Get(ctx, &out); err != nil {
+	if err := toolActivity(ctx, c.plan, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return cancelledOutcome(c.tool)
 		}
 		return activityFailure(c.tool, err)
 	}
+	return out
+}
+
+// runDelegated starts a delegated tool's job and waits until it completes,
+// its deadline passes or the workflow is cancelled.
+func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
+	p := c.plan
+	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
+	in.ActionID = signals.ActionID(wid, p.Call.ID)
+	in.Deadline = workflow.Now(ctx).Add(p.Deadline)
+	a := newActionState(p, in)
+	closed := h.openAction(ctx, a)
+	out := awaitAction(ctx, a, p, in)
+	closed()
 	return out
 }
 
@@ -286,7 +309,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 func delegatedTools(calls []*pendingCall) []string {
 	var names []string
 	for _, c := range calls {
-		if c.plan.Kind == activities.KindDelegated && !c.stage.refused() && !slices.Contains(names, c.plan.Call.Name) {
+		if kindOf(c.plan).Async && !c.stage.refused() && !slices.Contains(names, c.plan.Call.Name) {
 			names = append(names, c.plan.Call.Name)
 		}
 	}

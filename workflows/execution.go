@@ -145,7 +145,7 @@ func (e *execution) session() auth.Session {
 func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	p := e.plan()
 	var custom approval.Status
-	if needsPolicy(p) && p.Kind != activities.KindClient {
+	if needsPolicy(p) && kindOf(p).OutsideSession {
 		err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
 			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 		}}).Get(ctx, &custom)

@@ -255,8 +255,8 @@ func (s *Service) Executable(name string) error {
 	switch {
 	case !ok:
 		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
-	case t.Client != nil:
-		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a client tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name)}
+	case !t.Kind().Info().OutsideSession:
+		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a %s tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name, t.Kind())}
 	}
 	// The built-in policies decide here, before anything starts (no session
 	// has approved anything once); a custom policy is evaluated by the
