@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -40,17 +39,13 @@ func newSecEnv(t *testing.T, keys map[string]*auth.Principal, mut func(*api.Opti
 	t.Helper()
 	te := newTapiEnv(t, nil)
 	_, actions, _ := te.Actions()
-	opts := api.Options{Sessions: te.Sessions, Keys: keys, Tools: te.svc.Handler(), Actions: actions, Notify: te.Bus}
-	if mut != nil {
-		mut(&opts)
-	}
-	srv, err := api.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); srv.Close() })
-	return &secEnv{tapiEnv: te, url: hs.URL, srv: srv, srvKeys: keys}
+	a := newAPIEnv(t, te.Env, func(o *api.Options) {
+		o.Keys, o.Tools, o.Actions = keys, te.svc.Handler(), actions
+		if mut != nil {
+			mut(o)
+		}
+	})
+	return &secEnv{tapiEnv: te, url: a.URL, srv: a.Server, srvKeys: keys}
 }
 
 // raw sends one request with exactly these headers and body.
@@ -199,6 +194,13 @@ func TestSecurityKeyedOriginAllowList(t *testing.T) {
 // and part of it, and returns how the server answers while the rest never
 // comes (status 0: the connection closed without an answer).
 func stalledRequest(t *testing.T, base, path string, headers map[string]string, wait time.Duration) (status int, err error) {
+	status, _, err = stalledResponse(t, base, path, headers, wait, false)
+	return status, err
+}
+
+// stalledResponse is stalledRequest with the answer's status line, or
+// (whole) its whole text, up to the connection's close.
+func stalledResponse(t *testing.T, base, path string, headers map[string]string, wait time.Duration, whole bool) (status int, text string, err error) {
 	t.Helper()
 	u, _ := url.Parse(base)
 	c, err := net.Dial("tcp", u.Host)
@@ -216,13 +218,18 @@ func stalledRequest(t *testing.T, base, path string, headers map[string]string, 
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(wait))
-	line, err := bufio.NewReader(c).ReadString('\n')
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	var proto string
 	fmt.Sscanf(line, "%s %d", &proto, &status)
-	return status, nil
+	if !whole {
+		return status, line, nil
+	}
+	rest, _ := io.ReadAll(rd)
+	return status, line + string(rest), nil
 }
 
 // A body that never finishes: without credentials the 401 comes at once,
@@ -248,10 +255,15 @@ func TestSecurityStalledBodies(t *testing.T) {
 			t.Fatalf("%s with a stalled body and no valid credentials: %d %v, want 401 at once", path, st, err)
 		}
 	}
+	// An authorized stalled body is cut off at the server's read timeout,
+	// on the routes of the handlers it mounts too (the tools API, completion
+	// URLs): their own default does not override it.
 	authed := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer key-alice"}
-	st, err := stalledRequest(t, e.url, "/eve/v1/session", authed, patience)
-	if err != nil || st != 408 {
-		t.Fatalf("authorized request with a stalled body: %d %v, want 408", st, err)
+	for _, path := range []string{"/eve/v1/session", "/v1/tools/ops.counter/execute"} {
+		st, text, err := stalledResponse(t, e.url, path, authed, patience, true)
+		if err != nil || st != 408 || !strings.Contains(text, "within 500ms") {
+			t.Fatalf("%s, authorized, with a stalled body: %d %v %q, want 408 after the server's 500ms", path, st, err, text)
+		}
 	}
 	// A foreign origin is refused at once too.
 	foreign := map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Authorization": "Bearer key-alice"}
@@ -345,13 +357,8 @@ func TestSecurityClosedSessionReason(t *testing.T) {
 // newSecEnvOn is another API server on e's sessions and tools.
 func newSecEnvOn(t *testing.T, e *secEnv, keys map[string]*auth.Principal) *secEnv {
 	t.Helper()
-	srv, err := api.New(api.Options{Sessions: e.Sessions, Keys: keys, Tools: e.svc.Handler()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); srv.Close() })
-	return &secEnv{tapiEnv: e.tapiEnv, url: hs.URL, srv: srv}
+	a := newAPIEnv(t, e.Env, func(o *api.Options) { o.Keys, o.Tools = keys, e.svc.Handler() })
+	return &secEnv{tapiEnv: e.tapiEnv, url: a.URL, srv: a.Server, srvKeys: keys}
 }
 
 func toolsExecOpts(label string) toolsclient.ExecuteToolOptions {

@@ -299,9 +299,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpjson.Write(w, http.StatusMethodNotAllowed, Reply{Error: "use POST", Code: "method_not_allowed"})
 		return
 	}
-	if _, _, _, ok := s.verify(token); !ok {
-		// The capability decides before the body is read: a forged or
-		// expired one is answered at once, even when its body stalls.
+	// The capability decides before the body is read: a forged or expired
+	// one, or one for another action than the path names, is answered at
+	// once, even when its body stalls.
+	claims, _, _, ok := s.verify(token)
+	if ok && named != "" && claims.ActionID != named {
+		httpbody.Refusing(w, r)
+		httpjson.Write(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
+		return
+	}
+	if !ok {
 		httpbody.Refusing(w, r)
 		if heartbeat {
 			st, rep := s.Heartbeat(r.Context(), token, nil)
@@ -318,25 +325,17 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = httpbody.Deadline(w, r, httpbody.DefaultReadTimeout)
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	raw, err := httpbody.Read(w, r, MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
+		st, code := http.StatusBadRequest, "invalid_body"
 		switch {
-		case errors.As(err, &mbe):
-			httpjson.Write(w, http.StatusRequestEntityTooLarge, Reply{Error: fmt.Sprintf("body is larger than the %d-byte limit", MaxBodyBytes), Code: "body_too_large"})
-		case httpbody.IsTimeout(err):
-			w.Header().Set("Connection", "close")
-			httpjson.Write(w, http.StatusRequestTimeout, Reply{Error: fmt.Sprintf("the request body did not arrive within %s: send it at once", httpbody.DefaultReadTimeout), Code: "request_timeout"})
-		default:
-			httpjson.Write(w, http.StatusBadRequest, Reply{Error: "read body: " + err.Error(), Code: "invalid_body"})
+		case errors.Is(err, httpbody.ErrTooLarge):
+			st, code = http.StatusRequestEntityTooLarge, "body_too_large"
+		case errors.Is(err, httpbody.ErrTimeout):
+			st, code = http.StatusRequestTimeout, "request_timeout"
 		}
+		httpjson.Write(w, st, Reply{Error: err.Error(), Code: code})
 		return
-	}
-	if named != "" {
-		if c, _, _, ok := s.verify(token); ok && c.ActionID != named {
-			httpjson.Write(w, http.StatusUnauthorized, Reply{Error: "the capability in the Authorization header is for another action than the URL names", Code: "invalid_capability"})
-			return
-		}
 	}
 	if heartbeat {
 		var hb struct {

@@ -69,24 +69,24 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 		token = strings.TrimSpace(token)
 		// Credentials decide before any body is read; a refusal closes
 		// the connection instead of first draining the body.
-		httpbody.Refusing(w, r)
+		refuse := func(challenge, msg string) {
+			httpbody.Refusing(w, r)
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, http.StatusUnauthorized, "unauthorized", msg)
+		}
 		if authz == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="eve"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "missing API key: send Authorization: Bearer <key>")
+			refuse(`Bearer realm="eve"`, "missing API key: send Authorization: Bearer <key>")
 			return
 		}
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="eve", error="invalid_request"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "unsupported authorization scheme: send Authorization: Bearer <key>")
+			refuse(`Bearer realm="eve", error="invalid_request"`, "unsupported authorization scheme: send Authorization: Bearer <key>")
 			return
 		}
 		p, ok := s.keys.lookup(token)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="eve", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "invalid API key")
+			refuse(`Bearer realm="eve", error="invalid_token"`, "invalid API key")
 			return
 		}
-		w.Header().Del("Connection")
 		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
 }

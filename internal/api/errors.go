@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -97,22 +96,14 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, optional boo
 		httpbody.Refusing(w, r)
 		return nil, unsupportedMedia(ct)
 	}
-	limit := s.opts.MaxBodyBytes
-	if r.ContentLength > limit {
-		httpbody.Refusing(w, r)
-		return nil, tooLarge(limit)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return nil, tooLarge(limit)
-		case httpbody.IsTimeout(err):
-			w.Header().Set("Connection", "close")
-			return nil, errorf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %s: send it at once", s.opts.BodyReadTimeout)
-		}
-		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "unreadable request body: %v", err)
+	body, err := httpbody.Read(w, r, s.opts.MaxBodyBytes)
+	switch {
+	case errors.Is(err, httpbody.ErrTooLarge):
+		return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%v", err)
+	case errors.Is(err, httpbody.ErrTimeout):
+		return nil, errorf(http.StatusRequestTimeout, CodeRequestTimeout, "%v", err)
+	case err != nil:
+		return nil, errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 	}
 	if httpbody.Empty(body) {
 		if optional {
@@ -141,8 +132,4 @@ func unsupportedMedia(ct string) error {
 		ct = "none"
 	}
 	return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "content type %s is not supported: send the body as application/json", ct)
-}
-
-func tooLarge(limit int64) error {
-	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large: the limit is %d bytes", limit)
 }

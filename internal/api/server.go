@@ -269,13 +269,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"Set EVE_API_KEY or EVE_API_KEYS_FILE to serve other hosts (or --insecure-open, EVE_INSECURE_OPEN=1, to accept the risk)")
 		return
 	}
-	if !s.originAllowed(r) {
+	allow, ok := s.originGrant(r)
+	if !ok {
 		httpbody.Refusing(w, r)
 		writeError(w, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+strconv.Quote(r.Header.Get("Origin"))+" may not call this eve API server: a page may call it only from the server's own origin or one in its allow-list "+
 			"(EVE_CORS_ORIGINS, api.Options.CORSOrigins; on a server without API keys also pages of this machine)")
 		return
 	}
-	if s.cors(w, r) {
+	if s.cors(w, r, allow) {
 		return
 	}
 	r = httpbody.Deadline(w, r, s.opts.BodyReadTimeout)
@@ -296,44 +297,20 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path+": the session protocol lives under /eve/v1/ (see docs/http-api.md)")
 }
 
-// originAllowed decides whether a browser page may call: no Origin (not a
-// browser, or a same-origin navigation) unless the browser says the request
-// is cross-site (Sec-Fetch-Site), the server's own origin, a listed one, or
-// what an empty list allows (any origin with keys, this machine's pages on
-// an open server).
-func (s *Server) originAllowed(r *http.Request) bool {
+// originGrant decides a browser page's request, for the origin check and
+// for CORS at once. ok: the page may call at all — no Origin (not a
+// browser, or a same-origin navigation) unless the browser marks the
+// request cross-site (Sec-Fetch-Site), a listed origin, what an empty list
+// (or "*") allows (any origin with keys, this machine's pages on an open
+// server), or the server's own origin. allow is the
+// Access-Control-Allow-Origin to send: "*" (keys, no list), the origin
+// itself, or "" (none needed).
+func (s *Server) originGrant(r *http.Request) (allow string, ok bool) {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
-		return r.Header.Get("Sec-Fetch-Site") != "cross-site"
+		return "", r.Header.Get("Sec-Fetch-Site") != "cross-site"
 	}
-	if _, host, ok := strings.Cut(origin, "://"); ok && strings.EqualFold(host, r.Host) {
-		return true
-	}
-	anyOrigin := len(s.opts.CORSOrigins) == 0
-	for _, o := range s.opts.CORSOrigins {
-		if o == "*" {
-			anyOrigin = true
-		} else if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	if anyOrigin && !s.Open() {
-		return true
-	}
-	return anyOrigin && isLoopbackOrigin(origin)
-}
-
-// cors answers preflights and decorates cross-origin responses. It returns
-// true when the request was a preflight it answered.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	// Any origin: "*" with keys; on an open server only pages of this
-	// machine, reflected (never a wildcard).
-	anyOrigin := len(s.opts.CORSOrigins) == 0
-	listed := false
+	anyOrigin, listed := len(s.opts.CORSOrigins) == 0, false
 	for _, o := range s.opts.CORSOrigins {
 		if o == "*" {
 			anyOrigin = true
@@ -341,18 +318,31 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 			listed = true
 		}
 	}
-	wildcard := anyOrigin && !s.Open()
-	allowed := listed || wildcard || (anyOrigin && isLoopbackOrigin(origin))
-	h := w.Header()
-	h.Add("Vary", "Origin")
-	if !allowed {
+	switch {
+	case listed:
+		return origin, true
+	case anyOrigin && !s.Open():
+		return "*", true
+	case anyOrigin && isLoopbackOrigin(origin):
+		return origin, true
+	}
+	_, host, _ := strings.Cut(origin, "://")
+	return "", strings.EqualFold(host, r.Host)
+}
+
+// cors answers preflights and decorates cross-origin responses with allow
+// (originGrant). It returns true when the request was a preflight it
+// answered.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request, allow string) bool {
+	if r.Header.Get("Origin") == "" {
 		return false
 	}
-	if wildcard && !listed {
-		h.Set("Access-Control-Allow-Origin", "*")
-	} else {
-		h.Set("Access-Control-Allow-Origin", origin)
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	if allow == "" {
+		return false
 	}
+	h.Set("Access-Control-Allow-Origin", allow)
 	h.Set("Access-Control-Expose-Headers", exposedHeaders)
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")

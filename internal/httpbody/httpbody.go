@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -26,24 +27,27 @@ const DefaultReadTimeout = 10 * time.Second
 // Deadline gives r's body timeout to arrive: the connection's read
 // deadline is set now and cleared once the body has been read to its end
 // (so a handler that then waits, or streams, is not cut off by it). A
-// request without a body gets no deadline. It returns the request to pass
-// on.
+// request without a body gets no deadline, and a body that has one keeps
+// it: the server that mounts a handler decides (api.Options.BodyReadTimeout
+// holds for the tools API and completion URLs it serves). It returns the
+// request to pass on.
 func Deadline(w http.ResponseWriter, r *http.Request, timeout time.Duration) *http.Request {
-	if !HasBody(r) || timeout <= 0 {
+	if _, set := r.Body.(*deadlineBody); set || !HasBody(r) || timeout <= 0 {
 		return r
 	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return r // not a connection that takes deadlines (a test recorder)
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+	r.Body = &deadlineBody{ReadCloser: r.Body, timeout: timeout, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 	return r
 }
 
 type deadlineBody struct {
 	io.ReadCloser
-	once  sync.Once
-	clear func()
+	timeout time.Duration
+	once    sync.Once
+	clear   func()
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
@@ -52,6 +56,41 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		b.once.Do(b.clear)
 	}
 	return n, err
+}
+
+// Errors of Read.
+var (
+	ErrTooLarge = errors.New("request body too large")
+	ErrTimeout  = errors.New("request body too slow")
+)
+
+// Read reads r's body, at most limit bytes. A body over the limit is
+// ErrTooLarge (refused before any of it is read when its Content-Length
+// says so); one that does not arrive within its Deadline is ErrTimeout,
+// and the connection closes after the answer. The errors say the limit
+// and how to mend it, for the caller's answer.
+func Read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	tooLarge := fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
+	if r.ContentLength > limit {
+		Refusing(w, r)
+		return nil, tooLarge
+	}
+	var timeout time.Duration
+	if db, ok := r.Body.(*deadlineBody); ok {
+		timeout = db.timeout
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case IsTimeout(err):
+		w.Header().Set("Connection", "close")
+		return nil, fmt.Errorf("%w: the body did not arrive within %s: send it at once", ErrTimeout, timeout)
+	}
+	return nil, fmt.Errorf("unreadable request body: %w", err)
 }
 
 // HasBody reports whether the request says it carries a body.

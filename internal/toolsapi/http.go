@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -420,18 +419,16 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	r = httpbody.Deadline(w, r, httpbody.DefaultReadTimeout)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := httpbody.Read(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
+		e := &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: err.Error()}
 		switch {
-		case errors.As(err, &mbe):
-			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: fmt.Sprintf("body is larger than the %d-byte limit", s.opts.MaxBodyBytes)})
-		case httpbody.IsTimeout(err):
-			w.Header().Set("Connection", "close")
-			writeError(w, &Error{Status: http.StatusRequestTimeout, Code: "request_timeout", Message: fmt.Sprintf("the request body did not arrive within %s: send it at once", httpbody.DefaultReadTimeout)})
-		default:
-			writeError(w, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "read body: " + err.Error()})
+		case errors.Is(err, httpbody.ErrTooLarge):
+			e.Status, e.Code = http.StatusRequestEntityTooLarge, "payload_too_large"
+		case errors.Is(err, httpbody.ErrTimeout):
+			e.Status, e.Code = http.StatusRequestTimeout, "request_timeout"
 		}
+		writeError(w, e)
 		return false
 	}
 	if httpbody.Empty(body) {
