@@ -35,7 +35,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/actionsvc"
@@ -272,9 +271,7 @@ func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker
 		}
 	}
 	if a.Actions == nil && opts.ActionSecret != "" {
-		if a.Actions, err = activities.NewActionsConfig([]byte(opts.ActionSecret), opts.PublicURL); err != nil {
-			return fail(err)
-		}
+		a.Actions = &agent.Actions{Secret: []byte(opts.ActionSecret), PublicURL: opts.PublicURL}
 	}
 	if a.Actions == nil {
 		logger.Warn("delegated tools will fail: set EVE_ACTION_SECRET (WorkerOptions.ActionSecret) and EVE_PUBLIC_URL")

@@ -19,8 +19,8 @@ func TestImportsRunOneWay(t *testing.T) {
 	}
 	var (
 		temporal   = "go.temporal.io/"
-		workflows  = module + "/workflows"
-		activities = module + "/activities"
+		workflows  = module + "/internal/engine/workflows"
+		activities = module + "/internal/engine/activities"
 		agent      = module + "/agent"
 		tools      = module + "/tools"
 		catalog    = module + "/catalog"
@@ -48,7 +48,7 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the API server names workflows through the contract package"},
 		{"internal/mcpserver", true, []string{workflows, activities},
 			"the MCP server names workflows through the contract package"},
-		{"workflows", true, []string{catalog},
+		{"internal/engine/workflows", true, []string{catalog},
 			"workflow code records the tools API's results in protocol's types, not the catalog's"},
 		{"internal/toolsapi", true, []string{"net/http/httptest", module + "/catalog/catalogtest"},
 			"the tools API service imports no test fixtures (its benchmark is toolsbench)"},

@@ -9,17 +9,18 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/engine/activities"
+	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Agent is one agent definition.
@@ -57,7 +58,7 @@ type Agent struct {
 	// (set it only when the namespace has them; workerhost checks).
 	SearchAttributes bool
 	// Actions signs completion URLs of delegated tools.
-	Actions *activities.ActionsConfig
+	Actions *Actions
 	Logger  *slog.Logger
 	// Store holds the conversation and large payloads; use the store the
 	// worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE).
@@ -66,7 +67,7 @@ type Agent struct {
 	// Notifier, when set, hears "session X now holds N events" as the
 	// workflows record events, so API servers stream by push instead of
 	// polling (internal/notify; eve's worker sets it from EVE_NOTIFY).
-	Notifier workflows.Notifier
+	Notifier Notifier
 	// ContextWindow is the model's context window in tokens (default
 	// 200,000). The conversation is compacted automatically when it
 	// reaches CompactAt of it.
@@ -75,6 +76,26 @@ type Agent struct {
 	// compacts the conversation before its next model step (default 0.9;
 	// negative turns automatic compaction off).
 	CompactAt float64
+}
+
+// Actions is what a worker needs to hand out completion URLs of delegated
+// tools.
+type Actions struct {
+	// Secret signs completion URLs: at least 16 bytes, the same
+	// EVE_ACTION_SECRET the API servers verify them with.
+	Secret []byte
+	// PublicURL roots the URLs: the API server as external jobs reach it
+	// (EVE_PUBLIC_URL, e.g. https://eve.example.com).
+	PublicURL string
+	// Grace keeps a URL valid after its action's deadline, so a late job
+	// is told 410 rather than 401 (default 1 h).
+	Grace time.Duration
+}
+
+// Notifier hears "session X now holds N events" as the workflows record
+// events (outside replay), so API servers can stream by push.
+type Notifier interface {
+	Notify(sessionID string, events int)
 }
 
 // Builtins are the tools eve adds to every agent unless disabled.
@@ -165,6 +186,13 @@ func Register(w worker.Registry, a *Agent) error {
 	if a.CompactAt > 1 {
 		return fmt.Errorf("register agent %s: CompactAt is %v; want a share of the context window in (0, 1], or negative to turn automatic compaction off", a.Name, a.CompactAt)
 	}
+	var actions *activities.ActionsConfig
+	if a.Actions != nil {
+		if actions, err = activities.NewActionsConfig(a.Actions.Secret, a.Actions.PublicURL); err != nil {
+			return fmt.Errorf("register agent %s: %w", a.Name, err)
+		}
+		actions.Grace = a.Actions.Grace
+	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
@@ -176,10 +204,13 @@ func Register(w worker.Registry, a *Agent) error {
 		LocalModel:              a.LocalModel,
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
-	}, Notifier: a.Notifier}
+	}}
+	if a.Notifier != nil {
+		rt.Notifier = a.Notifier
+	}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
-	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: a.Actions,
+	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions,
 		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})

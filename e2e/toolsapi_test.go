@@ -18,12 +18,12 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/toolsclient"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // tapiEnv is a worker serving the tools test agent, the tools API over

@@ -21,7 +21,6 @@ import (
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 
-	"github.com/eve-temporal/eve/activities"
 )
 
 // "completion → turn continues": the time from an external job's completion
@@ -93,10 +92,7 @@ func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), erro
 	if err != nil {
 		return nil, nil, err
 	}
-	actionsCfg, err := activities.NewActionsConfig(secret, "http://bench.invalid")
-	if err != nil {
-		return nil, nil, err
-	}
+	actionsCfg := &agent.Actions{Secret: secret, PublicURL: "http://bench.invalid"}
 	jobs := make(chan tools.Action, 1)
 	reg := tools.NewRegistry()
 	if err := reg.Register(tools.DefineDelegated("job", "A job.", json.RawMessage(`{"type":"object"}`), nil,

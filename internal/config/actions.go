@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/capability"
+	"github.com/eve-temporal/eve/agent"
 )
 
 // Actions configures delegated tools' completion URLs. The secret is shared
@@ -59,9 +59,12 @@ func (a Actions) Signer() (*capability.Signer, error) {
 }
 
 // Worker returns the worker-side config, or ErrNoSecret.
-func (a Actions) Worker() (*activities.ActionsConfig, error) {
+func (a Actions) Worker() (*agent.Actions, error) {
 	if a.Secret == "" {
 		return nil, ErrNoSecret
 	}
-	return activities.NewActionsConfig([]byte(a.Secret), a.PublicURL)
+	if a.PublicURL == "" {
+		return nil, errors.New("EVE_PUBLIC_URL is empty: jobs need the API server's URL")
+	}
+	return &agent.Actions{Secret: []byte(a.Secret), PublicURL: a.PublicURL}, nil
 }

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/capability"
@@ -190,7 +189,7 @@ func Join(evs []protocol.Event) string { return strings.Join(Types(evs), " ") }
 
 // Actions serves completion URLs for delegated tools on a local HTTP
 // server and returns the config a worker needs.
-func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) {
+func (e *Env) Actions() (*agent.Actions, *actionsvc.Service, string) {
 	e.T.Helper()
 	secret := []byte("test secret, 16+ bytes long")
 	signer, err := capability.NewSigner(secret)
@@ -202,9 +201,5 @@ func (e *Env) Actions() (*activities.ActionsConfig, *actionsvc.Service, string) 
 	mux.Handle(signals.ActionsPath, svc)
 	srv := httptest.NewServer(mux)
 	e.T.Cleanup(srv.Close)
-	cfg, err := activities.NewActionsConfig(secret, srv.URL)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return cfg, svc, srv.URL
+	return &agent.Actions{Secret: secret, PublicURL: srv.URL}, svc, srv.URL
 }

@@ -30,15 +30,15 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/engine/activities"
+	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Defaults of Options.

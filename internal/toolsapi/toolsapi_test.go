@@ -14,15 +14,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/engine/activities"
+	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/tools"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
