@@ -18,6 +18,7 @@ import (
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
@@ -103,7 +104,8 @@ func Builtins() []*tools.Tool { return []*tools.Tool{tools.AskQuestion()} }
 
 // Tools is the registry an agent serves — to its turns, the tools API and
 // MCP alike: the agent's own tools (minus those it disables) and the
-// built-ins it keeps. An agent's own tool of a built-in's name replaces the
+// built-ins it keeps, each checked against the catalog's rules (a
+// *catalog.RuleError says which and how to fix it). An agent's own tool of a built-in's name replaces the
 // built-in. Disabling a name that no tool or built-in has is an error.
 func Tools(a *Agent) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
@@ -142,6 +144,9 @@ func Tools(a *Agent) (*tools.Registry, error) {
 		}
 	}
 	if err := reg.Register(keep...); err != nil {
+		return nil, err
+	}
+	if err := toolcatalog.CheckAll(keep...); err != nil {
 		return nil, err
 	}
 	return reg, nil
@@ -210,7 +215,7 @@ func Register(w worker.Registry, a *Agent) error {
 	}
 	rt.Register(w)
 	workflows.RegisterExecutions(w)
-	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions,
+	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions, CheckTool: toolcatalog.Check,
 		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})

@@ -157,3 +157,19 @@ func checkFields(d *Definition, add func(Rule, string, ...any)) {
 		add(RuleAnnotations, "readOnly and destructive are both set")
 	}
 }
+
+// RuleError is one rule an authored tool breaks, with how to fix it in the
+// tool's own terms (agent.Register and eve.NewWorker return them, each
+// inside a tools.RegistrationError naming the tool).
+type RuleError struct {
+	Rule    Rule
+	Message string
+	Fix     string
+}
+
+func (e *RuleError) Error() string {
+	if e.Fix == "" {
+		return fmt.Sprintf("%s: %s", e.Rule, e.Message)
+	}
+	return fmt.Sprintf("%s: %s; fix: %s", e.Rule, e.Message, e.Fix)
+}

@@ -31,10 +31,11 @@ func (e *RegistrationError) Unwrap() error { return e.Err }
 
 // Register validates and adds tools. Nothing is added if any tool is invalid;
 // the error lists every problem of every tool, each naming the tool and the
-// rule and saying how to fix it. A tool must pass the turn's rules and the
-// catalog's (docs/catalog.md: names, capability, version, annotations,
-// schemas), so every registered tool can be served to turns, the tools API
-// and MCP alike. Names are unique case-insensitively.
+// rule and saying how to fix it. Names are unique case-insensitively.
+// Register checks the turn's rules; agent.Register adds the catalog's
+// (docs/catalog.md: names, capability, version, annotations, schemas), so
+// every tool an agent serves can be served to turns, the tools API and MCP
+// alike.
 func (r *Registry) Register(ts ...*Tool) error {
 	var errs []error
 	seen := map[string]string{} // lowercase name -> name, in this call

@@ -62,7 +62,7 @@ func (r Resolver) Validate() error {
 }
 
 // Compile validates tools a resolver returned, as Register would (the
-// turn's rules and the catalog's).
+// turn's rules; the resolve activity adds the catalog's).
 func Compile(ts ...*Tool) error {
 	var errs []error
 	for _, t := range ts {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/schema"
 )
 
@@ -173,9 +172,10 @@ type Tool struct {
 	Local bool
 
 	// Catalog metadata: how the tools API and MCP describe the tool
-	// (docs/catalog.md). Register checks them, and the rest of the tool,
-	// against the catalog's rules, so every registered tool can be served
-	// to turns, the tools API and MCP alike.
+	// (docs/catalog.md). agent.Register (and so eve.NewWorker) checks
+	// them, and the rest of the tool, against the catalog's rules, so
+	// every tool an agent serves can be served to turns, the tools API
+	// and MCP alike; a resolver's tools are held to the same rules.
 
 	// Toolkit is the toolkit slug of the tool's canonical name
 	// "<toolkit>.<Name>" (lowercase words joined by "_" or "-", such as
@@ -185,16 +185,31 @@ type Tool struct {
 	// Capability groups tools by what they do, such as "email.send"
 	// (default: the toolkit slug).
 	Capability string
-	// Version is the tool's semantic version (default catalog.DefaultVersion, "1.0.0").
+	// Version is the tool's semantic version (default "1.0.0").
 	Version string
 	// Annotations describe the tool's behaviour to clients: ReadOnly,
 	// Destructive (not both), Idempotent, OpenWorld. The catalog also marks
 	// a tool Idempotent when the tool is, and a delegated tool Async and
 	// OpenWorld.
-	Annotations catalog.Annotations
+	Annotations Annotations
 
 	input  *schema.Schema
 	output *schema.Schema
+}
+
+// Annotations describe a tool's behaviour to clients and policies, as the
+// catalog and MCP show them.
+type Annotations struct {
+	// ReadOnly: the tool does not modify its environment.
+	ReadOnly bool
+	// Destructive: the tool may delete or overwrite (meaningful only when
+	// not ReadOnly).
+	Destructive bool
+	// Idempotent: repeating a call with the same input has no further
+	// effect (the tool's Idempotent field sets it too).
+	Idempotent bool
+	// OpenWorld: the tool reaches outside systems (the web, third-party APIs).
+	OpenWorld bool
 }
 
 // nonRetryable marks an error that must not be retried.
@@ -294,9 +309,7 @@ func (t *Tool) compile() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	// The catalog's rules, once the turn's pass (they overlap on the
-	// description and the schemas).
-	return t.checkCatalog()
+	return nil
 }
 
 // ValidateInput checks model input against the input schema.
@@ -361,31 +374,4 @@ func (t *Tool) DisplayTitle() string {
 		words[i] = strings.ToUpper(w[:1]) + w[1:]
 	}
 	return strings.Join(words, " ")
-}
-
-// Definition is the tool's canonical catalog definition: its name is
-// "<toolkit>.<Name>", where toolkit is the tool's own Toolkit or, when that
-// is empty, the one given. Capability defaults to the toolkit, Version to
-// catalog.DefaultVersion; the annotations are the tool's, with Idempotent
-// set for an Idempotent tool and Async and OpenWorld for a delegated one.
-func (t *Tool) Definition(toolkit string) catalog.Definition {
-	if t.Toolkit != "" {
-		toolkit = t.Toolkit
-	}
-	ann := t.Annotations
-	if t.Idempotent {
-		ann.Idempotent = true
-	}
-	if t.Kind().Info().Async {
-		// Its result arrives later, from outside: async by nature.
-		ann.Async, ann.OpenWorld = true, true
-	}
-	d := catalog.FromTool(toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
-	if t.Capability != "" {
-		d.Capability = t.Capability
-	}
-	if t.Version != "" {
-		d.Version = t.Version
-	}
-	return d
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/capability"
 )
 
 // Actions configures delegated tools' completion URLs. The secret is shared

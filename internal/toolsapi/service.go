@@ -36,6 +36,7 @@ import (
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -177,11 +178,11 @@ func New(opts Options) (*Service, error) {
 	if !catalog.ToolkitPattern.MatchString(s.toolkit) {
 		return nil, fmt.Errorf("toolsapi: toolkit %q must match %s", s.toolkit, catalog.ToolkitPattern)
 	}
-	if s.cat, err = reg.Catalog(s.toolkit, opts.Extra...); err != nil {
+	if s.cat, err = toolcatalog.Catalog(reg, s.toolkit, opts.Extra...); err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
 	}
 	for _, t := range reg.List() {
-		s.byName[t.Definition(s.toolkit).Name] = t
+		s.byName[toolcatalog.Definition(t, s.toolkit).Name] = t
 	}
 	return s, nil
 }

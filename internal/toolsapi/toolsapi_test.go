@@ -21,6 +21,7 @@ import (
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -104,13 +105,13 @@ func TestCatalogIsTheAgentsRegistry(t *testing.T) {
 		}
 		var want, got []string
 		for _, tl := range turns.List() {
-			want = append(want, tl.Definition("shop").Name)
+			want = append(want, toolcatalog.Definition(tl, "shop").Name)
 		}
 		slices.Sort(want)
 		for _, d := range s.Catalog().Definitions() {
 			got = append(got, d.Name)
 			// The same tool (built-ins are made afresh for each registry).
-			if tl, ok := s.Tool(d.Name); !ok || !reflect.DeepEqual(tl.Definition("shop"), mustGet(t, turns, tl.Name).Definition("shop")) ||
+			if tl, ok := s.Tool(d.Name); !ok || !reflect.DeepEqual(toolcatalog.Definition(tl, "shop"), toolcatalog.Definition(mustGet(t, turns, tl.Name), "shop")) ||
 				(tl.Name != "ask_question" && tl != mustGet(t, turns, tl.Name)) {
 				t.Fatalf("%s: not backed by the agent's tool", d.Name)
 			}
@@ -136,11 +137,14 @@ func mustGet(t *testing.T, r *tools.Registry, name string) *tools.Tool {
 	return tl
 }
 
-// A tool the catalog would refuse is refused at registration, naming the
-// tool and the rule, rather than left out of the tools API with a log line.
+// A tool the catalog would refuse is refused when the agent is assembled,
+// naming the tool and the rule, rather than left out of the tools API with
+// a log line.
 func TestCatalogRulesAtRegistration(t *testing.T) {
 	bad := tools.Func("_hidden", "A tool whose name is no catalog slug.", func(ctx *tools.Context, in struct{}) (struct{}, error) { return struct{}{}, nil })
-	err := tools.NewRegistry().Register(bad, demo.GetWeather())
+	reg := tools.NewRegistry()
+	reg.MustRegister(bad, demo.GetWeather())
+	_, err := agent.Tools(&agent.Agent{Name: "demo", Tools: reg})
 	if err == nil || !strings.Contains(err.Error(), `"_hidden"`) || !strings.Contains(err.Error(), string(catalog.RuleNameFormat)) {
 		t.Fatalf("err = %v", err)
 	}

@@ -46,6 +46,10 @@ type Activities struct {
 	Logger *slog.Logger
 	// Actions signs delegated actions' completion URLs.
 	Actions *ActionsConfig
+	// CheckTool holds a resolver's tools to the rules the agent's own
+	// tools passed at registration (the catalog's; agent.Register sets
+	// it, so the engine need not depend on the catalog).
+	CheckTool func(*tools.Tool) error
 	// Client lets model steps stream text deltas to their turn.
 	Client client.Client
 	// Resolvers add tools at session, turn or step start.

@@ -3,6 +3,7 @@ package activities
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -97,7 +98,17 @@ func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveIn
 	if err != nil {
 		return nil, fmt.Errorf("resolver %q: %w", r.Name, err)
 	}
-	if err := tools.Compile(ts...); err != nil {
+	err = tools.Compile(ts...)
+	if err == nil && a.CheckTool != nil {
+		var errs []error
+		for _, t := range ts {
+			if cerr := a.CheckTool(t); cerr != nil {
+				errs = append(errs, &tools.RegistrationError{Tool: t.Name, Err: cerr})
+			}
+		}
+		err = errors.Join(errs...)
+	}
+	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", r.Name, err), ErrTypeResolve, err)
 	}
 	seen := make(map[string]bool, len(ts))

@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -119,5 +121,30 @@ func TestResolverCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c.put("c", nil)
 	if n := c.len(); n != 2 {
 		t.Errorf("len = %d after putting c again, want 2", n)
+	}
+}
+
+// A resolver's tools are held to the check the agent hands the activity
+// (the catalog's rules): a tool that breaks it fails the resolution,
+// naming the resolver and the tool, and is not cached.
+func TestResolvedToolsPassCheckTool(t *testing.T) {
+	var calls atomic.Int64
+	refuse := errors.New("name.format: no")
+	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("bad", tools.ScopeSession, &calls)},
+		CheckTool: func(tl *tools.Tool) error {
+			if tl.Name == "bad" {
+				return refuse
+			}
+			return nil
+		}}
+	in := ResolveInput{Scope: tools.ScopeSession, Session: auth.Session{ID: "s1"}}
+	for range 2 {
+		_, err := a.ResolveTools(context.Background(), in)
+		if !errors.Is(err, refuse) || !strings.Contains(err.Error(), `"bad-resolver"`) || !strings.Contains(err.Error(), `"bad"`) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("resolver ran %d times; a refused resolution must not be cached", calls.Load())
 	}
 }

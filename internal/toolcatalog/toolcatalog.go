@@ -1,30 +1,25 @@
-package tools
+// Package toolcatalog is where authored tools meet the catalog: a tool's
+// canonical definition, a registry's catalog view, and the catalog's rules
+// checked on a tool, with how to fix each in the tool's own terms.
+//
+// It sits above both packages so that package tools (and with it the
+// engine, which runs tools) never depends on the catalog: agent.Register
+// checks the agent's tools here, and the resolve activity a resolver's
+// tools through the check the agent hands it.
+package toolcatalog
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // checkToolkit stands in for the toolkit of a tool that sets none while its
 // catalog rules are checked: the rules of the tool's own fields do not
 // depend on it.
 const checkToolkit = "tools"
-
-// RuleError is one catalog rule a tool breaks, with how to fix it.
-type RuleError struct {
-	Rule    catalog.Rule
-	Message string
-	Fix     string
-}
-
-func (e *RuleError) Error() string {
-	if e.Fix == "" {
-		return fmt.Sprintf("%s: %s", e.Rule, e.Message)
-	}
-	return fmt.Sprintf("%s: %s; fix: %s", e.Rule, e.Message, e.Fix)
-}
 
 // fixes says how to fix each rule a tool can break.
 var fixes = map[catalog.Rule]string{
@@ -53,39 +48,86 @@ var fixes = map[catalog.Rule]string{
 	catalog.RuleOutputUndeclared: "declare every required property of OutputSchema in its properties (or drop it from required)",
 }
 
-// checkCatalog applies the catalog's rules to the tool's definition.
-// A tool's own Toolkit is checked on its own, so that a bad one is one
-// problem (not also the name's and the default capability's).
-func (t *Tool) checkCatalog() error {
+// Definition is the tool's canonical catalog definition: its name is
+// "<toolkit>.<Name>", where toolkit is the tool's own Toolkit or, when that
+// is empty, the one given. Capability defaults to the toolkit, Version to
+// catalog.DefaultVersion; the annotations are the tool's, with Idempotent
+// set for an Idempotent tool and Async and OpenWorld for a kind whose
+// result arrives later (tools.KindInfo.Async).
+func Definition(t *tools.Tool, toolkit string) catalog.Definition {
+	if t.Toolkit != "" {
+		toolkit = t.Toolkit
+	}
+	ann := catalog.Annotations{
+		ReadOnly:    t.Annotations.ReadOnly,
+		Destructive: t.Annotations.Destructive,
+		Idempotent:  t.Annotations.Idempotent || t.Idempotent,
+		OpenWorld:   t.Annotations.OpenWorld,
+	}
+	if t.Kind().Info().Async {
+		// Its result arrives later, from outside: async by nature.
+		ann.Async, ann.OpenWorld = true, true
+	}
+	d := catalog.FromTool(toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
+	if t.Capability != "" {
+		d.Capability = t.Capability
+	}
+	if t.Version != "" {
+		d.Version = t.Version
+	}
+	return d
+}
+
+// Catalog is the catalog view of a registry: every tool's Definition, with
+// toolkit for the tools that set no Toolkit of their own, plus extra
+// definitions (for discovery only). Checked tools pass the rules, so what
+// can fail here is the toolkit, a clash between tools of different
+// toolkits, or the extra definitions.
+func Catalog(r *tools.Registry, toolkit string, extra ...catalog.Definition) (*catalog.Catalog, error) {
+	list := r.List()
+	defs := make([]catalog.Definition, 0, len(list)+len(extra))
+	for _, t := range list {
+		defs = append(defs, Definition(t, toolkit))
+	}
+	return catalog.New(append(defs, extra...)...)
+}
+
+// Check applies the catalog's rules to one tool: every broken rule is a
+// *catalog.RuleError saying how to fix it. A tool's own Toolkit is checked
+// on its own, so that a bad one is one problem (not also the name's and
+// the default capability's).
+func Check(t *tools.Tool) error {
 	var errs []error
 	if t.Toolkit != "" && (!catalog.ToolkitPattern.MatchString(t.Toolkit) || len(t.Toolkit) > catalog.MaxToolkitLen) {
-		errs = append(errs, &RuleError{Rule: catalog.RuleToolkitFormat, Fix: fixes[catalog.RuleToolkitFormat],
+		errs = append(errs, &catalog.RuleError{Rule: catalog.RuleToolkitFormat, Fix: fixes[catalog.RuleToolkitFormat],
 			Message: fmt.Sprintf("toolkit %q must match %s and have at most %d characters", t.Toolkit, catalog.ToolkitPattern, catalog.MaxToolkitLen)})
 	}
 	c := *t
 	c.Toolkit = ""
-	_, err := catalog.New(c.Definition(checkToolkit))
+	_, err := catalog.New(Definition(&c, checkToolkit))
 	var le *catalog.LoadError
 	if err != nil && !errors.As(err, &le) {
 		return err
 	}
 	if le != nil {
 		for _, p := range le.Problems {
-			errs = append(errs, &RuleError{Rule: p.Rule, Message: p.Message, Fix: fixes[p.Rule]})
+			errs = append(errs, &catalog.RuleError{Rule: p.Rule, Message: p.Message, Fix: fixes[p.Rule]})
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Catalog is the catalog view of the registry: every tool's Definition,
-// with toolkit for the tools that set no Toolkit of their own, plus extra
-// definitions (for discovery only). Register has checked each tool, so
-// what can fail here is the toolkit, a clash between tools of different
-// toolkits, or the extra definitions.
-func (r *Registry) Catalog(toolkit string, extra ...catalog.Definition) (*catalog.Catalog, error) {
-	defs := make([]catalog.Definition, 0, len(r.order)+len(extra))
-	for _, t := range r.List() {
-		defs = append(defs, t.Definition(toolkit))
+// CheckAll checks every tool; each tool's problems come as one
+// *tools.RegistrationError naming it.
+func CheckAll(ts ...*tools.Tool) error {
+	var errs []error
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		if err := Check(t); err != nil {
+			errs = append(errs, &tools.RegistrationError{Tool: t.Name, Err: err})
+		}
 	}
-	return catalog.New(append(defs, extra...)...)
+	return errors.Join(errs...)
 }
