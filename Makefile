@@ -79,6 +79,7 @@ test: $(TEMPORAL_BIN) test-go test-examples test-node
 test-go: $(TEMPORAL_BIN) chromium
 	$(GO) vet ./...
 	EVE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
 # Example apps, each its own module (replace => ../..): built, vetted, and
 # their flows run over HTTP against their own binary's `dev`.
@@ -99,15 +100,16 @@ dev: $(TEMPORAL_BIN)
 # sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
 # (the pg row needs PostgreSQL: make postgres); 1,000 stalled request bodies
 # and the latency other clients see meanwhile.
-# The tools API's catalog benchmarks. `go run ./cmd/bench` alone also runs
+# The tools API's catalog benchmarks. The benchmarks are their own module
+# (bench/, replace => ..): `cd bench && go run ./cmd/bench` alone also runs
 # the default and fast-sqlite dev-server configs.
 bench: $(TEMPORAL_BIN)
-	$(GO) run ./cmd/bench -configs fast -cpu
-	$(GO) run ./cmd/parkbench -n 1000,10000
-	$(GO) run ./cmd/parkbench -anatomy 300
-	$(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
-	$(GO) run ./cmd/stallbench -n 1000
-	EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./internal/toolsapi/
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/bench -configs fast -cpu
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -n 1000,10000
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -anatomy 300
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/stallbench -n 1000
+	cd bench && EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./toolsbench/
 
 fmt:
 	$(GO) fmt ./...

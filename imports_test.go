@@ -48,8 +48,12 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the API server names workflows through the contract package"},
 		{"internal/mcpserver", true, []string{workflows, activities},
 			"the MCP server names workflows through the contract package"},
-		{"internal/engine/workflows", true, []string{catalog},
-			"workflow code records the tools API's results in protocol's types, not the catalog's"},
+		{"internal/engine/workflows", false, []string{catalog},
+			"the engine runs tools and records the tools API's results in protocol's types: it never depends on the catalog"},
+		{"internal/engine/activities", false, []string{catalog},
+			"the engine runs tools: it never depends on the catalog"},
+		{"tools", false, []string{catalog, workflows, activities, agent},
+			"authoring a tool needs no catalog and no engine"},
 		{"internal/toolsapi", true, []string{"net/http/httptest", module + "/catalog/catalogtest"},
 			"the tools API service imports no test fixtures (its benchmark is toolsbench)"},
 	}
@@ -91,6 +95,78 @@ func TestImportsRunOneWay(t *testing.T) {
 				how = "imports"
 			}
 			t.Errorf("%s %s %s: %s", r.pkg, how, strings.Join(bad, ", "), r.why)
+		}
+	}
+}
+
+// The layers, bottom to top. A package imports only packages of its own
+// layer or below, and every package of the module has a layer, so a new
+// package is placed on purpose. docs/architecture.md draws this map.
+var layers = []struct {
+	name string
+	pkgs []string // a trailing "/" takes the subtree
+}{
+	{"leaf helpers and wire types", []string{"protocol", "auth", "model", "model/", "payloadstore", "payloadstore/",
+		"internal/capability", "internal/httpbody", "internal/httpjson", "internal/metrics", "internal/notify", "internal/notify/",
+		"internal/query", "internal/schema", "internal/tracing", "internal/devserver", "internal/devserver/"}},
+	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
+	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient"}},
+	{"engine", []string{"internal/engine/"}},
+	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
+	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},
+	{"front ends", []string{"internal/api", "internal/toolsapi", "internal/mcpserver", "internal/actionsvc", "internal/workerhost", "internal/evetest"}},
+	{"assembly", []string{"", "internal/cli", "cmd/"}},
+}
+
+// layerOf is the index of the layer holding pkg (a path inside the
+// module, "" for the root), or -1.
+func layerOf(pkg string) int {
+	best, bestLen := -1, -1
+	for i, l := range layers {
+		for _, p := range l.pkgs {
+			match := pkg == p || strings.HasSuffix(p, "/") && strings.HasPrefix(pkg, p)
+			if match && len(p) > bestLen {
+				best, bestLen = i, len(p)
+			}
+		}
+	}
+	return best
+}
+
+// Nothing imports a package of a higher layer: no arrow runs back up.
+func TestLayers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the module's import graph")
+	}
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports}, module+"/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(path string) (string, bool) {
+		if path == module {
+			return "", true
+		}
+		r, ok := strings.CutPrefix(path, module+"/")
+		return r, ok
+	}
+	for _, p := range pkgs {
+		name, _ := rel(p.PkgPath)
+		if name == "e2e" || strings.HasPrefix(name, "test/") {
+			continue // tests of the whole, above every layer
+		}
+		from := layerOf(name)
+		if from < 0 {
+			t.Errorf("%s has no layer: add it to layers in imports_test.go (and to docs/architecture.md)", p.PkgPath)
+			continue
+		}
+		for imp := range p.Imports {
+			in, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if to := layerOf(in); to > from {
+				t.Errorf("%s (%s) imports %s (%s): an arrow back up", p.PkgPath, layers[from].name, imp, layers[to].name)
+			}
 		}
 	}
 }

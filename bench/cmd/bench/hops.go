@@ -13,7 +13,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 )
 
 // Hops: after a scenario's measurements, runScenario makes one more call

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
-	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/signals"

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/internal/benchkit"
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 )
 
 // The anatomy of a park (-anatomy N): where a park's Temporal CPU goes.
