@@ -16,9 +16,9 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
-	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
-	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 

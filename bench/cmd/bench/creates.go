@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/bench/rawsdk"
 	"github.com/eve-temporal/eve/internal/api"
-	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/model/scripted"

@@ -20,7 +20,6 @@ import (
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
-
 )
 
 // "completion → turn continues": the time from an external job's completion

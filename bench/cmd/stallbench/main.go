@@ -31,8 +31,8 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/bench/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"

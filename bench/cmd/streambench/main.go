@@ -41,8 +41,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/eve-temporal/eve/agent"
-	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/bench/internal/benchkit"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/notify/pgtest"
