@@ -36,7 +36,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
-	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/capability"
@@ -46,7 +45,6 @@ import (
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/payloadstore"
-	"github.com/eve-temporal/eve/protocol"
 )
 
 // Main runs the binary's command line for the agent newAgent builds and
@@ -362,20 +360,11 @@ type ServerOptions struct {
 }
 
 // SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller
-// who is not the session's owner asks to act on it.
-type SessionAccess struct {
-	SessionID string
-	// Action is "send", "respond", "stream", "cancel", "clear", "compact"
-	// or "reset".
-	Action string
-	// Owner is the session's initiator; Caller the request's principal.
-	Owner, Caller *auth.Principal
-	// Message is the text of a send (which may answer an open prompt).
-	Message string
-	// Requests are the open requests a respond answers, Responses the answers.
-	Requests  []protocol.InputRequest
-	Responses []protocol.InputResponse
-}
+// who is not the session's owner asks to act on it (SessionID, Action —
+// "send", "respond", "stream", "cancel", "clear", "compact" or "reset" —,
+// Owner and Caller, and the Message or the Requests and Responses of the
+// request).
+type SessionAccess = api.SessionAccess
 
 // NewHandler serves eve's session protocol under /eve/v1/ for the agent
 // (whose workers poll opts.TaskQueue), its tools API under /v1/ and
@@ -411,15 +400,8 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if opts.AgentName != "" {
 		info.AgentName = opts.AgentName
 	}
-	var authorize func(context.Context, api.SessionAccess) bool
-	if opts.AuthorizeSession != nil {
-		authorize = func(ctx context.Context, a api.SessionAccess) bool {
-			return opts.AuthorizeSession(ctx, SessionAccess{SessionID: a.SessionID, Action: a.Action, Owner: a.Owner, Caller: a.Caller,
-				Message: a.Message, Requests: a.Requests, Responses: a.Responses})
-		}
-	}
 	return api.New(api.Options{
-		AuthorizeSession: authorize,
+		AuthorizeSession: opts.AuthorizeSession,
 		Sessions:         &sessions.Service{Client: c, TaskQueue: tq}, Keys: keys,
 		Addr: opts.Addr, InsecureOpen: opts.InsecureOpen, MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
 		CORSOrigins: opts.CORSOrigins, Logger: opts.Logger, Info: info,
