@@ -151,4 +151,3 @@ func wantTasksOn(t *testing.T, env *evetest.Env, workflowID, build string) {
 func sameVersion(v *deploymentpb.WorkerDeploymentVersion, name, build string) bool {
 	return v.GetDeploymentName() == name && v.GetBuildId() == build
 }
-
