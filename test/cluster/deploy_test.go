@@ -233,6 +233,11 @@ func (c *cluster) scenarioDeploy(t *testing.T) {
 		onB = append(onB, p)
 	}
 
+	// Before they resume, the parked turns (and their sessions, which have
+	// had no task since) are open on a: the count that says a drained
+	// below counts them.
+	c.waitOpenOn(ctx, t, "a", func(n int64) bool { return n >= parked })
+
 	// The parked turns, approved now, finish on a: every workflow task of
 	// theirs completed there, before the deploy and after it.
 	mark = time.Now()
@@ -257,22 +262,9 @@ func (c *cluster) scenarioDeploy(t *testing.T) {
 	phase(t, fmt.Sprintf("(f) %d parked turns finished on a, %d on b", len(onA), len(onB)), mark)
 
 	// a is drained: nothing open is on it (the sessions moved to b with
-	// their next workflow task). Visibility lags the executions a little.
+	// their next workflow task).
 	mark = time.Now()
-	query := fmt.Sprintf("TemporalWorkerDeploymentVersion = '%s:a' AND ExecutionStatus = 'Running'", drillQueue)
-	for {
-		n, err := c.tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: query})
-		if err != nil {
-			t.Fatalf("count %s: %v", query, err)
-		}
-		if n.GetCount() == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("build a not drained: %d open workflows on it", n.GetCount())
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	c.waitOpenOn(ctx, t, "a", func(n int64) bool { return n == 0 })
 	for _, p := range onA {
 		if build, beh, err := c.version(ctx, p.session); err != nil || build != "b" || beh != enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE {
 			t.Fatalf("session %s on %q %v (%v), want auto-upgraded to b", p.session, build, beh, err)
@@ -300,4 +292,24 @@ func (c *cluster) scenarioDeploy(t *testing.T) {
 	}
 	t.Logf("(f) deploy drill: %d turns parked on build a finished there after b became current; %d new turns ran on b; a drained (no open workflow on it) and stopped; an old session's next turn ran on b; %.1fs in all (worker logs under %s)",
 		len(onA), len(onB)+1, time.Since(start).Seconds(), filepath.Join(c.logs, "worker-drill-*.log"))
+}
+
+// waitOpenOn waits until the number of open workflows on the drill's build
+// satisfies ok: the count docs/deploy.md gives operators. Visibility lags
+// the executions a little.
+func (c *cluster) waitOpenOn(ctx context.Context, t *testing.T, build string, ok func(int64) bool) {
+	query := fmt.Sprintf("TemporalWorkerDeploymentVersion = '%s:%s' AND ExecutionStatus = 'Running'", drillQueue, build)
+	for {
+		n, err := c.tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: query})
+		if err != nil {
+			t.Fatalf("count %s: %v", query, err)
+		}
+		if ok(n.GetCount()) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: count %d", query, n.GetCount())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
