@@ -2,17 +2,25 @@ package e2e
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	deploymentpb "go.temporal.io/api/deployment/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/toolsclient"
 )
 
 // A deploy under Worker Versioning: a turn parked on build a stays pinned
@@ -27,18 +35,7 @@ func TestVersionedDeployFinishesParkedTurnOnItsBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Store, a.Notifier, a.Client = env.Server.PayloadStore(), env.Bus, env.Client
-		w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a,
-			workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 100},
-			workerhost.Deployment{BuildID: build, MakeCurrent: current})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(); err != nil { // with MakeCurrent: returns once current
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
-		return w
+		return startVersioned(t, env, a, build, current)
 	}
 	a := startBuild("a", true)
 	if d := a.Deployment(); d.Name != env.TaskQueue {
@@ -87,6 +84,86 @@ func TestVersionedDeployFinishesParkedTurnOnItsBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantVersion(t, env, signals.TurnWorkflowID(s1, res.TurnID), "b", enumspb.VERSIONING_BEHAVIOR_PINNED)
+}
+
+// startVersioned runs a worker of build for a on env's task queue (the
+// deployment's name); current: it makes the build current before it
+// returns.
+func startVersioned(t *testing.T, env *evetest.Env, a *agent.Agent, build string, current bool) *workerhost.Worker {
+	t.Helper()
+	a.Store, a.Notifier, a.Client = env.Server.PayloadStore(), env.Bus, env.Client
+	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a,
+		workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 100},
+		workerhost.Deployment{BuildID: build, MakeCurrent: current})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil { // with MakeCurrent: returns once current
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// A delegated tools-API execution started on build a waits for its job
+// across the deploy of b and finishes on a; the next one starts on b.
+func TestVersionedDelegatedExecutionFinishesOnItsBuild(t *testing.T) {
+	env := evetest.New(t)
+	ctx := env.Ctx(2 * time.Minute)
+	e := &tapiEnv{Env: env, jobs: make(chan tools.Action, 10)}
+	cfg, _, _ := env.Actions()
+	newAgent := func() *agent.Agent {
+		a := evetest.Agent(t, `rules: []`, e.tools()...)
+		a.Name, a.Actions = "ops", cfg
+		return a
+	}
+	first := newAgent()
+	startVersioned(t, env, first, "a", true)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: first, RunTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", svc.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	c := toolsclient.New(hs.URL, "", toolsclient.WithUserID("user_42"))
+	execute := func(spec string) (string, tools.Action) {
+		t.Helper()
+		res, err := c.Tools.Execute(ctx, "ops.report", toolsclient.ExecuteToolOptions{Input: map[string]string{"spec": spec}})
+		if err != nil || res.Status.Terminal() {
+			t.Fatalf("execute %s = %+v %v", spec, res, err)
+		}
+		select {
+		case a := <-e.jobs:
+			return res.ID, a
+		case <-ctx.Done():
+			t.Fatalf("no job for %s", spec)
+			return "", tools.Action{}
+		}
+	}
+	finish := func(id string, a tools.Action) {
+		t.Helper()
+		if err := actions.Complete(ctx, a.Completion, map[string]string{"status": "succeeded", "detail": id}); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := c.Executions.Wait(ctx, id, 100*time.Millisecond); err != nil || done.Status != catalog.StatusSucceeded {
+			t.Fatalf("%s: %+v %v", id, done, err)
+		}
+	}
+	onA, jobA := execute("q3")
+	wantVersion(t, env, onA, "a", enumspb.VERSIONING_BEHAVIOR_PINNED)
+
+	startVersioned(t, env, newAgent(), "b", false)
+	if err := workerhost.MakeCurrent(ctx, env.Client, workerhost.Deployment{Name: env.TaskQueue, BuildID: "b"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	onB, jobB := execute("q4")
+	wantVersion(t, env, onB, "b", enumspb.VERSIONING_BEHAVIOR_PINNED)
+	finish(onA, jobA)
+	wantTasksOn(t, env, onA, "a")
+	finish(onB, jobB)
+	wantTasksOn(t, env, onB, "b")
 }
 
 // approveAll approves the open requests of a session's parked turn and
