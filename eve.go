@@ -33,7 +33,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/actionsvc"
@@ -179,11 +178,41 @@ func (l Limits) internal() workerhost.Limits {
 	}.WithDefaults()
 }
 
+// Deployment opts a worker into Temporal Worker Versioning: it serves one
+// build of a worker deployment. A build's turns and tool executions stay
+// pinned to it until they finish, while sessions move to the deployment's
+// current build (docs/deploy.md, Deploying a new build). The zero value is
+// an unversioned worker.
+type Deployment struct {
+	// Name of the worker deployment (EVE_DEPLOYMENT_NAME); empty: the
+	// worker's task queue.
+	Name string
+	// BuildID names this build (EVE_BUILD_ID); empty: unversioned.
+	BuildID string
+	// MakeCurrent makes the build current once the worker polls
+	// (EVE_MAKE_CURRENT=true), as `temporal worker deployment
+	// set-current-version` does: for one worker or a first deploy.
+	MakeCurrent bool
+}
+
+// DeploymentFromEnv reads Deployment from the environment.
+func DeploymentFromEnv() Deployment {
+	d := workerhost.DeploymentFromEnv()
+	return Deployment{Name: d.Name, BuildID: d.BuildID, MakeCurrent: d.MakeCurrent}
+}
+
+func (d Deployment) internal() workerhost.Deployment {
+	return workerhost.Deployment{Name: d.Name, BuildID: d.BuildID, MakeCurrent: d.MakeCurrent}
+}
+
 // WorkerOptions configure NewWorker. WorkerOptionsFromEnv reads them all
 // from the worker command's environment variables.
 type WorkerOptions struct {
 	Temporal Temporal
 	Limits   Limits
+	// Deployment is the worker's build for Worker Versioning (zero:
+	// unversioned).
+	Deployment Deployment
 	// MetricsAddr is where Prometheus /metrics (the SDK's and eve's own)
 	// listens (EVE_METRICS_ADDR, default 127.0.0.1:9464); empty disables
 	// it. When it is the default and another process holds that port (a
@@ -211,6 +240,7 @@ func WorkerOptionsFromEnv() WorkerOptions {
 	return WorkerOptions{
 		Temporal:     TemporalFromEnv(),
 		Limits:       LimitsFromEnv(),
+		Deployment:   DeploymentFromEnv(),
 		MetricsAddr:  config.EnvOrEmpty("EVE_METRICS_ADDR", config.DefaultMetricsAddr), // set but empty: off
 		ActionSecret: config.Env("EVE_ACTION_SECRET", ""),
 		PublicURL:    config.Env("EVE_PUBLIC_URL", "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr)),
@@ -220,7 +250,7 @@ func WorkerOptionsFromEnv() WorkerOptions {
 
 // Worker is a Temporal worker serving one agent, with its own client.
 type Worker struct {
-	w          worker.Worker
+	w          *workerhost.Worker
 	c          client.Client
 	close      func()
 	limits     workerhost.Limits
@@ -274,7 +304,7 @@ func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker
 	if a.Actions == nil {
 		logger.Warn("delegated tools will fail: set EVE_ACTION_SECRET (WorkerOptions.ActionSecret) and EVE_PUBLIC_URL")
 	}
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, opts.Deployment.internal())
 	if err != nil {
 		return fail(err)
 	}

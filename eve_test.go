@@ -256,3 +256,17 @@ func TestNewHandlerBodyLimits(t *testing.T) {
 		t.Fatalf("a stalled body: %q %v, want 408 after BodyReadTimeout", line, err)
 	}
 }
+
+// WorkerOptionsFromEnv reads the worker's build as the worker command
+// does; without EVE_BUILD_ID the worker is unversioned.
+func TestWorkerOptionsDeployment(t *testing.T) {
+	if d := eve.WorkerOptionsFromEnv().Deployment; d != (eve.Deployment{}) {
+		t.Fatalf("no EVE_BUILD_ID: %+v, want unversioned", d)
+	}
+	t.Setenv("EVE_BUILD_ID", "v2")
+	t.Setenv("EVE_DEPLOYMENT_NAME", "shop")
+	t.Setenv("EVE_MAKE_CURRENT", "1")
+	if d := eve.WorkerOptionsFromEnv().Deployment; d != (eve.Deployment{Name: "shop", BuildID: "v2", MakeCurrent: true}) {
+		t.Fatalf("deployment %+v", d)
+	}
+}

@@ -339,7 +339,7 @@ rules:
 	a := evetest.Agent(t, rules, slow)
 	a.Store = env.Server.PayloadStore()
 	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a,
-		workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 2000, StopTimeout: 20 * time.Second})
+		workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 2000, StopTimeout: 20 * time.Second}, workerhost.Deployment{})
 	if err != nil {
 		t.Fatal(err)
 	}

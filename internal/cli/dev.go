@@ -30,6 +30,7 @@ func newDevCommand(app App) *cobra.Command {
 		uiPort      int
 		metricsAddr string
 		af          apiFlags
+		deployment  workerhost.Deployment
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -49,11 +50,12 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 			if err != nil {
 				return err
 			}
-			return runDev(cmd.Context(), cmd.OutOrStdout(), app.name(), logger, tc, limits, stateDir, uiPort, metricsAddr, af, a)
+			return runDev(cmd.Context(), cmd.OutOrStdout(), app.name(), logger, tc, limits, deployment, stateDir, uiPort, metricsAddr, af, a)
 		},
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
+	deployment.Bind(cmd.Flags())
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".eve", "where the dev server keeps its SQLite file and, unless EVE_PAYLOAD_STORE or --payload-store names one, the payload store (<dir>/payloads)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
@@ -63,7 +65,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 
 // runDev runs the stack until ctx ends, printing where each part is to out
 // and a first command of bin, the binary running it.
-func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
+func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, d workerhost.Deployment, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
 	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 		return err
 	}
@@ -71,6 +73,14 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		return err
 	}
 	if err := limits.Validate(); err != nil {
+		return err
+	}
+	// The stack's one worker is the whole deployment: a versioned dev
+	// stack makes its build current itself.
+	if d = d.ForTaskQueue(tc.TaskQueue); d.Versioned() {
+		d.MakeCurrent = true
+	}
+	if err := d.Validate(); err != nil {
 		return err
 	}
 	if _, err := af.checkOpen(); err != nil {
@@ -144,7 +154,7 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		bus = notify.NewLocal()
 	}
 	a.Notifier = bus
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, d)
 	if err != nil {
 		return err
 	}
@@ -152,7 +162,7 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
-	fmt.Fprintf(out, "Worker       task queue %q, agent %q\n", tc.TaskQueue, a.Name)
+	fmt.Fprintf(out, "Worker       task queue %q, agent %q%s\n", tc.TaskQueue, a.Name, buildNote(d))
 	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
 	if err != nil {
 		return err
@@ -183,4 +193,12 @@ func loopbackURL(u string) string {
 		return "http://" + net.JoinHostPort("127.0.0.1", port)
 	}
 	return u
+}
+
+// buildNote names a versioned worker's build.
+func buildNote(d workerhost.Deployment) string {
+	if !d.Versioned() {
+		return ""
+	}
+	return fmt.Sprintf(", build %q of deployment %q (current)", d.BuildID, d.Name)
 }

@@ -23,6 +23,7 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 		logLevel    string
 		actions     config.Actions
 		notifyURL   string
+		deployment  workerhost.Deployment
 	)
 	cmd := &cobra.Command{
 		Use:           use,
@@ -39,11 +40,12 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return RunWorker(cmd.Context(), logger, tc, limits, actions, metricsAddr, notifyURL, a)
+			return RunWorker(cmd.Context(), logger, tc, limits, deployment, actions, metricsAddr, notifyURL, a)
 		},
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
 	limits.Bind(cmd.Flags())
+	deployment.Bind(cmd.Flags())
 	actions.Bind(cmd.Flags(), "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	bindNotify(cmd.Flags(), &notifyURL)
@@ -70,12 +72,17 @@ func newLogger(level string) (*slog.Logger, error) {
 // on a worker until ctx ends, then stops gracefully: in-flight tools get
 // limits' stop timeout to finish. notifyURL (EVE_NOTIFY) names the bus
 // that tells API servers of new events ("": none). An empty task queue is
-// the agent's name.
-func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
+// the agent's name. A build id in d opts the worker into Worker
+// Versioning (docs/deploy.md).
+func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, d workerhost.Deployment, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
 	if err := limits.Validate(); err != nil {
 		return err
 	}
 	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
+		return err
+	}
+	d = d.ForTaskQueue(tc.TaskQueue)
+	if err := d.Validate(); err != nil {
 		return err
 	}
 	if a.Notifier == nil {
@@ -108,11 +115,11 @@ func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, lim
 			logger.Warn("delegated tools will fail until this is fixed", "err", err)
 		}
 	}
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits)
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, d)
 	if err != nil {
 		return err
 	}
-	logger.Info("worker started", "address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location())
+	logger.Info("worker started", append([]any{"address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location()}, deploymentLog(d)...)...)
 	stopCh := make(chan any)
 	go func() {
 		<-ctx.Done()
@@ -124,4 +131,12 @@ func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, lim
 	}
 	logger.Info("worker stopped")
 	return nil
+}
+
+// deploymentLog is the log attributes of a versioned worker's build.
+func deploymentLog(d workerhost.Deployment) []any {
+	if !d.Versioned() {
+		return nil
+	}
+	return []any{"deployment", d.Name, "buildId", d.BuildID, "makeCurrent", d.MakeCurrent}
 }

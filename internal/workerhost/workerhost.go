@@ -121,13 +121,19 @@ func (l Limits) Validate() error {
 
 // New registers the agent on a new worker. When the namespace has eve's
 // search attributes, new sessions record their status in them. An agent
-// without a Store gets the payload store of c when Dial made c.
-func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits) (worker.Worker, error) {
+// without a Store gets the payload store of c when Dial made c. A
+// versioned d (a build id) opts the worker into Worker Versioning; its
+// Name defaults to the task queue.
+func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits, d Deployment) (*Worker, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	if taskQueue == "" {
 		return nil, fmt.Errorf("agent %s: no task queue: set EVE_TASK_QUEUE or --task-queue (the commands default to the agent's name)", a.Name)
+	}
+	d = d.ForTaskQueue(taskQueue)
+	if err := d.Validate(); err != nil {
+		return nil, err
 	}
 	if a.Store == nil {
 		if a.Store = StoreOf(c); a.Store == nil {
@@ -149,7 +155,18 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 		a.Client = c
 	}
 	worker.SetStickyWorkflowCacheSize(l.CachedWorkflows)
-	w := worker.New(c, taskQueue, worker.Options{
+	w := worker.New(c, taskQueue, Options(l, d))
+	if err := agent.Register(w, a); err != nil {
+		return nil, err
+	}
+	return &Worker{Worker: w, c: c, d: d, logger: a.Logger}, nil
+}
+
+// Options are the SDK worker options of limits l and deployment d (its
+// Name filled in).
+func Options(l Limits, d Deployment) worker.Options {
+	return worker.Options{
+		DeploymentOptions:                       d.options(),
 		MaxConcurrentActivityExecutionSize:      l.Activities,
 		MaxConcurrentLocalActivityExecutionSize: l.LocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  l.WorkflowTasks,
@@ -162,9 +179,78 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits)
 		// pollers keep both queues polled (docs/performance.md, Parked sessions).
 		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
-	})
-	if err := agent.Register(w, a); err != nil {
-		return nil, err
 	}
-	return w, nil
+}
+
+// makeCurrentTimeout bounds how long a starting worker waits for the
+// server to register its version before it gives up making it current.
+const makeCurrentTimeout = time.Minute
+
+// Worker is an SDK worker that, when its Deployment says MakeCurrent,
+// makes its build current once it polls.
+type Worker struct {
+	worker.Worker
+	c      client.Client
+	d      Deployment
+	logger *slog.Logger
+}
+
+// Deployment is the worker's deployment, its Name filled in.
+func (w *Worker) Deployment() Deployment { return w.d }
+
+// Start starts polling, then makes the build current when asked to.
+func (w *Worker) Start() error {
+	if err := w.Worker.Start(); err != nil {
+		return err
+	}
+	if !w.d.MakeCurrent {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), makeCurrentTimeout)
+	defer cancel()
+	if err := MakeCurrent(ctx, w.c, w.d, w.logger); err != nil {
+		w.Worker.Stop()
+		return err
+	}
+	return nil
+}
+
+// Run is Start, then polls until interruptCh (or a fatal error), then
+// stops.
+func (w *Worker) Run(interruptCh <-chan any) error {
+	if !w.d.MakeCurrent {
+		return w.Worker.Run(interruptCh)
+	}
+	// The SDK's Run starts the pollers; the version is made current beside
+	// it, and a failure to do so stops the worker with that error.
+	ctx, cancel := context.WithTimeout(context.Background(), makeCurrentTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- MakeCurrent(ctx, w.c, w.d, w.logger) }()
+	stop, done := make(chan any), make(chan struct{})
+	var failed error
+	go func() {
+		defer close(stop)
+		select {
+		case <-interruptCh:
+			return
+		case <-done:
+			return
+		case failed = <-result:
+			if failed != nil {
+				return
+			}
+		}
+		select {
+		case <-interruptCh:
+		case <-done:
+		}
+	}()
+	err := w.Worker.Run(stop)
+	close(done)
+	<-stop
+	if err == nil && failed != nil {
+		return failed
+	}
+	return err
 }

@@ -37,7 +37,7 @@ func TestNewGivesAgentTheClientsStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits()); err != nil {
+	if _, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits(), workerhost.Deployment{}); err != nil {
 		t.Fatal(err)
 	}
 	if a.Store == nil || a.Store.Location() != store.Location() {
@@ -47,7 +47,7 @@ func TestNewGivesAgentTheClientsStore(t *testing.T) {
 	// A client Dial did not make: the agent must bring its store.
 	other := devtest.Client(t, srv)
 	b, _ := demo.Agent()
-	if _, err := workerhost.New(other, tc.Namespace, tc.TaskQueue, b, limits()); err == nil || !strings.Contains(err.Error(), "no payload store") {
+	if _, err := workerhost.New(other, tc.Namespace, tc.TaskQueue, b, limits(), workerhost.Deployment{}); err == nil || !strings.Contains(err.Error(), "no payload store") {
 		t.Fatalf("New without a store = %v, want an error", err)
 	}
 }

@@ -53,6 +53,7 @@ func TestCluster(t *testing.T) {
 		t.Run("c_kill_api_mid_stream", func(t *testing.T) { c.scenarioKillAPI(t, a) }) &&
 		t.Run("d_restart_temporal", func(t *testing.T) { c.scenarioRestartServer(t, a) }) &&
 		t.Run("e_shards_and_accounting", func(t *testing.T) { c.scenarioAccounting(t, a) }) &&
+		t.Run("f_deploy_new_build", func(t *testing.T) { c.scenarioDeploy(t) }) &&
 		t.Run("doctor", func(t *testing.T) { c.doctor(t) })
 	if err := c.runner.errors(); err != nil {
 		t.Errorf("job runner: %v", err)

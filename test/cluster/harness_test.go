@@ -183,6 +183,7 @@ type cluster struct {
 	workerMetrics                       [2]int
 	apis                                [2]*proc
 	apiPorts                            [2]int
+	extra                               []*proc // the deploy drill's (deploy_test.go)
 
 	tc     client.Client
 	nsID   string
@@ -218,7 +219,7 @@ func newCluster(t *testing.T) *cluster {
 	c.apiPorts = [2]int{freePort(t), freePort(t)}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range append(append([]*proc{c.server}, c.workers[:]...), c.apis[:]...) {
+			for _, p := range append(append(append([]*proc{c.server}, c.workers[:]...), c.apis[:]...), c.extra...) {
 				if p != nil {
 					t.Logf("--- last lines of %s (%s):\n%s", p.name, p.log, p.tail(15))
 				}
@@ -243,7 +244,7 @@ func (c *cluster) close() {
 	if c.runner != nil {
 		c.runner.stop()
 	}
-	for _, p := range append(c.apis[:], c.workers[:]...) {
+	for _, p := range append(append(c.extra, c.apis[:]...), c.workers[:]...) {
 		if p != nil && p.alive() {
 			p.stop(5 * time.Second)
 		}

@@ -83,6 +83,7 @@ func RegisterExecutions(reg WorkflowRegistry) {
 	reg.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{
 		Name:                          signals.ExecutionWorkflow,
 		DisableAlreadyRegisteredCheck: true,
+		VersioningBehavior:            ExecutionBehavior,
 	})
 }
 

@@ -11,8 +11,24 @@ type WorkflowRegistry interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }
 
+// The Worker Versioning behaviour of each workflow, for versioned workers
+// (the SDK sends it only from those; docs/deploy.md, Deploying a new
+// build). It is registration, not workflow code: no command changes, so
+// replay is unaffected.
+const (
+	// A session lives for days and continues as new: pinned, it would keep
+	// an old build alive forever. It moves to the current build at its next
+	// workflow task, so its code changes still go behind GetVersion.
+	SessionBehavior = workflow.VersioningBehaviorAutoUpgrade
+	// A turn (and a tools-API execution, delegated ones included) is short
+	// but may park for hours on a person or a job: it finishes on the build
+	// that started it, which drains before it is retired.
+	TurnBehavior      = workflow.VersioningBehaviorPinned
+	ExecutionBehavior = workflow.VersioningBehaviorPinned
+)
+
 // Register adds the session and turn workflows under their public names.
 func (r *Runtime) Register(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
-	reg.RegisterWorkflowWithOptions(r.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow})
+	reg.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow, VersioningBehavior: SessionBehavior})
+	reg.RegisterWorkflowWithOptions(r.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow, VersioningBehavior: TurnBehavior})
 }
