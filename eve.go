@@ -23,12 +23,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,10 +35,10 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/assemble"
 	"github.com/eve-temporal/eve/internal/capability"
 	"github.com/eve-temporal/eve/internal/cli"
 	"github.com/eve-temporal/eve/internal/config"
-	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -90,58 +88,22 @@ func Command(name string, newAgent func() (*agent.Agent, error)) *cobra.Command 
 }
 
 // Temporal is how to reach the Temporal cluster, which task queue the
-// agent's workers poll, and where large payloads and conversations live.
-// Every worker, API server and CLI of a deployment must use the same
-// PayloadStore.
-type Temporal struct {
-	Address       string // TEMPORAL_ADDRESS, default 127.0.0.1:7233
-	Namespace     string // TEMPORAL_NAMESPACE, default "default"
-	APIKey        string // TEMPORAL_API_KEY: Temporal Cloud API key (implies TLS)
-	TLSCert       string // TEMPORAL_TLS_CERT: mTLS client certificate (PEM file)
-	TLSKey        string // TEMPORAL_TLS_KEY: its key
-	TLSCA         string // TEMPORAL_TLS_CA: CA bundle to verify the server
-	TLSServerName string // TEMPORAL_TLS_SERVER_NAME
-	TaskQueue     string // EVE_TASK_QUEUE; empty: the agent's name
-	// PayloadStore is payloadstore.Open's spec (EVE_PAYLOAD_STORE, default
-	// file:.eve/payloads): file:<dir> or s3://bucket/prefix.
-	PayloadStore string
-}
+// agent's workers poll, and where large payloads and conversations live
+// (Address, Namespace, APIKey, TLSCert, TLSKey, TLSCA, TLSServerName,
+// TaskQueue, PayloadStore). Every worker, API server and CLI of a
+// deployment must use the same PayloadStore. It is the struct the
+// commands bind their flags onto; empty Address and Namespace take eve's
+// defaults (127.0.0.1:7233, "default").
+type Temporal = config.Temporal
 
 // TemporalFromEnv reads Temporal from the environment, with eve's defaults.
-func TemporalFromEnv() Temporal {
-	return Temporal{
-		Address:       config.Env("TEMPORAL_ADDRESS", config.DefaultAddress),
-		Namespace:     config.Env("TEMPORAL_NAMESPACE", config.DefaultNamespace),
-		APIKey:        config.Env("TEMPORAL_API_KEY", ""),
-		TLSCert:       config.Env("TEMPORAL_TLS_CERT", ""),
-		TLSKey:        config.Env("TEMPORAL_TLS_KEY", ""),
-		TLSCA:         config.Env("TEMPORAL_TLS_CA", ""),
-		TLSServerName: config.Env("TEMPORAL_TLS_SERVER_NAME", ""),
-		TaskQueue:     config.Env("EVE_TASK_QUEUE", ""), // empty: the agent's name
-		PayloadStore:  config.Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
-	}
-}
-
-func (t Temporal) internal() config.Temporal {
-	tc := config.Temporal{
-		Address: t.Address, Namespace: t.Namespace, APIKey: t.APIKey,
-		TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA, TLSServerName: t.TLSServerName,
-		TaskQueue: t.TaskQueue, PayloadStore: t.PayloadStore,
-	}
-	if tc.Address == "" {
-		tc.Address = config.DefaultAddress
-	}
-	if tc.Namespace == "" {
-		tc.Namespace = config.DefaultNamespace
-	}
-	return tc
-}
+func TemporalFromEnv() Temporal { return config.TemporalFromEnv() }
 
 // Dial connects to Temporal (TLS and API key as configured) with payloads
 // of 64 KiB and more offloaded to the payload store, which it returns too:
 // give it to agents (Agent.Store) and close the client when done.
 func Dial(ctx context.Context, t Temporal, logger *slog.Logger) (client.Client, payloadstore.Store, error) {
-	tc := t.internal()
+	tc := t.WithDefaults()
 	store, err := tc.Store(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -153,57 +115,25 @@ func Dial(ctx context.Context, t Temporal, logger *slog.Logger) (client.Client, 
 	return c, store, nil
 }
 
-// Limits bound what one worker process runs at once. Zero fields take the
-// defaults of the worker command.
-type Limits struct {
-	Activities      int           // EVE_MAX_CONCURRENT_ACTIVITIES, default 200
-	LocalActivities int           // EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES, default 200
-	WorkflowTasks   int           // EVE_MAX_CONCURRENT_WORKFLOW_TASKS, default 100
-	CachedWorkflows int           // EVE_MAX_CACHED_WORKFLOWS, default 2000 (process-wide)
-	StopTimeout     time.Duration // EVE_WORKER_STOP_TIMEOUT, default 30s: in-flight tools' time to finish on stop
-}
+// Limits bound what one worker process runs at once (Activities,
+// LocalActivities, WorkflowTasks, CachedWorkflows, StopTimeout). Zero
+// fields take the defaults of the worker command. It is the struct the
+// worker command binds its flags onto.
+type Limits = workerhost.Limits
 
 // LimitsFromEnv reads Limits from the environment, with the defaults.
-func LimitsFromEnv() Limits {
-	l := workerhost.LimitsFromEnv()
-	return Limits{Activities: l.Activities, LocalActivities: l.LocalActivities, WorkflowTasks: l.WorkflowTasks,
-		CachedWorkflows: l.CachedWorkflows, StopTimeout: l.StopTimeout}
-}
-
-func (l Limits) internal() workerhost.Limits {
-	return workerhost.Limits{
-		Activities: l.Activities, LocalActivities: l.LocalActivities,
-		WorkflowTasks: l.WorkflowTasks, CachedWorkflows: l.CachedWorkflows,
-		StopTimeout: l.StopTimeout,
-	}.WithDefaults()
-}
+func LimitsFromEnv() Limits { return workerhost.LimitsFromEnv() }
 
 // Deployment opts a worker into Temporal Worker Versioning: it serves one
-// build of a worker deployment. A build's turns and tool executions stay
-// pinned to it until they finish, while sessions move to the deployment's
-// current build (docs/deploy.md, Deploying a new build). The zero value is
-// an unversioned worker.
-type Deployment struct {
-	// Name of the worker deployment (EVE_DEPLOYMENT_NAME); empty: the
-	// worker's task queue.
-	Name string
-	// BuildID names this build (EVE_BUILD_ID); empty: unversioned.
-	BuildID string
-	// MakeCurrent makes the build current once the worker polls
-	// (EVE_MAKE_CURRENT=true), as `temporal worker deployment
-	// set-current-version` does: for one worker or a first deploy.
-	MakeCurrent bool
-}
+// build of a worker deployment (Name, BuildID, MakeCurrent). A build's
+// turns and tool executions stay pinned to it until they finish, while
+// sessions move to the deployment's current build (docs/deploy.md,
+// Deploying a new build). The zero value is an unversioned worker.
+type Deployment = workerhost.Deployment
 
-// DeploymentFromEnv reads Deployment from the environment.
-func DeploymentFromEnv() Deployment {
-	d := workerhost.DeploymentFromEnv()
-	return Deployment{Name: d.Name, BuildID: d.BuildID, MakeCurrent: d.MakeCurrent}
-}
-
-func (d Deployment) internal() workerhost.Deployment {
-	return workerhost.Deployment{Name: d.Name, BuildID: d.BuildID, MakeCurrent: d.MakeCurrent}
-}
+// DeploymentFromEnv reads Deployment from the environment
+// (EVE_DEPLOYMENT_NAME, EVE_BUILD_ID, EVE_MAKE_CURRENT).
+func DeploymentFromEnv() Deployment { return workerhost.DeploymentFromEnv() }
 
 // WorkerOptions configure NewWorker. WorkerOptionsFromEnv reads them all
 // from the worker command's environment variables.
@@ -250,72 +180,41 @@ func WorkerOptionsFromEnv() WorkerOptions {
 
 // Worker is a Temporal worker serving one agent, with its own client.
 type Worker struct {
-	w          *workerhost.Worker
-	c          client.Client
-	close      func()
-	limits     workerhost.Limits
-	logger     *slog.Logger
-	metricsURL string
-	agent      *agent.Agent
+	w *assemble.Worker
 }
 
 // NewWorker dials Temporal and registers the agent on a new worker, as the
-// worker command does: TLS or a Cloud API key, the payload store (set as
-// the agent's Store and the client's External Storage), Prometheus
-// metrics, tracing (EVE_OTEL_EXPORTER), limits, completion URLs of
-// delegated tools (ActionSecret, PublicURL; the agent's own Actions win),
-// and a check of eve's search attributes. Run it, or Start and Stop it;
-// Close releases the client.
+// worker command does (both go through one assembly): TLS or a Cloud API
+// key, the payload store (set as the agent's Store and the client's
+// External Storage), Prometheus metrics, tracing (EVE_OTEL_EXPORTER),
+// limits, Worker Versioning, completion URLs of delegated tools
+// (ActionSecret, PublicURL; the agent's own Actions win), and a check of
+// eve's search attributes. Run it, or Start and Stop it; Close releases
+// the client.
 func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker, error) {
 	if a == nil {
 		return nil, errors.New("eve.NewWorker: no agent")
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	tc := opts.Temporal.internal()
-	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
-		return nil, err
-	}
-	limits := opts.Limits.internal()
-	if err := limits.Validate(); err != nil {
-		return nil, err
-	}
-	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, opts.MetricsAddr)
+	w, err := assemble.NewWorker(ctx, a, assemble.WorkerConfig{
+		Temporal:     opts.Temporal.WithDefaults(),
+		Limits:       opts.Limits.WithDefaults(),
+		Deployment:   opts.Deployment,
+		MetricsAddr:  opts.MetricsAddr,
+		Actions:      config.Actions{Secret: opts.ActionSecret, PublicURL: opts.PublicURL},
+		ModelFromEnv: opts.ModelFromEnv,
+		Logger:       opts.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Worker, error) { closeClient(); return nil, err }
-	if a.Logger == nil {
-		a.Logger = logger
-	}
-	if a.Store, err = tc.Store(ctx); err != nil {
-		return fail(err)
-	}
-	if opts.ModelFromEnv {
-		if err := workerhost.UseModelFromEnv(a); err != nil {
-			return fail(err)
-		}
-	}
-	if a.Actions == nil && opts.ActionSecret != "" {
-		a.Actions = &agent.Actions{Secret: []byte(opts.ActionSecret), PublicURL: opts.PublicURL}
-	}
-	if a.Actions == nil {
-		logger.Warn("delegated tools will fail: set EVE_ACTION_SECRET (WorkerOptions.ActionSecret) and EVE_PUBLIC_URL")
-	}
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, opts.Deployment.internal())
-	if err != nil {
-		return fail(err)
-	}
-	return &Worker{w: w, c: c, close: closeClient, limits: limits, logger: logger, metricsURL: metricsURL, agent: a}, nil
+	return &Worker{w: w}, nil
 }
 
 // Client is the worker's Temporal client (its payloads go to the store).
-func (w *Worker) Client() client.Client { return w.c }
+func (w *Worker) Client() client.Client { return w.w.Client }
 
 // MetricsURL is where /metrics is served, or "".
-func (w *Worker) MetricsURL() string { return w.metricsURL }
+func (w *Worker) MetricsURL() string { return w.w.MetricsURL }
 
 // Start starts polling; Stop stops (in-flight tools get the stop timeout).
 func (w *Worker) Start() error { return w.w.Start() }
@@ -325,21 +224,10 @@ func (w *Worker) Start() error { return w.w.Start() }
 func (w *Worker) Stop() { w.w.Stop() }
 
 // Run polls until ctx ends, then stops gracefully.
-func (w *Worker) Run(ctx context.Context) error {
-	stop := make(chan any)
-	go func() {
-		<-ctx.Done()
-		w.logger.Info("worker stopping: in-flight tools may finish", "stopTimeout", w.limits.EffectiveStopTimeout())
-		close(stop)
-	}()
-	if err := w.w.Run(stop); err != nil {
-		return fmt.Errorf("worker: %w", err)
-	}
-	return nil
-}
+func (w *Worker) Run(ctx context.Context) error { return w.w.Run(ctx) }
 
 // Close closes the worker's client, metrics server and tracing.
-func (w *Worker) Close() { w.close() }
+func (w *Worker) Close() { w.w.Close() }
 
 // ServerOptions configure NewHandler.
 type ServerOptions struct {
@@ -377,12 +265,15 @@ type ServerOptions struct {
 	// LeaseDuration ends each stream response for clients that asked for
 	// stream control (default 60 s); HeartbeatInterval is an idle stream's
 	// blank line (default 10 s); PollInterval how often a session's reader
-	// polls a running turn (default 10 ms: this handler has no notification
-	// bus, so its streams poll; `serve` with EVE_NOTIFY pushes).
+	// polls a running turn without a Notify bus (default 10 ms).
 	LeaseDuration     time.Duration
 	HeartbeatInterval time.Duration
 	PollInterval      time.Duration
-	Logger            *slog.Logger
+	// Notify names the bus the workers announce new events on (EVE_NOTIFY,
+	// postgres://user@host:port/db, set alike on the workers): streams are
+	// then pushed instead of polling. Empty: they poll.
+	Notify string
+	Logger *slog.Logger
 	// AuthorizeSession lets a caller other than a session's owner (its
 	// initiator) act on it: return true to allow. Nil: owners only (and
 	// services whose keys-file entry can act for the owner).
@@ -408,37 +299,29 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if err != nil {
 		return nil, err
 	}
-	tq := cmp.Or(opts.TaskQueue, a.Name)
-	if tq == "" {
-		return nil, errors.New("eve.NewHandler: no task queue: set ServerOptions.TaskQueue, or the agent's Name (the default)")
-	}
-	tools, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: tq, Agent: a, Logger: opts.Logger, Caller: api.Caller, MaxToolCalls: opts.MaxToolCalls})
-	if err != nil {
-		return nil, fmt.Errorf("tools API: %w", err)
-	}
-	var actions http.Handler
-	if opts.ActionSecret != "" {
-		if actions, err = ActionsHandler(c, []byte(opts.ActionSecret), opts.Logger); err != nil {
-			return nil, err
-		}
-	}
-	info := api.AgentInfo(a)
-	info.ModelProvider = "scripted"
-	if p, _, ok := strings.Cut(info.ModelID, ":"); ok && (p == "anthropic" || p == "openai") {
-		info.ModelProvider = p
-	}
-	if opts.AgentName != "" {
-		info.AgentName = opts.AgentName
-	}
-	return api.New(api.Options{
-		AuthorizeSession: opts.AuthorizeSession,
-		Sessions:         &sessions.Service{Client: c, TaskQueue: tq}, Keys: keys,
-		Addr: opts.Addr, InsecureOpen: opts.InsecureOpen, MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
-		CORSOrigins: opts.CORSOrigins, Logger: opts.Logger, Info: info,
-		Actions: actions, Tools: tools.Handler(),
-		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout,
-		LeaseDuration: opts.LeaseDuration, HeartbeatInterval: opts.HeartbeatInterval, PollInterval: opts.PollInterval,
+	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
+		TaskQueue:              opts.TaskQueue,
+		Keys:                   keys,
+		Addr:                   opts.Addr,
+		InsecureOpen:           opts.InsecureOpen,
+		ActionSecret:           []byte(opts.ActionSecret),
+		CORSOrigins:            opts.CORSOrigins,
+		MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
+		MaxToolCalls:           opts.MaxToolCalls,
+		AgentName:              opts.AgentName,
+		MaxBodyBytes:           opts.MaxBodyBytes,
+		BodyReadTimeout:        opts.BodyReadTimeout,
+		LeaseDuration:          opts.LeaseDuration,
+		HeartbeatInterval:      opts.HeartbeatInterval,
+		PollInterval:           opts.PollInterval,
+		NotifyURL:              opts.Notify,
+		AuthorizeSession:       opts.AuthorizeSession,
+		Logger:                 opts.Logger,
 	})
+	if err != nil {
+		return nil, err // not a typed nil *api.Server
+	}
+	return srv, nil
 }
 
 // ToolsHandler serves the agent's tools API (GET /v1/tools, POST

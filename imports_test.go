@@ -115,7 +115,7 @@ var layers = []struct {
 	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
 	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},
 	{"front ends", []string{"internal/api", "internal/toolsapi", "internal/mcpserver", "internal/actionsvc", "internal/workerhost", "internal/evetest"}},
-	{"assembly", []string{"", "internal/cli", "cmd/"}},
+	{"assembly", []string{"", "internal/assemble", "internal/cli", "cmd/"}},
 }
 
 // layerOf is the index of the layer holding pkg (a path inside the

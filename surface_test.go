@@ -54,13 +54,23 @@ func isInternal(path string) bool {
 func internalRefs(pkg *types.Package) []string {
 	var out []string
 	scope := pkg.Scope()
+	// Internal types the package names by a public alias: an app can name
+	// them (a method returning one returns the alias's type).
+	aliased := map[*types.Named]bool{}
+	for _, name := range scope.Names() {
+		if o, ok := scope.Lookup(name).(*types.TypeName); ok && o.Exported() && o.IsAlias() {
+			if named, ok := types.Unalias(o.Type()).(*types.Named); ok {
+				aliased[named] = true
+			}
+		}
+	}
 	for _, name := range scope.Names() {
 		obj := scope.Lookup(name)
 		if !obj.Exported() {
 			continue
 		}
 		where := pkg.Path() + "." + name
-		w := &walker{seen: map[types.Type]bool{}}
+		w := &walker{seen: map[types.Type]bool{}, aliased: aliased}
 		switch o := obj.(type) {
 		case *types.TypeName:
 			if o.IsAlias() {
@@ -97,8 +107,9 @@ func internalRefs(pkg *types.Package) []string {
 }
 
 type walker struct {
-	seen  map[types.Type]bool
-	found []string
+	seen    map[types.Type]bool
+	aliased map[*types.Named]bool
+	found   []string
 }
 
 func (w *walker) walk(where string, t types.Type) {
@@ -108,7 +119,7 @@ func (w *walker) walk(where string, t types.Type) {
 	w.seen[t] = true
 	switch t := t.(type) {
 	case *types.Named:
-		if p := t.Obj().Pkg(); p != nil && isInternal(p.Path()) {
+		if p := t.Obj().Pkg(); p != nil && isInternal(p.Path()) && !w.aliased[t] {
 			w.found = append(w.found, fmt.Sprintf("%s: %s", where, t))
 		}
 		for i := 0; i < t.TypeArgs().Len(); i++ {

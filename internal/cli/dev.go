@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/assemble"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/notify"
-	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/payloadstore"
 )
@@ -66,38 +66,30 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 // runDev runs the stack until ctx ends, printing where each part is to out
 // and a first command of bin, the binary running it.
 func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, d workerhost.Deployment, stateDir string, uiPort int, metricsAddr string, af apiFlags, a *agent.Agent) error {
-	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
-		return err
-	}
-	if err := tc.Validate(); err != nil {
-		return err
-	}
-	if err := limits.Validate(); err != nil {
-		return err
-	}
 	// The stack's one worker is the whole deployment: a versioned dev
 	// stack makes its build current itself.
-	if d = d.ForTaskQueue(tc.TaskQueue); d.Versioned() {
-		d.MakeCurrent = true
-	}
-	if err := d.Validate(); err != nil {
+	d.MakeCurrent = d.MakeCurrent || d.Versioned()
+	cfg, err := assemble.WorkerConfig{
+		Temporal: tc, Limits: limits, Deployment: d, MetricsAddr: metricsAddr, Actions: af.actions,
+		ModelFromEnv: true, RegisterSearchAttributes: true, Logger: logger,
+	}.Check(a.Name)
+	if err != nil {
 		return err
 	}
 	if _, err := af.checkOpen(); err != nil {
 		return err // before the dev server and the worker start
 	}
-	if tc.PayloadStore == payloadstore.DefaultSpec && filepath.Clean(stateDir) != ".eve" {
+	if cfg.Temporal.PayloadStore == payloadstore.DefaultSpec && filepath.Clean(stateDir) != ".eve" {
 		// The payload store lives beside the dev server's state.
-		tc.PayloadStore = "file:" + filepath.Join(stateDir, "payloads")
+		cfg.Temporal.PayloadStore = "file:" + filepath.Join(stateDir, "payloads")
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	reachable := devserver.Reachable(rctx, tc.Address)
+	reachable := devserver.Reachable(rctx, cfg.Temporal.Address)
 	cancel()
-	uiURL := ""
 	if reachable {
-		fmt.Fprintf(out, "Temporal     %s (already running; reusing it)\n", tc.Address)
+		fmt.Fprintf(out, "Temporal     %s (already running; reusing it)\n", cfg.Temporal.Address)
 	} else {
-		host, port, err := splitHostPort(tc.Address)
+		host, port, err := splitHostPort(cfg.Temporal.Address)
 		if err != nil {
 			return err
 		}
@@ -107,43 +99,21 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		db := filepath.Join(stateDir, "temporal.db")
 		srv, err := devserver.Start(ctx, devserver.Options{
 			Host: host, Port: port, UI: true, UIPort: uiPort, DBFile: db,
-			Namespace: tc.Namespace, Tuning: devserver.TuningFast,
+			Namespace: cfg.Temporal.Namespace, Tuning: devserver.TuningFast,
 		})
 		if err != nil {
 			return fmt.Errorf("start the Temporal dev server: %w", err)
 		}
 		defer srv.Stop()
-		uiURL = srv.UIAddr
 		fmt.Fprintf(out, "Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
 		fmt.Fprintf(out, "Temporal UI  %s\n", srv.UIAddr)
 	}
-	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
-	if metricsURL != "" {
-		fmt.Fprintf(out, "Metrics      %s\n", metricsURL)
-	}
-	a.Logger = logger
-	if err := workerhost.UseModelFromEnv(a); err != nil {
-		return err
-	}
 	// The local stack keeps its own action secret, so completion URLs
 	// survive a restart of eve dev.
-	if err := af.actions.LoadOrCreateSecret(stateDir); err != nil {
+	if err := cfg.Actions.LoadOrCreateSecret(stateDir); err != nil {
 		return fmt.Errorf("action secret: %w", err)
 	}
-	if a.Actions == nil {
-		if a.Actions, err = af.actions.Worker(); err != nil {
-			return err
-		}
-	}
-	// The dev stack registers eve's search attributes itself, so parked
-	// sessions show up in the Temporal UI by status.
-	if err := visibility.Register(ctx, c, tc.Namespace); err != nil {
-		logger.Warn("could not register eve's search attributes", "err", err)
-	}
+	af.actions = cfg.Actions
 	// The worker tells the API server of new events: in process, or
 	// through EVE_NOTIFY when set (then other API servers hear too).
 	bus, err := notify.Open(ctx, af.notify, logger)
@@ -154,22 +124,26 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		bus = notify.NewLocal()
 	}
 	a.Notifier = bus
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, d)
+	a.Logger = logger
+	w, err := assemble.NewWorker(ctx, a, cfg)
 	if err != nil {
 		return err
+	}
+	defer w.Close()
+	if w.MetricsURL != "" {
+		fmt.Fprintf(out, "Metrics      %s\n", w.MetricsURL)
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
-	fmt.Fprintf(out, "Worker       task queue %q, agent %q%s\n", tc.TaskQueue, a.Name, buildNote(d))
-	apiURL, stopAPI, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
+	fmt.Fprintf(out, "Worker       task queue %q, agent %q%s\n", w.TaskQueue, a.Name, buildNote(w.Deployment()))
+	apiURL, stopAPI, err := startAPIServer(ctx, logger, w.Client, w.TaskQueue, af, a, bus)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
 	fmt.Fprintf(out, "eve API      %s/eve/v1/\n", apiURL)
-	_ = uiURL
 	msg := `"hello"`
 	if a.Name == "demo" {
 		msg = `"what's the weather in Paris"`

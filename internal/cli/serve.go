@@ -17,8 +17,8 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/assemble"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
@@ -165,43 +165,28 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	if err != nil {
 		return "", nil, err
 	}
-	info := api.AgentInfo(a)
-	info.ModelProvider = modelProvider(info.ModelID)
-	if af.agentName != "" {
-		info.AgentName = af.agentName
-	}
 	var origins []string
 	for _, o := range strings.Split(af.corsOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" && o != "*" {
 			origins = append(origins, o)
 		}
 	}
-	var actionsHandler http.Handler
-	if signer, err := af.actions.Signer(); err != nil {
-		logger.Warn("delegated tools' completion URLs are not served", "err", err)
-	} else {
-		actionsHandler = &actionsvc.Service{Client: c, Signer: signer, Logger: logger}
-	}
-	toolsSvc, err := toolsapi.New(toolsapi.Options{Client: c, TaskQueue: taskQueue, Agent: a, Caller: api.Caller, MaxToolCalls: af.maxToolCalls})
-	if err != nil {
-		return "", nil, fmt.Errorf("tools API: %w", err)
-	}
-	srv, err := api.New(api.Options{
-		Actions:                actionsHandler,
-		Tools:                  toolsSvc.Handler(),
-		Sessions:               &sessions.Service{Client: c, TaskQueue: taskQueue},
+	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
+		TaskQueue:              taskQueue,
 		Keys:                   keys,
 		Addr:                   af.addr,
 		InsecureOpen:           af.insecureOpen,
+		ActionSecret:           []byte(af.actions.Secret),
+		CORSOrigins:            origins,
 		MaxStreamsPerPrincipal: af.maxStreams,
+		MaxToolCalls:           af.maxToolCalls,
+		AgentName:              af.agentName,
+		MaxBodyBytes:           af.maxBodyBytes,
 		LeaseDuration:          af.lease,
 		HeartbeatInterval:      af.heartbeat,
 		PollInterval:           af.poll,
 		Notify:                 bus,
-		MaxBodyBytes:           af.maxBodyBytes,
-		CORSOrigins:            origins,
 		Logger:                 logger,
-		Info:                   info,
 	})
 	if err != nil {
 		return "", nil, err
@@ -244,13 +229,4 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		srv.Close()
 	}
 	return url, stop, nil
-}
-
-// modelProvider is the provider part of a model id ("anthropic:claude-…"
-// → "anthropic"); ids without one are scripted models.
-func modelProvider(id string) string {
-	if p, _, ok := strings.Cut(id, ":"); ok && (p == "anthropic" || p == "openai") {
-		return p
-	}
-	return "scripted"
 }

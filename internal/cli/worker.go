@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/assemble"
 	"github.com/eve-temporal/eve/internal/config"
-	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
@@ -75,59 +75,21 @@ func newLogger(level string) (*slog.Logger, error) {
 // the agent's name. A build id in d opts the worker into Worker
 // Versioning (docs/deploy.md).
 func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, d workerhost.Deployment, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
-	if err := limits.Validate(); err != nil {
-		return err
-	}
-	if err := tc.UseAgentTaskQueue(a.Name); err != nil {
-		return err
-	}
-	d = d.ForTaskQueue(tc.TaskQueue)
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	if a.Notifier == nil {
-		bus, err := notify.Open(ctx, notifyURL, logger)
-		if err != nil {
-			return fmt.Errorf("--notify: %w", err)
-		}
-		if bus != nil {
-			a.Notifier = bus
-		}
-	}
-	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, metricsAddr)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
-	if metricsURL != "" {
-		logger.Info("metrics", "url", metricsURL)
-	}
 	a.Logger = logger
-	// The store the client offloads payloads to (tc's copies share it).
-	if a.Store, err = tc.Store(ctx); err != nil {
-		return err
-	}
-	if err := workerhost.UseModelFromEnv(a); err != nil {
-		return err
-	}
-	if a.Actions == nil {
-		if a.Actions, err = actions.Worker(); err != nil {
-			logger.Warn("delegated tools will fail until this is fixed", "err", err)
-		}
-	}
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits, d)
+	w, err := assemble.NewWorker(ctx, a, assemble.WorkerConfig{
+		Temporal: tc, Limits: limits, Deployment: d, MetricsAddr: metricsAddr,
+		Actions: actions, NotifyURL: notifyURL, ModelFromEnv: true, Logger: logger,
+	})
 	if err != nil {
 		return err
 	}
-	logger.Info("worker started", append([]any{"address", tc.Address, "namespace", tc.Namespace, "taskQueue", tc.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location()}, deploymentLog(d)...)...)
-	stopCh := make(chan any)
-	go func() {
-		<-ctx.Done()
-		logger.Info("worker stopping: in-flight tools may finish", "stopTimeout", limits.EffectiveStopTimeout())
-		close(stopCh)
-	}()
-	if err := w.Run(stopCh); err != nil {
-		return fmt.Errorf("worker: %w", err)
+	defer w.Close()
+	if w.MetricsURL != "" {
+		logger.Info("metrics", "url", w.MetricsURL)
+	}
+	logger.Info("worker started", append([]any{"address", tc.Address, "namespace", tc.Namespace, "taskQueue", w.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location()}, deploymentLog(w.Deployment())...)...)
+	if err := w.Run(ctx); err != nil {
+		return err
 	}
 	logger.Info("worker stopped")
 	return nil

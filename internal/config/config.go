@@ -3,6 +3,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -62,20 +63,25 @@ func EnvInt(name string, def int) int {
 	return def
 }
 
-// Temporal is how to reach the cluster.
+// Temporal is how to reach the Temporal cluster, which task queue the
+// agent's workers poll, and where large payloads and conversations live.
+// Every worker, API server and CLI of a deployment must use the same
+// PayloadStore. It is eve.Temporal; TemporalFromEnv reads it from the
+// environment and Bind binds the commands' flags onto it.
 type Temporal struct {
-	Address       string
-	Namespace     string
-	APIKey        string
-	TLSCert       string
-	TLSKey        string
-	TLSCA         string
-	TLSServerName string
-	TaskQueue     string
+	Address       string // TEMPORAL_ADDRESS, default 127.0.0.1:7233
+	Namespace     string // TEMPORAL_NAMESPACE, default "default"
+	APIKey        string // TEMPORAL_API_KEY: Temporal Cloud API key (implies TLS)
+	TLSCert       string // TEMPORAL_TLS_CERT: mTLS client certificate (PEM file)
+	TLSKey        string // TEMPORAL_TLS_KEY: its key
+	TLSCA         string // TEMPORAL_TLS_CA: CA bundle to verify the server
+	TLSServerName string // TEMPORAL_TLS_SERVER_NAME
+	TaskQueue     string // EVE_TASK_QUEUE; empty: the agent's name
 	// PayloadStore is where payloads too large for Temporal's history and
-	// sessions' conversations go (payloadstore.Open's spec); every process
-	// of a deployment must name the same store. "" means $EVE_PAYLOAD_STORE,
-	// else payloadstore.DefaultSpec.
+	// sessions' conversations go (payloadstore.Open's spec: file:<dir> or
+	// s3://bucket/prefix; EVE_PAYLOAD_STORE, default file:.eve/payloads);
+	// every process of a deployment must name the same store. "" means
+	// $EVE_PAYLOAD_STORE, else payloadstore.DefaultSpec.
 	PayloadStore string
 
 	// store caches the opened store. Bind allocates it, so copies of a
@@ -94,19 +100,20 @@ type storeCache struct {
 // leaves TaskQueue empty for the command to fill in with its agent's name
 // (UseAgentTaskQueue), so an app's binary polls a queue of its own.
 func (t *Temporal) Bind(fs *pflag.FlagSet, taskQueue string) {
-	fs.StringVar(&t.Address, "address", Env("TEMPORAL_ADDRESS", DefaultAddress), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&t.Namespace, "namespace", Env("TEMPORAL_NAMESPACE", DefaultNamespace), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&t.APIKey, "api-key", Env("TEMPORAL_API_KEY", ""), "Temporal Cloud API key; implies TLS (env TEMPORAL_API_KEY)")
-	fs.StringVar(&t.TLSCert, "tls-cert", Env("TEMPORAL_TLS_CERT", ""), "client certificate for mTLS (env TEMPORAL_TLS_CERT)")
-	fs.StringVar(&t.TLSKey, "tls-key", Env("TEMPORAL_TLS_KEY", ""), "client key for mTLS (env TEMPORAL_TLS_KEY)")
-	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
-	fs.StringVar(&t.TLSServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
+	env := TemporalFromEnv()
+	fs.StringVar(&t.Address, "address", env.Address, "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&t.Namespace, "namespace", env.Namespace, "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&t.APIKey, "api-key", env.APIKey, "Temporal Cloud API key; implies TLS (env TEMPORAL_API_KEY)")
+	fs.StringVar(&t.TLSCert, "tls-cert", env.TLSCert, "client certificate for mTLS (env TEMPORAL_TLS_CERT)")
+	fs.StringVar(&t.TLSKey, "tls-key", env.TLSKey, "client key for mTLS (env TEMPORAL_TLS_KEY)")
+	fs.StringVar(&t.TLSCA, "tls-ca", env.TLSCA, "CA bundle to verify the server (env TEMPORAL_TLS_CA)")
+	fs.StringVar(&t.TLSServerName, "tls-server-name", env.TLSServerName, "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
 	queueUsage := "task queue of the agent's workers (env EVE_TASK_QUEUE)"
 	if taskQueue == "" {
 		queueUsage = "task queue of the agent's workers (env EVE_TASK_QUEUE; default: the agent's name)"
 	}
-	fs.StringVar(&t.TaskQueue, "task-queue", Env("EVE_TASK_QUEUE", taskQueue), queueUsage)
-	fs.StringVar(&t.PayloadStore, "payload-store", Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
+	fs.StringVar(&t.TaskQueue, "task-queue", cmp.Or(env.TaskQueue, taskQueue), queueUsage)
+	fs.StringVar(&t.PayloadStore, "payload-store", env.PayloadStore,
 		"where large payloads and conversations go, shared by every worker, API server and CLI: file:<dir> or s3://bucket/prefix with the AWS_* variables (env "+payloadstore.EnvVar+")")
 	if t.store == nil {
 		t.store = &storeCache{}
@@ -136,6 +143,34 @@ func (t *Temporal) Store(ctx context.Context) (payloadstore.Store, error) {
 	}
 	c.spec, c.s = spec, s
 	return s, nil
+}
+
+// TemporalFromEnv reads Temporal from the environment, with eve's
+// defaults, as the commands' flags do.
+func TemporalFromEnv() Temporal {
+	return Temporal{
+		Address:       Env("TEMPORAL_ADDRESS", DefaultAddress),
+		Namespace:     Env("TEMPORAL_NAMESPACE", DefaultNamespace),
+		APIKey:        Env("TEMPORAL_API_KEY", ""),
+		TLSCert:       Env("TEMPORAL_TLS_CERT", ""),
+		TLSKey:        Env("TEMPORAL_TLS_KEY", ""),
+		TLSCA:         Env("TEMPORAL_TLS_CA", ""),
+		TLSServerName: Env("TEMPORAL_TLS_SERVER_NAME", ""),
+		TaskQueue:     Env("EVE_TASK_QUEUE", ""), // empty: the agent's name
+		PayloadStore:  Env(payloadstore.EnvVar, payloadstore.DefaultSpec),
+	}
+}
+
+// WithDefaults fills in an empty Address and Namespace with eve's
+// defaults (an app's literal Temporal{} reaches the local dev server).
+func (t Temporal) WithDefaults() Temporal {
+	if t.Address == "" {
+		t.Address = DefaultAddress
+	}
+	if t.Namespace == "" {
+		t.Namespace = DefaultNamespace
+	}
+	return t
 }
 
 // Validate reports bad combinations with how to fix them. A client needs
