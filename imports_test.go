@@ -110,7 +110,7 @@ var layers = []struct {
 		"internal/capability", "internal/httpbody", "internal/httpjson", "internal/metrics", "internal/notify", "internal/notify/",
 		"internal/query", "internal/schema", "internal/tracing", "internal/devserver", "internal/devserver/"}},
 	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
-	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient"}},
+	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient", "connections"}},
 	{"engine", []string{"internal/engine/"}},
 	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
 	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},

@@ -61,6 +61,18 @@ type Context struct {
 	ToolInput     json.RawMessage `json:"toolInput"`
 	CallID        string          `json:"callId"`
 	ApprovedTools []string        `json:"approvedTools"`
+	// ToolAnnotations are the tool's annotations as its definition (for a
+	// connection tool, the remote server) declares them: hints, to trust
+	// only as far as their source.
+	ToolAnnotations *ToolAnnotations `json:"toolAnnotations,omitempty"`
+}
+
+// ToolAnnotations describe a tool's behaviour to a policy.
+type ToolAnnotations struct {
+	ReadOnly    bool `json:"readOnly,omitempty"`
+	Destructive bool `json:"destructive,omitempty"`
+	Idempotent  bool `json:"idempotent,omitempty"`
+	OpenWorld   bool `json:"openWorld,omitempty"`
 }
 
 // Input decodes the tool input into v.

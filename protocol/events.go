@@ -203,10 +203,13 @@ const (
 	CodeToolOutputTooLarge = "TOOL_OUTPUT_TOO_LARGE"
 	CodeToolExecution      = "TOOL_EXECUTION_FAILED"
 	CodeToolNotFound       = "TOOL_NOT_FOUND"
-	CodeToolDenied         = "TOOL_EXECUTION_DENIED"
-	CodeToolTimeout        = "TOOL_TIMEOUT"
-	CodeToolCancelled      = "TOOL_CANCELLED"
-	CodeDeadlineExceeded   = "DEADLINE_EXCEEDED"
+	// CodeConnectionChanged: a connection tool's destination (endpoint or
+	// instance key) changed between the call's planning and its execution.
+	CodeConnectionChanged = "CONNECTION_CHANGED"
+	CodeToolDenied        = "TOOL_EXECUTION_DENIED"
+	CodeToolTimeout       = "TOOL_TIMEOUT"
+	CodeToolCancelled     = "TOOL_CANCELLED"
+	CodeDeadlineExceeded  = "DEADLINE_EXCEEDED"
 )
 
 type ActionResultData struct {

@@ -162,6 +162,8 @@ type Tool struct {
 	Client *Client
 	// Delegated makes this a delegated tool (see DefineDelegated).
 	Delegated *Delegated
+	// Remote is set on a tool a connection serves (package connections).
+	Remote *Remote
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash, or whose workflow task
@@ -210,6 +212,23 @@ type Annotations struct {
 	Idempotent bool
 	// OpenWorld: the tool reaches outside systems (the web, third-party APIs).
 	OpenWorld bool
+}
+
+// Remote describes a tool served by a connection (an MCP server or an
+// OpenAPI operation). Package connections sets it.
+type Remote struct {
+	// Connection is the connection's name. It owns every tool name that
+	// starts with "<Connection>__": an authored tool under that prefix is
+	// a resolve error naming both.
+	Connection string
+	// Tool is the tool's name on the remote side.
+	Tool string
+	// Identity names where calls go: a digest of the connection's endpoint
+	// and instance key, never a secret. The resolution that offers the tool
+	// records it, and a call whose tool resolves to another identity by the
+	// time it runs (an approval answered days later included) fails instead
+	// of going to a new destination.
+	Identity string
 }
 
 // nonRetryable marks an error that must not be retried.

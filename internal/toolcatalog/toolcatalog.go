@@ -11,6 +11,7 @@ package toolcatalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/tools"
@@ -104,6 +105,11 @@ func Check(t *tools.Tool) error {
 	}
 	c := *t
 	c.Toolkit = ""
+	if t.Remote != nil {
+		// "<connection>__<tool>" is the wire name; the catalog names it
+		// "<connection>.<tool>", so the rules apply to the remote part.
+		c.Name = strings.TrimPrefix(t.Name, t.Remote.Connection+"__")
+	}
 	_, err := catalog.New(Definition(&c, checkToolkit))
 	var le *catalog.LoadError
 	if err != nil && !errors.As(err, &le) {

@@ -242,7 +242,10 @@ func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st
 			st, err = approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}, nil
 		}
 	}()
-	st, err = t.Approval.Evaluate(pctx, in.Context)
+	c := in.Context
+	c.ToolAnnotations = &approval.ToolAnnotations{ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive,
+		Idempotent: t.Annotations.Idempotent || t.Idempotent, OpenWorld: t.Annotations.OpenWorld}
+	st, err = t.Approval.Evaluate(pctx, c)
 	if err != nil || !st.Valid() {
 		a.logger().Error("approval policy failed; asking a person", "tool", t.Name, "call", in.Context.CallID, "err", err, "status", st.Type)
 		return approval.Status{Type: approval.UserApproval, Reason: "the approval policy failed"}, nil
@@ -282,6 +285,10 @@ func FailedOutcome(code, message string) ToolOutcome {
 // ExecuteTool validates the input, runs the tool and validates its output.
 func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolOutcome, error) {
 	t, err := a.lookup(ctx, in.ToolName, in.Dynamic)
+	var changed *IdentityChangedError
+	if errors.As(err, &changed) {
+		return FailedOutcome(protocol.CodeConnectionChanged, changed.Error()), nil
+	}
 	if err != nil {
 		return ToolOutcome{}, fmt.Errorf("find tool %s: %w", in.ToolName, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.temporal.io/sdk/temporal"
@@ -36,6 +37,18 @@ type DynamicTool struct {
 	Resolver string       `json:"resolver"`
 	System   bool         `json:"system,omitempty"`
 	From     ResolveInput `json:"from"`
+	// Identity is a connection tool's destination as resolved
+	// (tools.Remote.Identity): a call whose tool later resolves to another
+	// fails with CONNECTION_CHANGED.
+	Identity string `json:"identity,omitempty"`
+}
+
+// IdentityChangedError is a connection tool whose destination changed
+// between the resolution a call was planned from and the call.
+type IdentityChangedError struct{ Tool, Connection string }
+
+func (e *IdentityChangedError) Error() string {
+	return fmt.Sprintf("connection %q changed its endpoint or instance key since the call to %s was planned (and approved): the call is not sent to the new destination; ask for the call again", e.Connection, e.Tool)
 }
 
 // ResolveOutput lists the resolved tools.
@@ -68,13 +81,49 @@ func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (Resolve
 					fmt.Sprintf("resolvers %q and %q both return a tool named %q; tool names must be unique, rename one", prev, r.Name, t.Name), ErrTypeResolve, nil)
 			}
 			owner[t.Name] = r.Name
-			out.Tools = append(out.Tools, DynamicTool{
+			d := DynamicTool{
 				ToolDescriptor: model.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
 				Resolver:       r.Name, System: r.System, From: in,
-			})
+			}
+			if t.Remote != nil {
+				d.Identity = t.Remote.Identity
+			}
+			out.Tools = append(out.Tools, d)
+		}
+		if err := a.checkPrefixes(r.Name, ts, owner); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// checkPrefixes enforces that a connection owns its prefix: no static
+// tool, and no other resolver's tool, is named "<connection>" or
+// "<connection>__...".
+func (a *Activities) checkPrefixes(resolver string, ts []*tools.Tool, owner map[string]string) error {
+	for _, t := range ts {
+		if t.Remote == nil {
+			continue
+		}
+		conn := t.Remote.Connection
+		owns := func(name string) bool { return name == conn || strings.HasPrefix(name, conn+"__") }
+		if !owns(t.Name) {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q: connection tool %q must be named %s__<tool>", resolver, t.Name, conn), ErrTypeResolve, nil)
+		}
+		if a.Tools != nil {
+			for _, s := range a.Tools.List() {
+				if owns(s.Name) {
+					return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the agent's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename the tool or the connection", s.Name, conn, resolver, conn), ErrTypeResolve, nil)
+				}
+			}
+		}
+		for name, r := range owner {
+			if r != resolver && owns(name) {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename one", r, name, conn, resolver, conn), ErrTypeResolve, nil)
+			}
+		}
+	}
+	return nil
 }
 
 func (a *Activities) disabled(name string) bool {
@@ -139,6 +188,9 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 			}
 			for _, t := range ts {
 				if t.Name == name {
+					if got := identityOf(t); got != d.Identity {
+						return nil, &IdentityChangedError{Tool: name, Connection: connectionOf(t, name)}
+					}
 					return t, nil
 				}
 			}
@@ -150,6 +202,20 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 		return t, nil
 	}
 	return nil, nil
+}
+
+func identityOf(t *tools.Tool) string {
+	if t.Remote == nil {
+		return ""
+	}
+	return t.Remote.Identity
+}
+
+func connectionOf(t *tools.Tool, name string) string {
+	if t.Remote != nil {
+		return t.Remote.Connection
+	}
+	return name
 }
 
 // descriptors merges static and dynamic tools for the model.

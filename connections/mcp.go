@@ -1,0 +1,218 @@
+package connections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// clientInfo is how eve introduces itself to MCP servers.
+var clientInfo = &mcp.Implementation{Name: "eve-temporal", Version: "0.3.0"}
+
+// mcpSession opens an MCP session for one discovery or call (HTTP, with
+// p's credential), or returns the connection's stdio session. release
+// ends an HTTP session.
+func (r *runtime) mcpSession(ctx context.Context, c *Connection, p *auth.Principal, opts *mcp.ClientOptions) (cs *mcp.ClientSession, release func(), err error) {
+	if c.MCP.URL != "" {
+		t := &mcp.StreamableClientTransport{Endpoint: c.MCP.URL, HTTPClient: r.httpClient(c, p), DisableStandaloneSSE: true, MaxRetries: -1}
+		cs, err := mcp.NewClient(clientInfo, opts).Connect(ctx, t, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to the MCP server: %w", err)
+		}
+		return cs, func() { _ = cs.Close() }, nil
+	}
+	key := c.identity()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cs := r.stdio[key]; cs != nil {
+		return cs, func() {}, nil
+	}
+	cmd := exec.Command(c.MCP.Command, c.MCP.Args...)
+	cmd.Env = append(os.Environ(), c.MCP.Env...)
+	cmd.Dir = c.MCP.Dir
+	// The stdio server outlives the activity that started it: it serves
+	// the worker's later calls too, until Set.Close.
+	cs, err = mcp.NewClient(clientInfo, nil).Connect(context.WithoutCancel(ctx), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the MCP server %q: %w", c.MCP.Command, err)
+	}
+	r.stdio[key] = cs
+	go func() {
+		_ = cs.Wait()
+		r.mu.Lock()
+		if r.stdio[key] == cs {
+			delete(r.stdio, key)
+		}
+		r.mu.Unlock()
+	}()
+	return cs, func() {}, nil
+}
+
+func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection) ([]*tools.Tool, error) {
+	// Discovery uses the caller's credential when there is one; without a
+	// user principal a user-scoped server is listed anonymously, and its
+	// calls fail with principal_required.
+	p, perr := c.principal(ctx.Session)
+	conn := c
+	if perr != nil {
+		anon := *c
+		anon.Auth = nil
+		conn = &anon
+	}
+	cs, release, err := r.mcpSession(ctx, conn, p, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []*tools.Tool
+	for rt, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if !c.allowed(rt.Name) {
+			continue
+		}
+		t, err := c.mcpTool(r, rt)
+		if err != nil {
+			// One tool the model cannot be shown does not hide the others.
+			slog.Default().Warn("connection tool skipped", "connection", c.Name, "tool", rt.Name, "err", err)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (c *Connection) mcpTool(r *runtime, rt *mcp.Tool) (*tools.Tool, error) {
+	name, ok := toolName(c.Name, rt.Name)
+	if !ok {
+		return nil, fmt.Errorf("no valid tool name comes of %q (at most 64 characters with the prefix %s__)", rt.Name, c.Name)
+	}
+	in, err := inputSchema(rt.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	var ann tools.Annotations
+	if a := rt.Annotations; a != nil {
+		ann.ReadOnly = a.ReadOnlyHint
+		// MCP: destructiveHint defaults to true, and means something only
+		// for a tool that is not read-only.
+		ann.Destructive = !a.ReadOnlyHint && (a.DestructiveHint == nil || *a.DestructiveHint)
+		ann.Idempotent = a.IdempotentHint
+		ann.OpenWorld = a.OpenWorldHint == nil || *a.OpenWorldHint
+	}
+	remote := rt.Name
+	title := rt.Title
+	if title == "" && rt.Annotations != nil {
+		title = rt.Annotations.Title
+	}
+	t := &tools.Tool{
+		Name:           name,
+		Description:    c.describe(remote, rt.Description),
+		InputSchema:    in,
+		Title:          title,
+		Timeout:        c.Timeout,
+		MaxOutputBytes: c.MaxOutputBytes,
+		Idempotent:     c.idempotent(remote, ann.ReadOnly || ann.Idempotent),
+		Approval:       c.policy(remote, ann.Destructive),
+		Toolkit:        c.Name,
+		Annotations:    ann,
+		Remote:         &tools.Remote{Connection: c.Name, Tool: remote, Identity: c.identity()},
+	}
+	t.Execute = func(ctx *tools.Context, input json.RawMessage) (any, error) {
+		return r.callMCP(ctx, c, remote, input)
+	}
+	return t, nil
+}
+
+func (r *runtime) callMCP(ctx *tools.Context, c *Connection, remote string, input json.RawMessage) (any, error) {
+	p, err := c.principal(ctx.Session)
+	if err != nil {
+		return nil, tools.NonRetryable(err)
+	}
+	var opts *mcp.ClientOptions
+	if c.MCP.URL != "" {
+		// Progress from a long tool keeps the call's activity alive.
+		opts = &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { ctx.Heartbeat() }}
+	}
+	cs, release, err := r.mcpSession(ctx, c, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	params := &mcp.CallToolParams{Name: remote, Arguments: input}
+	if opts != nil {
+		params.SetProgressToken(ctx.IdempotencyKey)
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("call %s: %w", remote, err)
+	}
+	if res.IsError {
+		return nil, remoteError("the server answered with an error: %s", textOf(res.Content))
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the result of %s: %w", remote, err)
+	}
+	return json.RawMessage(b), nil
+}
+
+func textOf(cs []mcp.Content) string {
+	var parts []string
+	for _, c := range cs {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	s := strings.Join(parts, "\n")
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	if s == "" {
+		s = "(no text)"
+	}
+	return s
+}
+
+// inputSchema is a remote input schema as the model and eve's validator
+// take it: an object at the root, without a "$schema" of another draft
+// (the remaining keywords of draft-07 schemas mean the same in 2020-12).
+func inputSchema(raw any) (json.RawMessage, error) {
+	var m map[string]any
+	switch v := raw.(type) {
+	case nil:
+		m = map[string]any{}
+	case map[string]any:
+		m = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("input schema is not an object: %w", err)
+		}
+	}
+	cp := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		cp[k] = v
+	}
+	delete(cp, "$schema")
+	if cp["type"] == nil {
+		cp["type"] = "object"
+	}
+	if cp["type"] != "object" {
+		return nil, fmt.Errorf("input schema type %v: tool input must be an object", cp["type"])
+	}
+	return json.Marshal(cp)
+}
