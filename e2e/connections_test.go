@@ -251,3 +251,85 @@ func (l *lines) has(s string) bool {
 	}
 	return false
 }
+
+func prism(t *testing.T, document string) string {
+	node, dir := connectionServers(t)
+	port := freePort(t)
+	startServer(t, port, nil, node, filepath.Join(dir, "@stoplight", "prism-cli", "dist", "index.js"),
+		"mock", "--host", "127.0.0.1", "--port", fmt.Sprint(port), document)
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+const petstoreRules = `
+rules:
+  - match: list
+    steps:
+      - calls: [{tool: petstore__listPets, input: {limit: 2}}]
+      - reply: "{{result.petstore__listPets.status}} {{result.petstore__listPets.body}}"
+  - match: get
+    steps:
+      - calls: [{tool: petstore__showPetById, input: {petId: "1"}}]
+      - reply: "{{result.petstore__showPetById.status}} {{result.petstore__showPetById.body.name}}"
+  - match: create bad
+    steps:
+      - calls: [{tool: petstore__createPets, input: {body: {name: 5}}}]
+      - reply: "{{result.petstore__createPets.code}}"
+  - match: create
+    steps:
+      - calls: [{tool: petstore__createPets, input: {body: {id: 3, name: "Nemo", tag: "fish"}}}]
+      - reply: "{{result.petstore__createPets.status}} {{result.petstore__createPets.body.name}}"
+  - match: delete
+    steps:
+      - calls: [{tool: petstore__deletePet, input: {petId: "1"}}]
+      - reply: "{{result.petstore__deletePet.status}}"
+`
+
+// An OpenAPI connection against Stoplight Prism mocking the Petstore
+// document: one tool per operation, path, query and body parameters in
+// one input, the response as {status, statusText, body}; input that breaks
+// the operation's schema never reaches the server, and the destructive
+// operation (DELETE) asks a person first.
+func TestConnectionOpenAPIPetstore(t *testing.T) {
+	doc, err := filepath.Abs("testdata/petstore.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := prism(t, doc)
+	spec, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := connections.Static(&connections.Connection{Name: "petstore", Description: "The pet store.",
+		OpenAPI: &connections.OpenAPI{Document: spec, BaseURL: base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := evetest.New(t)
+	env.StartWorker(connectionAgent(t, petstoreRules, set))
+	ctx := env.Ctx(90 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "list", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Outcome.Reply; r != `200 [{"id":1,"name":"Rex","tag":"dog"},{"id":2,"name":"Tom","tag":"cat"}]` {
+		t.Fatalf("list: %q (%+v)", r, res.Outcome)
+	}
+	sid := res.SessionID
+	if r := env.SendAndWait(ctx, sid, "get").Outcome.Reply; r != "200 Rex" {
+		t.Fatalf("get: %q", r)
+	}
+	if r := env.SendAndWait(ctx, sid, "create").Outcome.Reply; r != "201 Nemo" {
+		t.Fatalf("create: %q", r)
+	}
+	if r := env.SendAndWait(ctx, sid, "create bad").Outcome.Reply; r != protocol.CodeToolInputInvalid {
+		t.Fatalf("create with a body that breaks the schema: %q", r)
+	}
+	if out := env.SendAndWait(ctx, sid, "delete").Outcome; out.Status != signals.TurnStatusWaiting {
+		t.Fatalf("a DELETE must ask first: %+v", out)
+	}
+	evs := env.Events(ctx, sid)
+	reqs := evetest.Of(evs, protocol.InputRequested)
+	if len(reqs) != 1 {
+		t.Fatalf("events: %s", evetest.Join(evs))
+	}
+}
