@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"regexp"
@@ -262,9 +263,15 @@ func (c *Connection) principal(s auth.Session) (*auth.Principal, error) {
 // Resolver() to agent.Agent.Resolvers, and Close the set when the worker
 // stops (it ends stdio servers).
 type Set struct {
+	// Logger gets the set's warnings, such as a remote tool skipped
+	// because no valid tool comes of it (default slog.Default()). No
+	// credential is ever logged.
+	Logger *slog.Logger
+
 	name    string
 	scope   tools.Scope
 	resolve func(ctx tools.ResolveContext) ([]*Connection, error)
+	dynamic bool
 	rt      *runtime
 }
 
@@ -285,7 +292,7 @@ func Static(conns ...*Connection) (*Set, error) {
 // approval resumed days later, calls it again, and a connection whose
 // identity (endpoint, InstanceKey) changed in between fails the call.
 func Dynamic(name string, scope tools.Scope, resolve func(ctx tools.ResolveContext) ([]*Connection, error)) *Set {
-	return &Set{name: name, scope: scope, resolve: resolve, rt: newRuntime()}
+	return &Set{name: name, scope: scope, resolve: resolve, dynamic: true, rt: newRuntime()}
 }
 
 func validateAll(conns []*Connection, dynamic bool) error {
@@ -318,12 +325,14 @@ func (s *Set) Resolver() tools.Resolver {
 		if err != nil {
 			return nil, err
 		}
-		if err := validateAll(conns, true); err != nil {
-			return nil, err
+		if s.dynamic {
+			if err := validateAll(conns, true); err != nil {
+				return nil, err
+			}
 		}
 		var out []*tools.Tool
 		for _, c := range conns {
-			ts, err := s.rt.discover(ctx, c)
+			ts, err := s.rt.discover(ctx, c, s.logger())
 			if err != nil {
 				return nil, fmt.Errorf("connection %q: discover its tools: %w", c.Name, err)
 			}
@@ -331,6 +340,13 @@ func (s *Set) Resolver() tools.Resolver {
 		}
 		return out, nil
 	}}
+}
+
+func (s *Set) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }
 
 // Close ends the set's stdio servers.
@@ -345,9 +361,9 @@ type runtime struct {
 
 func newRuntime() *runtime { return &runtime{stdio: map[string]*mcp.ClientSession{}} }
 
-func (r *runtime) discover(ctx tools.ResolveContext, c *Connection) ([]*tools.Tool, error) {
+func (r *runtime) discover(ctx tools.ResolveContext, c *Connection, log *slog.Logger) ([]*tools.Tool, error) {
 	if c.MCP != nil {
-		return r.discoverMCP(ctx, c)
+		return r.discoverMCP(ctx, c, log)
 	}
 	return discoverOpenAPI(c, r)
 }

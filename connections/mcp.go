@@ -57,7 +57,7 @@ func (r *runtime) mcpSession(ctx context.Context, c *Connection, p *auth.Princip
 	return cs, func() {}, nil
 }
 
-func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection) ([]*tools.Tool, error) {
+func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog.Logger) ([]*tools.Tool, error) {
 	// Discovery uses the caller's credential when there is one; without a
 	// user principal a user-scoped server is listed anonymously, and its
 	// calls fail with principal_required.
@@ -69,6 +69,12 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection) ([]*tools
 		conn = &anon
 	}
 	cs, release, err := r.mcpSession(ctx, conn, p, nil)
+	if err != nil && perr != nil {
+		// A server that lists nothing anonymously offers this session
+		// nothing; a user's session gets its tools.
+		log.Warn("connection not listed: it needs a user principal", "connection", c.Name, "err", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +90,7 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection) ([]*tools
 		t, err := c.mcpTool(r, rt)
 		if err != nil {
 			// One tool the model cannot be shown does not hide the others.
-			slog.Default().Warn("connection tool skipped", "connection", c.Name, "tool", rt.Name, "err", err)
+			log.Warn("connection tool skipped", "connection", c.Name, "tool", rt.Name, "err", err)
 			continue
 		}
 		out = append(out, t)

@@ -7,20 +7,28 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
@@ -331,5 +339,186 @@ func TestConnectionOpenAPIPetstore(t *testing.T) {
 	reqs := evetest.Of(evs, protocol.InputRequested)
 	if len(reqs) != 1 {
 		t.Fatalf("events: %s", evetest.Join(evs))
+	}
+}
+
+// tokenProxy stands in front of a real MCP server as its auth layer: it
+// lets through requests whose bearer token is valid, and records every
+// token it was shown.
+type tokenProxy struct {
+	mu           sync.Mutex
+	valid        map[string]bool
+	seen         []string
+	unauthorized int
+}
+
+func (p *tokenProxy) handler(target string) http.Handler {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		p.mu.Lock()
+		if len(p.seen) == 0 || p.seen[len(p.seen)-1] != tok {
+			p.seen = append(p.seen, tok)
+		}
+		ok := p.valid[tok]
+		if !ok {
+			p.unauthorized++
+		}
+		p.mu.Unlock()
+		if !ok {
+			http.Error(w, "invalid token", http.StatusUnauthorized)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+const secureRules = `
+rules:
+  - match: echo
+    steps:
+      - calls: [{tool: secure__echo, input: {message: "with my token"}}]
+      - reply: "{{result.secure__echo.content}}{{result.secure__echo.error}}"
+  - match: pets
+    steps:
+      - calls: [{tool: userpets__listPets}]
+      - reply: "{{result.userpets__listPets.status}}{{result.userpets__listPets.error}}"
+`
+
+// A user-scoped token: GetToken runs in the call's activity for the
+// session's user, the token reaches the server (through an auth proxy in
+// front of the reference server), a refused token is refreshed once, one
+// about to expire is refreshed ahead, a session without a user principal
+// fails with principal_required, and no token appears in history, events
+// or logs.
+func TestConnectionUserTokenNeverRecorded(t *testing.T) {
+	proxy := &tokenProxy{valid: map[string]bool{}}
+	srv := httptest.NewServer(proxy.handler(everythingHTTP(t)))
+	t.Cleanup(srv.Close)
+	doc, err := filepath.Abs("testdata/petstore.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var issued []string
+	var principals []string
+	getToken := func(_ context.Context, p *auth.Principal) (connections.Token, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		tok := fmt.Sprintf("s3cr3t-%s-%d", p.ID, len(issued)+1)
+		issued = append(issued, tok)
+		principals = append(principals, p.ID)
+		proxy.mu.Lock()
+		proxy.valid[tok] = true
+		proxy.mu.Unlock()
+		exp := time.Now().Add(time.Hour)
+		if len(issued) == 2 {
+			exp = time.Now().Add(connections.TokenRefreshMargin / 2) // due for refresh at once
+		}
+		return connections.Token{Value: tok, ExpiresAt: exp}, nil
+	}
+	set, err := connections.Static(
+		&connections.Connection{Name: "secure", MCP: &connections.MCP{URL: srv.URL + "/mcp"},
+			Auth: &connections.Auth{Owner: connections.OwnerUser, GetToken: getToken}, Allow: []string{"echo"}},
+		&connections.Connection{Name: "userpets", OpenAPI: &connections.OpenAPI{Document: spec, BaseURL: prism(t, doc)},
+			Auth: &connections.Auth{Owner: connections.OwnerUser, GetToken: getToken}, Allow: []string{"listPets"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every log line of the worker: eve's, the Temporal SDK's (which logs
+	// failed activities with their errors) and the connection set's.
+	var logs lines
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	set.Logger = logger
+	a := connectionAgent(t, secureRules, set)
+	a.Logger = logger
+	env := evetest.New(t)
+	c, err := env.Server.Dial(client.Options{Logger: sdklog.NewStructuredLogger(logger)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env.Client, env.Sessions.Client = c, c
+	env.StartWorker(a)
+	ctx := env.Ctx(90 * time.Second)
+
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "echo", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := res.SessionID
+	if res.Outcome.Status != signals.TurnStatusCompleted {
+		t.Fatalf("first turn: %+v", res.Outcome)
+	}
+	if cs := contents(t, res.Outcome.Reply); len(cs) != 1 || cs[0].Text != "Echo: with my token" {
+		t.Fatalf("echo: %q", res.Outcome.Reply)
+	}
+	// The server revokes the first token: the next call is refused once,
+	// gets a fresh token and goes through.
+	proxy.mu.Lock()
+	delete(proxy.valid, issued[0])
+	proxy.mu.Unlock()
+	if cs := contents(t, env.SendAndWait(ctx, sid, "echo").Outcome.Reply); len(cs) != 1 || cs[0].Text != "Echo: with my token" {
+		t.Fatalf("echo after revocation: %+v", cs)
+	}
+	// The second token expires within the margin: the next call gets a
+	// third one ahead, without a 401.
+	if cs := contents(t, env.SendAndWait(ctx, sid, "echo").Outcome.Reply); len(cs) != 1 || cs[0].Text != "Echo: with my token" {
+		t.Fatalf("echo with a token about to expire: %+v", cs)
+	}
+	proxy.mu.Lock()
+	seen, unauthorized := append([]string(nil), proxy.seen...), proxy.unauthorized
+	proxy.mu.Unlock()
+	mu.Lock()
+	gotIssued, gotPrincipals := append([]string(nil), issued...), append([]string(nil), principals...)
+	mu.Unlock()
+	if len(gotIssued) != 3 || unauthorized != 1 {
+		t.Fatalf("tokens issued %v (for %v), 401s %d; want 3 tokens and one 401", gotIssued, gotPrincipals, unauthorized)
+	}
+	if want := []string{"s3cr3t-alice-1", "s3cr3t-alice-2", "s3cr3t-alice-3"}; strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Fatalf("the server saw %v, want %v", seen, want)
+	}
+	// OpenAPI, same rules: the call of alice's session carries her token.
+	if r := env.SendAndWait(ctx, sid, "pets").Outcome.Reply; r != "200" {
+		t.Fatalf("pets: %q", r)
+	}
+
+	// No user principal: the call fails with principal_required, which the
+	// model reads; the turn completes.
+	anon, err := env.Sessions.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "pets", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anon.Outcome.Status != signals.TurnStatusCompleted || !strings.Contains(anon.Outcome.Reply, "principal_required") {
+		t.Fatalf("anonymous session: %+v", anon.Outcome)
+	}
+
+	// Nowhere recorded: the histories of both sessions and all their
+	// turns, their events, and the worker's logs.
+	var where strings.Builder
+	for _, s := range []string{sid, anon.SessionID} {
+		where.WriteString(historyText(t, ctx, env.Client, s))
+		for i := 0; i < 4; i++ {
+			if _, err := env.Client.DescribeWorkflowExecution(ctx, fmt.Sprintf("%s/turn_%d", s, i), ""); err == nil {
+				where.WriteString(historyText(t, ctx, env.Client, fmt.Sprintf("%s/turn_%d", s, i)))
+			}
+		}
+		b, _ := json.Marshal(env.Events(ctx, s))
+		where.Write(b)
+	}
+	where.Write(logs.Bytes())
+	if !strings.Contains(where.String(), "Echo: with my token") || !logs.has("principal_required") || !logs.has("connection not listed") {
+		t.Fatal("the search must cover the turns' results and the logs")
+	}
+	for _, tok := range gotIssued {
+		if strings.Contains(where.String(), tok) || strings.Contains(where.String(), "s3cr3t") {
+			t.Fatalf("token %q found in history, events or logs", tok)
+		}
 	}
 }
