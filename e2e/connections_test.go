@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -520,5 +522,66 @@ func TestConnectionUserTokenNeverRecorded(t *testing.T) {
 		if strings.Contains(where.String(), tok) || strings.Contains(where.String(), "s3cr3t") {
 			t.Fatalf("token %q found in history, events or logs", tok)
 		}
+	}
+}
+
+const pinRules = `
+rules:
+  - match: echo
+    steps:
+      - calls: [{tool: everything__echo, input: {message: "pinned"}}]
+      - reply: "{{result.everything__echo.content}}{{result.everything__echo.code}}"
+`
+
+// Identity pinning: an approval is for the destination the call was
+// planned against. Resumed on a new worker with the connection unchanged,
+// the approved call runs; with its instance key changed meanwhile, it
+// fails with CONNECTION_CHANGED instead of going to the new destination.
+// The custom policy sees the server's annotations.
+func TestConnectionApprovalPinsIdentity(t *testing.T) {
+	url := everythingHTTP(t)
+	var key atomic.Value
+	key.Store("tenant-a")
+	var sawAnnotations atomic.Bool
+	ask := approval.Custom(func(c approval.Context) approval.Status {
+		if a := c.ToolAnnotations; a != nil && a.ReadOnly && a.Idempotent {
+			sawAnnotations.Store(true)
+		}
+		return approval.Ask()
+	})
+	set := connections.Dynamic("tenants", tools.ScopeTurn, func(ctx tools.ResolveContext) ([]*connections.Connection, error) {
+		return []*connections.Connection{{Name: "everything", MCP: &connections.MCP{URL: url}, InstanceKey: key.Load().(string),
+			Allow: []string{"echo"}, ToolApproval: map[string]approval.Policy{"echo": ask}}}, nil
+	})
+	a := connectionAgent(t, pinRules, set)
+	env := evetest.New(t)
+	stop := env.StartWorker(a)
+
+	park := func() (string, string) {
+		t.Helper()
+		sid, d := startParked(t, env, "echo")
+		return sid, d.Requests[0].RequestID
+	}
+	approve := func(sid, req string) string {
+		t.Helper()
+		stop() // the approval comes days later, to another worker
+		stop = env.StartWorker(a)
+		res := respond(t, env, sid, protocol.InputResponse{RequestID: req, OptionID: "approve"})
+		if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
+			t.Fatalf("after approval: %+v", res.Outcome)
+		}
+		return res.Outcome.Reply
+	}
+	sid, req := park()
+	if !sawAnnotations.Load() {
+		t.Fatal("the policy did not see the server's annotations (echo is readOnly and idempotent)")
+	}
+	if r := approve(sid, req); !strings.Contains(r, "Echo: pinned") {
+		t.Fatalf("approved call, connection unchanged: %q", r)
+	}
+	sid, req = park()
+	key.Store("tenant-b")
+	if r := approve(sid, req); r != protocol.CodeConnectionChanged {
+		t.Fatalf("approved call, instance key changed: %q", r)
 	}
 }
