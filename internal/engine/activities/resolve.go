@@ -64,6 +64,11 @@ func cacheKey(in ResolveInput, resolver string) string {
 func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (ResolveOutput, error) {
 	var out ResolveOutput
 	owner := map[string]string{}
+	type resolved struct {
+		resolver string
+		tools    []*tools.Tool
+	}
+	var all []resolved
 	for _, r := range a.Resolvers {
 		if r.Scope != in.Scope {
 			continue
@@ -90,7 +95,10 @@ func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (Resolve
 			}
 			out.Tools = append(out.Tools, d)
 		}
-		if err := a.checkPrefixes(r.Name, ts, owner); err != nil {
+		all = append(all, resolved{r.Name, ts})
+	}
+	for _, r := range all {
+		if err := a.checkPrefixes(r.resolver, r.tools, owner); err != nil {
 			return out, err
 		}
 	}

@@ -148,3 +148,40 @@ func TestResolvedToolsPassCheckTool(t *testing.T) {
 		t.Fatalf("resolver ran %d times; a refused resolution must not be cached", calls.Load())
 	}
 }
+
+// A connection owns its prefix: an authored tool, or another resolver's
+// tool, named "<connection>__..." is a resolve error naming both sides.
+func TestConnectionOwnsItsPrefix(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	run := func(*tools.Context, json.RawMessage) (any, error) { return nil, nil }
+	remote := func(resolver string) tools.Resolver {
+		return tools.Resolver{Name: resolver, Scope: tools.ScopeTurn, Resolve: func(tools.ResolveContext) ([]*tools.Tool, error) {
+			return []*tools.Tool{{Name: "linear__search", Description: "d", InputSchema: obj, Execute: run,
+				Remote: &tools.Remote{Connection: "linear", Tool: "search", Identity: "sha256:1"}}}, nil
+		}}
+	}
+	static := tools.NewRegistry()
+	if err := static.Register(&tools.Tool{Name: "linear__create", Description: "d", InputSchema: obj, Execute: run}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Tools: static, Resolvers: []tools.Resolver{remote("conns")}}
+	_, err := a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+	if err == nil || !strings.Contains(err.Error(), `"linear__create"`) || !strings.Contains(err.Error(), `connection "linear"`) {
+		t.Fatalf("err = %v", err)
+	}
+	other := tools.Resolver{Name: "authored", Scope: tools.ScopeTurn, Resolve: func(tools.ResolveContext) ([]*tools.Tool, error) {
+		return []*tools.Tool{{Name: "linear__x", Description: "d", InputSchema: obj, Execute: run}}, nil
+	}}
+	for _, order := range [][]tools.Resolver{{other, remote("conns")}, {remote("conns"), other}} {
+		a = &Activities{Tools: tools.NewRegistry(), Resolvers: order}
+		_, err = a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+		if err == nil || !strings.Contains(err.Error(), `"linear__x"`) || !strings.Contains(err.Error(), `"authored"`) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	a = &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{remote("conns")}}
+	out, err := a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+	if err != nil || len(out.Tools) != 1 || out.Tools[0].Identity != "sha256:1" {
+		t.Fatalf("resolved %+v, %v", out, err)
+	}
+}
