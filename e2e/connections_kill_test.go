@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/connections"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+const connectionKillRules = `
+rules:
+  - match: once
+    steps:
+      - calls: [{tool: once__trigger-long-running-operation, input: {duration: 4, steps: 4}}]
+      - reply: "{{result.once__trigger-long-running-operation.code}}{{result.once__trigger-long-running-operation.content}}"
+  - match: again
+    steps:
+      - calls: [{tool: again__trigger-long-running-operation, input: {duration: 4, steps: 4}}]
+      - reply: "{{result.again__trigger-long-running-operation.code}}{{result.again__trigger-long-running-operation.content}}"
+`
+
+// connectionKillAgent has two connections to one server: "again" as the
+// server declares (the long-running tool is readOnly and idempotent, so
+// retried), "once" with Retry overriding it to run at most once.
+func connectionKillAgent(mcpURL string) *agent.Agent {
+	m, err := scripted.Parse([]byte(connectionKillRules))
+	if err != nil {
+		panic(err)
+	}
+	const tool = "trigger-long-running-operation"
+	set, err := connections.Static(
+		&connections.Connection{Name: "again", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second},
+		&connections.Connection{Name: "once", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second,
+			Retry: map[string]bool{tool: false}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	return &agent.Agent{Name: "conn-kill", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Resolvers: []tools.Resolver{set.Resolver()}}
+}
+
+// callCounter stands in front of an MCP server and counts its tools/call
+// requests.
+type callCounter struct {
+	mu    sync.Mutex
+	calls int
+	first chan struct{}
+}
+
+func (c *callCounter) handler(target string) http.Handler {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+			c.mu.Lock()
+			c.calls++
+			if c.calls == 1 {
+				close(c.first)
+			}
+			c.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// A worker killed (SIGKILL) in the middle of a remote call: the turn
+// finishes on another worker; a call the server declares idempotent is
+// sent again, one that must not be repeated is not (the model reads that
+// it timed out).
+func TestConnectionWorkerKilledMidCall(t *testing.T) {
+	upstream := everythingHTTP(t)
+	for _, tc := range []struct {
+		msg   string
+		calls int
+		reply string
+	}{
+		{"once", 1, protocol.CodeToolTimeout},
+		{"again", 2, "Long running operation completed"},
+	} {
+		t.Run(tc.msg, func(t *testing.T) {
+			counter := &callCounter{first: make(chan struct{})}
+			proxy := httptest.NewServer(counter.handler(upstream))
+			t.Cleanup(proxy.Close)
+			env := evetest.New(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+env.Server.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue,
+				"EVE_E2E_WORKER_AGENT=connection", "EVE_E2E_WORKER_MCP_URL="+proxy.URL+"/mcp", env.Server.PayloadStoreEnv())
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			ctx := env.Ctx(60 * time.Second)
+			id, err := env.Sessions.Create(ctx, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Sessions.Send(ctx, id, signals.SendRequest{Message: tc.msg}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-counter.first:
+			case <-ctx.Done():
+				t.Fatal("the call never reached the server")
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			env.StartWorker(connectionKillAgent(proxy.URL + "/mcp"))
+			var reply string
+			for reply == "" {
+				if ctx.Err() != nil {
+					t.Fatalf("the turn did not finish; events: %s", evetest.Join(env.Events(env.Ctx(5*time.Second), id)))
+				}
+				for _, e := range evetest.Of(env.Events(ctx, id), protocol.MessageCompleted) {
+					var d protocol.MessageCompletedData
+					if err := e.Decode(&d); err != nil {
+						t.Fatal(err)
+					}
+					reply = d.Message
+				}
+				time.Sleep(50 * time.Millisecond) // polling the events, not a barrier
+			}
+			counter.mu.Lock()
+			calls := counter.calls
+			counter.mu.Unlock()
+			if !strings.Contains(reply, tc.reply) || calls != tc.calls {
+				t.Fatalf("reply %q after %d calls; want %q after %d", reply, calls, tc.reply, tc.calls)
+			}
+		})
+	}
+}
