@@ -5,12 +5,14 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
@@ -29,7 +31,28 @@ func Agent() (*agent.Agent, error) {
 	if err := reg.Register(LookupProduct(), RefundOrder(), ChooseShipping(), PackOrder()); err != nil {
 		return nil, err
 	}
-	return &agent.Agent{Name: "shop", Model: m, Tools: reg, LocalModel: true}, nil
+	a := &agent.Agent{Name: "shop", Model: m, Tools: reg, LocalModel: true}
+	if url := os.Getenv("SHOP_SUPPLIER_MCP_URL"); url != "" {
+		set, err := Supplier(url)
+		if err != nil {
+			return nil, err
+		}
+		a.Resolvers = append(a.Resolvers, set.Resolver())
+	}
+	return a, nil
+}
+
+// Supplier is a connection: the tools of the supplier's MCP server
+// (streamable HTTP at url, SHOP_SUPPLIER_MCP_URL), offered to the model
+// as supplier__<tool>. Discovery runs in an activity once per session,
+// and every call is an activity; docs/connections.md.
+func Supplier(url string) (*connections.Set, error) {
+	return connections.Static(&connections.Connection{
+		Name:        "supplier",
+		Description: "The supplier's stock.",
+		MCP:         &connections.MCP{URL: url},
+		Allow:       []string{"stock"},
+	})
 }
 
 // Product is lookup_product's output.

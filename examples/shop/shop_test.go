@@ -97,10 +97,16 @@ func start() (*stack, func(), error) {
 			return nil, nil, err
 		}
 	}
+	supplierURL, err := supplier()
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	s := &stack{bin: bin, temporal: fmt.Sprintf("127.0.0.1:%d", ports[0]), url: fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
 	// The whole environment the binary sees: nothing of the caller's eve settings.
 	s.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "EVE_TEMPORAL_BIN=" + temporalBin,
-		"EVE_PAYLOAD_STORE=file:" + filepath.Join(dir, "payloads"), "EVE_TASK_QUEUE=shop-test"}
+		"EVE_PAYLOAD_STORE=file:" + filepath.Join(dir, "payloads"), "EVE_TASK_QUEUE=shop-test",
+		"SHOP_SUPPLIER_MCP_URL=" + supplierURL}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "dev", "--state-dir", filepath.Join(dir, "state"),
 		"--address", s.temporal, "--ui-port", fmt.Sprint(ports[1]), "--addr", fmt.Sprintf("127.0.0.1:%d", ports[2]), "--metrics-addr", "")
@@ -284,5 +290,40 @@ func TestMCPListsShopTools(t *testing.T) {
 	res, err := cs.CallTool(ctx(t), &mcp.CallToolParams{Name: "shop.lookup_product", Arguments: map[string]any{"sku": "mug"}})
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"priceCents":1200`) {
 		t.Fatalf("tools/call = %+v %v", res, err)
+	}
+}
+
+// supplier serves the supplier's MCP server (go-sdk, streamable HTTP) on a
+// loopback port for the test's shop: one read-only tool, stock.
+func supplier() (string, error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "supplier", Version: "1.0.0"}, nil)
+	type in struct {
+		SKU string `json:"sku"`
+	}
+	type out struct {
+		SKU   string `json:"sku"`
+		Units int    `json:"units"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "stock", Description: "Units of a product the supplier has in stock.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, i in) (*mcp.CallToolResult, out, error) {
+			return nil, out{SKU: i.SKU, Units: 40 + len(i.SKU)}, nil
+		})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go http.Serve(l, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	return "http://" + l.Addr().String() + "/mcp", nil
+}
+
+// A connection: the supplier's MCP tool, called through a turn.
+func TestMCPConnection(t *testing.T) {
+	s := up(t)
+	turn, err := client.New(s.url).SendAndWait(ctx(t), "", "stock of mug", nil)
+	if err != nil {
+		t.Fatal(err, s.logTail())
+	}
+	if turn.Status != client.TurnCompleted || turn.Reply != "The supplier has 43 of mug in stock." {
+		t.Fatalf("turn %s %q %s%s", turn.Status, turn.Reply, turn.Error, s.logTail())
 	}
 }
