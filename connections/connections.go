@@ -267,6 +267,12 @@ type Set struct {
 	// because no valid tool comes of it (default slog.Default()). No
 	// credential is ever logged.
 	Logger *slog.Logger
+	// SearchAbove: a set that offers more tools than this shows the model
+	// two tools instead of every descriptor, "<set>__search" (the catalog's
+	// search over the tools) and "<set>__call" (call one by name), as
+	// eve's eve__search and eve__tool do. 0 means DefaultSearchAbove (40);
+	// negative, never. The set's name is "connections" for Static.
+	SearchAbove int
 
 	name    string
 	scope   tools.Scope
@@ -337,6 +343,13 @@ func (s *Set) Resolver() tools.Resolver {
 				return nil, fmt.Errorf("connection %q: discover its tools: %w", c.Name, err)
 			}
 			out = append(out, ts...)
+		}
+		limit := s.SearchAbove
+		if limit == 0 {
+			limit = DefaultSearchAbove
+		}
+		if limit > 0 && len(out) > limit {
+			return s.searchTools(conns, out)
 		}
 		return out, nil
 	}}

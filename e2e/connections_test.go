@@ -585,3 +585,75 @@ func TestConnectionApprovalPinsIdentity(t *testing.T) {
 		t.Fatalf("approved call, instance key changed: %q", r)
 	}
 }
+
+const searchRules = `
+rules:
+  - match: find
+    steps:
+      - calls: [{tool: connections__search, input: {query: "sum of two numbers", limit: 3}}]
+      - reply: "{{result.connections__search.tools}}"
+  - match: list one
+    steps:
+      - calls: [{tool: connections__search, input: {query: "everything__"}}]
+      - reply: "{{result.connections__search.tools}}"
+  - match: add
+    steps:
+      - calls: [{tool: connections__call, input: {name: everything__get-sum, input: {a: 20, b: 22}}}]
+      - reply: "{{result.connections__call.content}}"
+  - match: wrong
+    steps:
+      - calls: [{tool: connections__call, input: {name: everything__get-sum, input: {a: "x", b: 22}}}]
+      - reply: "{{result.connections__call.error}}"
+`
+
+// Many tools: the model sees connections__search (the catalog's search)
+// and connections__call instead of every descriptor.
+func TestConnectionSearchAndCall(t *testing.T) {
+	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.SearchAbove = 5
+	env := evetest.New(t)
+	env.StartWorker(connectionAgent(t, searchRules, set))
+	ctx := env.Ctx(60 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "find", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if err := json.Unmarshal([]byte(res.Outcome.Reply), &hits); err != nil || len(hits) == 0 || hits[0].Name != "everything__get-sum" || !strings.Contains(string(hits[0].InputSchema), `"a"`) {
+		t.Fatalf("search: %q (%v)", res.Outcome.Reply, err)
+	}
+	sid := res.SessionID
+	hits = nil
+	if err := json.Unmarshal([]byte(env.SendAndWait(ctx, sid, "list one").Outcome.Reply), &hits); err != nil || len(hits) < 10 {
+		t.Fatalf("a connection's prefix lists its tools: %+v %v", hits, err)
+	}
+	if cs := contents(t, env.SendAndWait(ctx, sid, "add").Outcome.Reply); len(cs) != 1 || !strings.Contains(cs[0].Text, "42") {
+		t.Fatalf("call: %+v", cs)
+	}
+	if r := env.SendAndWait(ctx, sid, "wrong").Outcome.Reply; !strings.Contains(r, "invalid input for tool everything__get-sum") {
+		t.Fatalf("call with input breaking the tool's schema: %q", r)
+	}
+	// What the resolution recorded, and so what the model was shown.
+	var resolved []string
+	for _, line := range strings.Split(historyText(t, ctx, env.Client, sid), "\n") {
+		var out struct {
+			Tools []struct{ Name, Resolver string }
+		}
+		if json.Unmarshal([]byte(line), &out) == nil {
+			for _, d := range out.Tools {
+				if d.Resolver != "" {
+					resolved = append(resolved, d.Name)
+				}
+			}
+		}
+	}
+	if strings.Join(resolved, " ") != "connections__search connections__call" {
+		t.Fatalf("the model must be shown the search and call tools, not every descriptor: %v", resolved)
+	}
+}
