@@ -133,6 +133,10 @@ rules:
     steps:
       - calls: [{tool: everything__get-sum, input: {a: "two", b: 40}}]
       - reply: "{{result.everything__get-sum.code}}"
+  - match: broken
+    steps:
+      - calls: [{tool: everything__get-resource-reference, input: {resourceId: 0}}]
+      - reply: "{{result.everything__get-resource-reference.code}}: {{result.everything__get-resource-reference.error}}"
 `
 
 type content struct {
@@ -236,6 +240,12 @@ func TestConnectionMCPEverything(t *testing.T) {
 			}
 			if r := env.SendAndWait(ctx, sid, "invalid").Outcome.Reply; r != protocol.CodeToolInputInvalid {
 				t.Fatalf("input breaking the server's schema: %q", r)
+			}
+			// The server's own error (isError) is the call's error, which
+			// the model reads; the turn completes.
+			if out := env.SendAndWait(ctx, sid, "broken").Outcome; out.Status != signals.TurnStatusCompleted ||
+				!strings.HasPrefix(out.Reply, protocol.CodeToolExecution+": ") || !strings.Contains(out.Reply, "Invalid resourceId") {
+				t.Fatalf("a remote error: %+v", out)
 			}
 			// Discovery was recorded: the session's history holds the
 			// listed descriptors, with their connection's identity.
