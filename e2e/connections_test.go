@@ -528,6 +528,26 @@ func TestConnectionUserTokenNeverRecorded(t *testing.T) {
 	if !strings.Contains(where.String(), "Echo: with my token") || !logs.has("principal_required") || !logs.has("connection not listed") {
 		t.Fatal("the search must cover the turns' results and the logs")
 	}
+	// And the conversations: every file of the payload store.
+	dir, ok := strings.CutPrefix(env.Server.PayloadStore().Location(), "file:")
+	if !ok {
+		t.Fatalf("payload store %s is not a directory", env.Server.PayloadStore().Location())
+	}
+	var stored strings.Builder
+	if err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		stored.Write(b)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored.String(), "with my token") {
+		t.Fatal("the search must cover the stored conversations")
+	}
+	where.WriteString(stored.String())
 	for _, tok := range gotIssued {
 		if strings.Contains(where.String(), tok) || strings.Contains(where.String(), "s3cr3t") {
 			t.Fatalf("token %q found in history, events or logs", tok)
