@@ -3,6 +3,7 @@ package connections
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -250,5 +251,20 @@ func TestOpenAPICall(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("GetToken ran %d times for one unexpiring token", calls.Load())
+	}
+}
+
+func TestTokenCacheIsBounded(t *testing.T) {
+	c := &Connection{Name: "x", MCP: &MCP{URL: "https://x"}, Auth: &Auth{Owner: OwnerUser,
+		GetToken: func(_ context.Context, p *auth.Principal) (Token, error) { return Token{Value: "t-" + p.ID}, nil }}}
+	var tc tokenCache
+	for i := range maxCachedTokens + 10 {
+		p := &auth.Principal{ID: fmt.Sprint(i), Type: auth.TypeUser}
+		if v, err := tc.get(context.Background(), c, p, false); err != nil || v != "t-"+p.ID {
+			t.Fatalf("%d: %q %v", i, v, err)
+		}
+	}
+	if n := len(tc.tokens); n > maxCachedTokens {
+		t.Fatalf("%d tokens cached, bound %d", n, maxCachedTokens)
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/eve-temporal/eve/auth"
 )
 
+// maxCachedTokens bounds a worker's token cache (one entry per connection
+// and principal).
+const maxCachedTokens = 4096
+
 // tokenCache keeps each connection's token per principal on this worker,
 // so a call asks GetToken only when its token is missing, about to
 // expire, or refused.
@@ -42,6 +46,18 @@ func (tc *tokenCache) get(ctx context.Context, c *Connection, p *auth.Principal,
 	tc.mu.Lock()
 	if tc.tokens == nil {
 		tc.tokens = map[string]Token{}
+	}
+	if len(tc.tokens) >= maxCachedTokens {
+		// Bounded: drop the expired ones, or all when none is (a token
+		// not kept is fetched again).
+		for k, old := range tc.tokens {
+			if !old.ExpiresAt.IsZero() && time.Until(old.ExpiresAt) <= TokenRefreshMargin {
+				delete(tc.tokens, k)
+			}
+		}
+		if len(tc.tokens) >= maxCachedTokens {
+			clear(tc.tokens)
+		}
 	}
 	tc.tokens[key] = t
 	tc.mu.Unlock()
