@@ -44,6 +44,8 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the job helper is for external jobs: HTTP and the contract only"},
 		{"internal/sessions", false, []string{workflows, activities, agent, tools, catalog},
 			"sessions drives workflows through a Temporal client and the contract"},
+		{"internal/executions", false, []string{workflows, activities, agent, tools, catalog},
+			"the execution driver drives workflows through a Temporal client and the contract"},
 		{"internal/api", true, []string{workflows, activities},
 			"the API server names workflows through the contract package"},
 		{"internal/mcpserver", true, []string{workflows, activities},
@@ -54,7 +56,7 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the engine runs tools: it never depends on the catalog"},
 		{"tools", false, []string{catalog, workflows, activities, agent},
 			"authoring a tool needs no catalog and no engine"},
-		{"internal/toolsapi", true, []string{"net/http/httptest", module + "/catalog/catalogtest"},
+		{"internal/toolsapi", true, []string{workflows, "net/http/httptest", module + "/catalog/catalogtest"},
 			"the tools API service imports no test fixtures (its benchmark is toolsbench)"},
 	}
 	var patterns []string

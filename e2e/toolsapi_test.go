@@ -138,7 +138,7 @@ func TestToolsAPIIdempotentExecute(t *testing.T) {
 	}
 	var out map[string]any
 	_ = json.Unmarshal(first.Output, &out)
-	if out["n"] != 1.0 || out["user"] != "user_42" || out["key"] != first.ID+"/"+workflows.ExecutionCallID {
+	if out["n"] != 1.0 || out["user"] != "user_42" || out["key"] != first.ID+"/"+signals.ExecutionCallID {
 		t.Fatalf("output = %v", out)
 	}
 	// The same key, again and concurrently: the same execution, no new side effect.
@@ -223,7 +223,7 @@ func TestToolsAPIValidationAndRefusals(t *testing.T) {
 		t.Fatalf("invalid input: %v %+v", err, ae)
 	}
 	_, err = e.c.Tools.Execute(ctx, "ops.ask_question", toolsclient.ExecuteToolOptions{Input: map[string]any{"question": "why?"}})
-	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != workflows.CodeNotExecutable || !strings.Contains(ae.Message, "client tool") {
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != signals.CodeNotExecutable || !strings.Contains(ae.Message, "client tool") {
 		t.Fatalf("client tool: %v", err)
 	}
 	_, err = e.c.Tools.Execute(ctx, "ops.nope", toolsclient.ExecuteToolOptions{})
@@ -301,7 +301,7 @@ func TestToolsAPIDelegatedExecution(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no job")
 	}
-	if want := signals.ActionID(res.ID, workflows.ExecutionCallID); a.ID != want {
+	if want := signals.ActionID(res.ID, signals.ExecutionCallID); a.ID != want {
 		t.Fatalf("action id %s, want %s", a.ID, want)
 	}
 	// Invalid output: 422, the action stays pending.

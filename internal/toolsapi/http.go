@@ -16,6 +16,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/httpjson"
 )
 
@@ -358,21 +359,21 @@ func (s *Service) checkToolCalls(n int) error {
 // authorized describes an execution the caller may see: one of a
 // principal it may act for, id and type alike (404 otherwise, so a
 // caller learns nothing of others' executions).
-func (s *Service) authorized(r *http.Request, id string) (described, error) {
+func (s *Service) authorized(r *http.Request, id string) (executions.State, error) {
 	// The id's format first, before any Temporal call: a malformed id is
 	// 400, another kind of id (a session's, a turn's) unknown as any.
 	switch err := signals.CheckExecutionID(id); {
 	case errors.Is(err, signals.ErrMalformedID):
-		return described{}, &Error{Status: http.StatusBadRequest, Code: "invalid_id", Message: "the execution id in the URL is malformed: an execution id is exec_ followed by letters, digits, '_' or '-'"}
+		return executions.State{}, &Error{Status: http.StatusBadRequest, Code: "invalid_id", Message: "the execution id in the URL is malformed: an execution id is exec_ followed by letters, digits, '_' or '-'"}
 	case err != nil:
-		return described{}, notFound(id)
+		return executions.State{}, notFound(id)
 	}
 	d, _, err := s.describe(r.Context(), id, "")
 	if err != nil {
 		return d, err
 	}
-	if s.opts.Caller != nil && !MayAccess(s.caller(r), d.owner()) {
-		return described{}, notFound(id)
+	if s.opts.Caller != nil && !MayAccess(s.caller(r), d.Owner()) {
+		return executions.State{}, notFound(id)
 	}
 	return d, nil
 }
@@ -383,7 +384,7 @@ func (s *Service) handleExecution(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, d.result)
+	httpjson.Write(w, http.StatusOK, d.Result)
 }
 
 func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {

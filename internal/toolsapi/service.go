@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,18 +23,14 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/engine/activities"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
@@ -57,7 +52,7 @@ const (
 )
 
 // ExecutionIDPrefix starts every execution id.
-const ExecutionIDPrefix = "exec_"
+const ExecutionIDPrefix = signals.ExecutionIDPrefix
 
 // Options configures a Service.
 type Options struct {
@@ -123,6 +118,7 @@ type Service struct {
 	cat     *catalog.Catalog
 	toolkit string
 	byName  map[string]*tools.Tool // canonical name -> tool
+	driver  *executions.Driver
 }
 
 // New builds the catalog from the agent's tools (the registry's catalog
@@ -159,6 +155,7 @@ func New(opts Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.driver = &executions.Driver{Client: opts.Client, TaskQueue: opts.TaskQueue, Logger: s.log}
 	reg, err := agent.Tools(opts.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
@@ -255,56 +252,34 @@ func (s *Service) Executable(name string) error {
 	t, ok := s.byName[name]
 	switch {
 	case !ok:
-		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
+		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
 	case !t.Kind().Info().OutsideSession:
-		return &Error{Status: http.StatusBadRequest, Code: workflows.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a %s tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name, t.Kind())}
+		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a %s tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name, t.Kind())}
 	}
 	// The built-in policies decide here, before anything starts (no session
 	// has approved anything once); a custom policy is evaluated by the
 	// execution, so it passes.
 	if !s.opts.SkipApprovals && approval.Decide(t.Approval.Kind(), false, approval.Skip()).Type == approval.UserApproval {
-		return &Error{Status: http.StatusForbidden, Code: workflows.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
+		return &Error{Status: http.StatusForbidden, Code: signals.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
 	}
 	return nil
 }
 
-// ExecutionID derives the id (the workflow ID) of a user's execution from
-// the user, the tool and the idempotency key, within a scope: the task
-// queue of the agent's workers, so two deployments sharing a namespace
-// never join each other's executions.
+// ExecutionID derives the id of a user's execution (executions.ID).
 func ExecutionID(scope, userID, tool, key string) string {
-	return hashID("eve.execution/v1\x00" + scope + "\x00" + userID + "\x00" + tool + "\x00" + key)
+	return executions.ID(scope, userID, tool, key)
 }
 
 // OwnerExecutionID derives an execution's id from its owner's full
-// identity, so a service and a user that share an id never share an
-// execution. A user's id is ExecutionID's, unchanged since before
-// principal types counted, so retries across an upgrade still join.
+// identity (executions.OwnerID).
 func OwnerExecutionID(scope string, owner auth.Principal, tool, key string) string {
-	if t := principalType(owner.Type); t != auth.TypeUser {
-		return hashID("eve.execution/v2\x00" + scope + "\x00" + t + "\x00" + owner.ID + "\x00" + tool + "\x00" + key)
-	}
-	return ExecutionID(scope, owner.ID, tool, key)
+	return executions.OwnerID(scope, owner, tool, key)
 }
 
-func hashID(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return ExecutionIDPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20]))
-}
-
-// samePrincipal: one identity, id and type (an unset type is a user).
-func samePrincipal(a, b auth.Principal) bool {
-	return a.ID == b.ID && principalType(a.Type) == principalType(b.Type)
-}
-
-// principalType reads an unset type as a user: the keys file's default,
-// and what every execution ran as before types were recorded.
-func principalType(t string) string {
-	if t == "" {
-		return auth.TypeUser
-	}
-	return t
-}
+var (
+	samePrincipal = executions.SamePrincipal
+	principalType = executions.PrincipalType
+)
 
 func inputHash(input json.RawMessage) string {
 	var buf bytes.Buffer
@@ -347,8 +322,8 @@ func (s *Service) user(id string) auth.Principal {
 
 // execute starts or joins an execution of owner (opts.UserID is not
 // read); sync mode waits up to wait.
-func (s *Service) execute(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
-	var none workflows.ExecutionOutput
+func (s *Service) execute(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
+	var none signals.ExecutionOutput
 	if err := s.Executable(name); err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
@@ -388,51 +363,49 @@ func (s *Service) execute(ctx context.Context, name string, owner auth.Principal
 	if opts.ConnectionID != "" {
 		caller.Attributes = map[string]string{"connectionId": opts.ConnectionID}
 	}
-	in := workflows.ExecutionInput{
+	planJSON, err := json.Marshal(plan(t, input))
+	if err != nil {
+		return catalog.ExecutionResult{}, none, fmt.Errorf("toolsapi: encode the plan of %s: %w", name, err)
+	}
+	in := signals.ExecutionInput{
 		ExecutionID: id, Tool: name, UserID: user, ConnectionID: opts.ConnectionID,
 		IdempotencyKey: key, InputHash: hash, Caller: caller,
-		Plan: plan(t, input), SkipApproval: s.opts.SkipApprovals,
+		Plan: planJSON, SkipApproval: s.opts.SkipApprovals,
 	}
 	if generated {
 		in.IdempotencyKey = ""
 	}
-	run, err := s.opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                s.opts.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		Memo:                     map[string]any{"tool": name, "userId": user, "principalType": owner.Type, "inputHash": hash},
-	}, signals.ExecutionWorkflow, in)
+	runID, err := s.driver.Start(ctx, in)
 	if err != nil {
-		return catalog.ExecutionResult{}, none, s.temporalError("start execution", err)
+		return catalog.ExecutionResult{}, none, s.driverError(err)
 	}
 	state := catalog.ExecutionResult{ID: id, Tool: name, Status: catalog.StatusQueued}
 	if !generated {
 		// The key may name an execution that already exists: check it ran
 		// the same input, and report its real state.
-		st, out, err := s.describe(ctx, id, run.GetRunID())
+		st, out, err := s.describe(ctx, id, runID)
 		if err != nil {
 			return catalog.ExecutionResult{}, none, err
 		}
-		if !samePrincipal(st.owner(), owner) {
+		if !samePrincipal(st.Owner(), owner) {
 			// Ids derive from the owner, so only a hash collision gets here:
 			// never hand one principal's execution to another.
 			return catalog.ExecutionResult{}, none, &Error{Status: http.StatusConflict, Code: "idempotency_conflict",
 				Message: fmt.Sprintf("idempotency key %q names execution %s, which runs for another principal; use a new key", key, id)}
 		}
-		if st.inputHash != "" && st.inputHash != hash {
+		if st.InputHash != "" && st.InputHash != hash {
 			return catalog.ExecutionResult{}, none, &Error{Status: http.StatusConflict, Code: "idempotency_conflict",
 				Message: fmt.Sprintf("idempotency key %q was used for execution %s of %s with different input; use a new key for new input", key, id, name), ExecutionID: id}
 		}
-		state = st.result
-		if st.result.Status.Terminal() {
-			return st.result, out, nil
+		state = st.Result
+		if st.Result.Status.Terminal() {
+			return st.Result, out, nil
 		}
 	}
 	if mode == catalog.ModeAsync || wait <= 0 {
 		return state, none, nil
 	}
-	res, out, err := s.await(ctx, id, run.GetRunID(), wait)
+	res, out, err := s.await(ctx, id, runID, wait)
 	if err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
@@ -445,184 +418,54 @@ func (s *Service) execute(ctx context.Context, name string, owner auth.Principal
 // plan is how the execution workflow runs a tool: the turn's plan
 // (activities.PlanCall) of a call with the execution's call id.
 func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
-	return activities.PlanCall(t, model.ToolCall{ID: workflows.ExecutionCallID, Name: t.Name, Input: input})
-}
-
-// described is what Describe tells about an execution.
-type described struct {
-	result        catalog.ExecutionResult
-	userID        string
-	principalType string // "" before types were recorded: a user
-	inputHash     string
-	runID         string
-}
-
-// owner is the principal the execution runs for.
-func (d described) owner() auth.Principal {
-	return auth.Principal{ID: d.userID, Type: principalType(d.principalType)}
+	return activities.PlanCall(t, model.ToolCall{ID: signals.ExecutionCallID, Name: t.Name, Input: input})
 }
 
 // describe reads an execution's state; terminal executions come with their result.
-func (s *Service) describe(ctx context.Context, id, runID string) (described, workflows.ExecutionOutput, error) {
-	var out workflows.ExecutionOutput
-	if !strings.HasPrefix(id, ExecutionIDPrefix) {
-		return described{}, out, notFound(id)
+func (s *Service) describe(ctx context.Context, id, runID string) (executions.State, signals.ExecutionOutput, error) {
+	if err := s.reachable(id); err != nil {
+		return executions.State{}, signals.ExecutionOutput{}, err
 	}
-	if s.opts.Client == nil {
-		return described{}, out, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client"}
-	}
-	resp, err := s.opts.Client.DescribeWorkflowExecution(ctx, id, runID)
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return described{}, out, notFound(id)
-		}
-		return described{}, out, s.temporalError("describe execution", err)
-	}
-	info := resp.GetWorkflowExecutionInfo()
-	if info.GetType().GetName() != signals.ExecutionWorkflow {
-		return described{}, out, notFound(id)
-	}
-	d := described{runID: info.GetExecution().GetRunId()}
-	dc := converter.GetDefaultDataConverter()
-	for k, p := range info.GetMemo().GetFields() {
-		var v string
-		if dc.FromPayload(p, &v) != nil {
-			continue
-		}
-		switch k {
-		case "tool":
-			d.result.Tool = v
-		case "userId":
-			d.userID = v
-		case "principalType":
-			d.principalType = v
-		case "inputHash":
-			d.inputHash = v
-		}
-	}
-	d.result.ID = id
-	switch info.GetStatus() {
-	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		d.result.Status = catalog.StatusRunning
-		if info.GetHistoryLength() <= 2 {
-			// Started and a first task scheduled: no worker has picked it up.
-			d.result.Status = catalog.StatusQueued
-		}
-		return d, out, nil
-	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		if err := s.opts.Client.GetWorkflow(ctx, id, d.runID).Get(ctx, &out); err != nil {
-			return d, out, s.temporalError("read execution result", err)
-		}
-		out.ExecutionResult.ID = id
-		d.result = out.ExecutionResult
-		return d, out, nil
-	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		d.result.Status = catalog.StatusCanceled
-		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeCanceled, Message: "the execution was cancelled"}
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		d.result.Status = catalog.StatusCanceled
-		d.result.Error = &catalog.ExecutionError{Code: "terminated", Message: "the execution was terminated by an operator"}
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-		d.result.Status = catalog.StatusTimedOut
-		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeTimeout, Message: "the execution timed out"}
-	default:
-		d.result.Status = catalog.StatusFailed
-		msg := "the execution failed"
-		if err := s.opts.Client.GetWorkflow(ctx, id, d.runID).Get(ctx, nil); err != nil {
-			msg = "the execution failed: " + errorMessage(err)
-		}
-		d.result.Error = &catalog.ExecutionError{Code: catalog.CodeExecutionFailed, Message: msg}
-	}
-	return d, out, nil
+	st, out, err := s.driver.Describe(ctx, id, runID)
+	return st, out, s.driverError(err)
 }
 
 // await waits up to wait (and ctx) for an execution to end. When it does
 // not, the result is its current state and no error.
-func (s *Service) await(ctx context.Context, id, runID string, wait time.Duration) (catalog.ExecutionResult, workflows.ExecutionOutput, error) {
-	var out workflows.ExecutionOutput
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	err := s.opts.Client.GetWorkflow(wctx, id, runID).Get(wctx, &out)
-	if err == nil {
-		out.ExecutionResult.ID = id
-		return out.ExecutionResult, out, nil
-	}
-	if ctx.Err() != nil {
-		return catalog.ExecutionResult{}, out, ctx.Err()
-	}
-	if wctx.Err() != nil || isDeadline(err) {
-		d, _, derr := s.describe(ctx, id, runID)
-		if derr != nil {
-			return catalog.ExecutionResult{}, out, derr
-		}
-		return d.result, out, nil
-	}
-	// Closed without a result (cancelled before it ran, terminated, ...).
-	d, out, derr := s.describe(ctx, id, runID)
-	if derr != nil {
-		return catalog.ExecutionResult{}, out, derr
-	}
-	return d.result, out, nil
-}
-
-func isDeadline(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var de *serviceerror.DeadlineExceeded
-	return errors.As(err, &de)
+func (s *Service) await(ctx context.Context, id, runID string, wait time.Duration) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
+	res, out, err := s.driver.Await(ctx, id, runID, wait)
+	return res, out, s.driverError(err)
 }
 
 // Execution fetches an execution by id: its state, and its result once it
 // ended.
 func (s *Service) Execution(ctx context.Context, id string) (catalog.ExecutionResult, error) {
 	d, _, err := s.describe(ctx, id, "")
-	return d.result, err
+	return d.Result, err
 }
 
 // ExecutionOwner returns the principal an execution runs for (for
 // authorization): its id and type.
 func (s *Service) ExecutionOwner(ctx context.Context, id string) (auth.Principal, error) {
 	d, _, err := s.describe(ctx, id, "")
-	return d.owner(), err
+	return d.Owner(), err
 }
 
 // Wait blocks until the execution ends or ctx does (it long-polls
 // Temporal; poll is not needed). It implements catalog.ExecutionWaiter.
 func (s *Service) Wait(ctx context.Context, id string, _ time.Duration) (catalog.ExecutionResult, error) {
-	if !strings.HasPrefix(id, ExecutionIDPrefix) {
-		return catalog.ExecutionResult{}, notFound(id)
-	}
-	for {
-		res, _, err := s.await(ctx, id, "", s.opts.MaxWait)
-		if err != nil || res.Status.Terminal() {
-			return res, err
-		}
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-	}
+	res, err := s.driver.Wait(ctx, id, s.opts.MaxWait)
+	return res, s.driverError(err)
 }
 
 // Cancel asks an execution to stop and waits up to CancelWait for it to
 // end. Cancelling an ended execution changes nothing and returns its result.
 func (s *Service) Cancel(ctx context.Context, id string) (catalog.ExecutionResult, error) {
-	d, _, err := s.describe(ctx, id, "")
-	if err != nil || d.result.Status.Terminal() {
-		return d.result, err
+	if err := s.reachable(id); err != nil {
+		return catalog.ExecutionResult{}, err
 	}
-	if err := s.opts.Client.CancelWorkflow(ctx, id, d.runID); err != nil {
-		var nf *serviceerror.NotFound
-		if !errors.As(err, &nf) {
-			return catalog.ExecutionResult{}, s.temporalError("cancel execution", err)
-		}
-	}
-	res, _, err := s.await(ctx, id, d.runID, s.opts.CancelWait)
-	if err == nil && res.Tool == "" {
-		res.Tool = d.result.Tool
-	}
-	return res, err
+	res, err := s.driver.Cancel(ctx, id, s.opts.CancelWait)
+	return res, s.driverError(err)
 }
 
 // RunOptions configures Run (RunToolOptions in the reference).
@@ -752,20 +595,31 @@ func (s *Service) ExecuteOpenAIToolCalls(ctx context.Context, calls []catalog.Op
 	return catalog.ExecuteOpenAIToolCalls(ctx, s.ToolCallExecutor(), calls, opts)
 }
 
-func (s *Service) temporalError(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+// reachable refuses ids that are no execution's, and any id when the
+// server has no Temporal client.
+func (s *Service) reachable(id string) error {
+	if !strings.HasPrefix(id, ExecutionIDPrefix) {
+		return notFound(id)
 	}
-	s.log.Error("toolsapi: "+op, "err", err)
-	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: op + ": could not reach Temporal; retry"}
+	if s.opts.Client == nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client"}
+	}
+	return nil
 }
 
-func errorMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
+// driverError maps the driver's errors to the API's.
+func (s *Service) driverError(err error) error {
+	var (
+		nf *executions.NotFoundError
+		un *executions.UnavailableError
+	)
+	switch {
+	case errors.As(err, &nf):
+		return notFound(nf.ID)
+	case errors.As(err, &un):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: un.Error()}
 	}
-	return err.Error()
+	return err
 }
 
 func notFound(id string) error {

@@ -20,9 +20,9 @@ import (
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/engine/activities"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -180,7 +180,7 @@ func TestExecutionPlanIsTheTurnPlan(t *testing.T) {
 		if !ok {
 			t.Fatalf("no tool %s", name)
 		}
-		call := model.ToolCall{ID: workflows.ExecutionCallID, Name: tl.Name, Input: json.RawMessage(in)}
+		call := model.ToolCall{ID: signals.ExecutionCallID, Name: tl.Name, Input: json.RawMessage(in)}
 		turn := activities.PlanCall(tl, call)
 		if got := plan(tl, json.RawMessage(in)); !reflect.DeepEqual(got, turn) {
 			t.Fatalf("%s: execution plan %+v, turn plan %+v", name, got, turn)

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -15,65 +14,36 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-// ExecutionCallID is the call id of an execution's one tool call: the
-// activity is "tool/execute", and the tool's Context.IdempotencyKey is
-// "<execution id>/execute" on every attempt.
-const ExecutionCallID = "execute"
+// The execution contract lives in package signals; these names keep the
+// workflow's code as it was.
+const ExecutionCallID = signals.ExecutionCallID
 
-// Error codes of executions (beside protocol's ExecCode codes: unknown_tool,
-// invalid_input, execution_failed, timeout and canceled).
+// Error codes of executions (signals.Code*).
 const (
-	CodeInvalidOutput    = "invalid_output"
-	CodeDeadlineExceeded = "deadline_exceeded"
-	CodeDenied           = "denied"
-	CodeApprovalRequired = "approval_required"
-	CodeNotExecutable    = "not_executable"
+	CodeInvalidOutput    = signals.CodeInvalidOutput
+	CodeDeadlineExceeded = signals.CodeDeadlineExceeded
+	CodeDenied           = signals.CodeDenied
+	CodeApprovalRequired = signals.CodeApprovalRequired
+	CodeNotExecutable    = signals.CodeNotExecutable
 )
 
-// ExecutionInput starts one tool execution (the tools API's execute, run
-// and executeToolCalls, and MCP tools/call). The starter, which has the
-// agent's tool registry, decides the plan; the workflow only follows it, so
-// worker configuration never leaks into workflow decisions.
+// ExecutionInput is the workflow's own input: signals.ExecutionInput, the
+// starters' contract, with the plan decoded (the JSON is the same).
 type ExecutionInput struct {
-	// ExecutionID is the workflow ID, derived by the starter from the user,
-	// the tool and the idempotency key.
-	ExecutionID string `json:"executionId"`
-	// Tool is the canonical catalog name ("demo.get_weather"); Plan.Call.Name
-	// is the agent's own tool name ("get_weather").
-	Tool           string `json:"tool"`
-	UserID         string `json:"userId"`
-	ConnectionID   string `json:"connectionId,omitempty"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// InputHash fingerprints the input, so a reused key with other input is
-	// told apart from a retry.
-	InputHash string `json:"inputHash,omitempty"`
-	// Caller is who the tool runs for: its Context.Session.Auth.Current and
-	// Initiator. The starter fills it from UserID and ConnectionID.
-	Caller *auth.Principal `json:"caller,omitempty"`
-	// Plan says how to run the call: kind (authored or delegated), activity
-	// timeouts and retries, a delegated tool's deadline and output schema,
-	// and the approval policy kind.
-	Plan activities.CallPlan `json:"plan"`
-	// SkipApproval runs gated tools without asking (the starter decided the
-	// caller may). Otherwise always/once policies refuse the execution and
-	// custom policies are evaluated: skip or approve runs, deny and ask
-	// refuse (there is nobody to ask outside a session).
-	SkipApproval bool `json:"skipApproval,omitempty"`
+	ExecutionID    string          `json:"executionId"`
+	Tool           string          `json:"tool"`
+	UserID         string          `json:"userId"`
+	ConnectionID   string          `json:"connectionId,omitempty"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	InputHash      string          `json:"inputHash,omitempty"`
+	Caller         *auth.Principal `json:"caller,omitempty"`
+	// Plan says how to run the call (see signals.ExecutionInput.Plan).
+	Plan         activities.CallPlan `json:"plan"`
+	SkipApproval bool                `json:"skipApproval,omitempty"`
 }
 
-// ExecutionOutput is an execution's state: its result once Status is
-// terminal. The workflow returns it (also for failures, timeouts and
-// cancellation: the status says how it ended) and answers it to
-// signals.QueryExecution while running.
-type ExecutionOutput struct {
-	protocol.ExecutionResult
-	UserID    string `json:"userId,omitempty"`
-	InputHash string `json:"inputHash,omitempty"`
-	// ActionID names a delegated tool's action (its completion id).
-	ActionID   string     `json:"actionId,omitempty"`
-	StartedAt  time.Time  `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-}
+// ExecutionOutput is signals.ExecutionOutput.
+type ExecutionOutput = signals.ExecutionOutput
 
 // RegisterExecutions registers the execution workflow under
 // signals.ExecutionWorkflow. It runs the activities agent.Register
