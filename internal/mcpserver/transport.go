@@ -162,7 +162,14 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	// repeat the checks, and its timer cannot see task requests.
 	o.SessionTimeout, o.CrossOriginProtection = 0, nil
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &o)
-	return &httpTasks{s: s, inner: inner, sessions: map[string]*httpSession{},
+	// 2026-07-28 is stateless: each request carries its version and the
+	// client's capabilities in _meta, and the SDK's stateless handler
+	// serves it (server/discover, header validation, input-required
+	// results). Requests choose their revision (see modern).
+	so := o
+	so.Stateless = true
+	modern := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &so)
+	return &httpTasks{s: s, inner: inner, modern: modern, sessions: map[string]*httpSession{},
 		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
 }
 
@@ -173,7 +180,8 @@ const (
 
 type httpTasks struct {
 	s         *Server
-	inner     http.Handler
+	inner     http.Handler  // sessions (2025-11-25 and older)
+	modern    http.Handler  // stateless requests (2026-07-28 and newer)
 	timeout   time.Duration // idle sessions expire; <= 0: never
 	origin    *http.CrossOriginProtection
 	checkHost bool
@@ -357,6 +365,10 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.forget(sid)
 	}
 	if r.Method != http.MethodPost {
+		if sid == "" && modernHeader(r) {
+			h.modern.ServeHTTP(w, r)
+			return
+		}
 		h.inner.ServeHTTP(w, r)
 		return
 	}
@@ -369,7 +381,15 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	msg, err := jsonrpc.DecodeMessage(body)
 	req, ok := msg.(*jsonrpc.Request)
 	if err != nil || !ok {
+		if sid == "" && modernHeader(r) {
+			h.modern.ServeHTTP(w, r)
+			return
+		}
 		h.inner.ServeHTTP(w, r)
+		return
+	}
+	if sid == "" && !h.stateless && !intercepts(req) && (modernHeader(r) || perRequestProtocol(req) || req.Method == "server/discover") {
+		h.modern.ServeHTTP(w, r)
 		return
 	}
 	if sid == "" && !h.stateless && req.Method != "initialize" && !sessionless(r, req) {
@@ -438,6 +458,13 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // notification only in the Mcp-Protocol-Version header.
 func sessionless(r *http.Request, req *jsonrpc.Request) bool {
 	return perRequestProtocol(req) || r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
+}
+
+// modernHeader reports a request whose Mcp-Protocol-Version header names
+// the stateless protocol (2026-07-28) or a later one: without a session,
+// the version a request states chooses its revision.
+func modernHeader(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
 }
 
 // perRequestProtocol reports a request of the sessionless protocol
