@@ -185,8 +185,8 @@ func (c *rpc) notify(method string) {
 
 // An MCP host that negotiates Tasks runs the async (delegated) tool as a
 // task: the task is the execution, its job completes it through the
-// completion URL, and tasks/get, tasks/result, tasks/list and tasks/cancel
-// follow it.
+// completion URL, and tasks/get, tasks/result and tasks/cancel follow it;
+// tasks/list is not offered (tasks are executions, found by id).
 func TestMCPTasksOverHTTP(t *testing.T) {
 	e := newTapiEnv(t, nil)
 	s := newMCPServer(t, e)
@@ -266,16 +266,28 @@ func TestMCPTasksOverHTTP(t *testing.T) {
 	if _, rerr = c.call("tasks/cancel", map[string]any{"taskId": id2}); rerr == nil {
 		t.Fatal("cancelling a cancelled task succeeded")
 	}
-	ls, _ := c.call("tasks/list", map[string]any{})
-	if n := len(ls["tasks"].([]any)); n != 2 {
-		t.Fatalf("tasks/list = %v", ls)
+	if _, rerr := c.call("tasks/list", map[string]any{}); rpcCode(rerr) != -32601 {
+		t.Fatalf("tasks/list = %v, want -32601", rerr)
 	}
-	// Another session cannot see these tasks.
+	// A task is its user's, not its session's: another session of the
+	// same user reads it; another user's server does not.
 	other := &rpc{t: t, url: hs.URL}
 	other.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw2", "version": "1"}, "capabilities": map[string]any{"tasks": map[string]any{}}})
 	other.notify("notifications/initialized")
-	if _, rerr = other.call("tasks/get", map[string]any{"taskId": id}); rerr == nil {
-		t.Fatal("another session read the task")
+	if got, rerr := other.call("tasks/get", map[string]any{"taskId": id}); rerr != nil || got["status"] != mcpserver.TaskCompleted {
+		t.Fatalf("the same user's other session: %v %v", got, rerr)
+	}
+	stranger, err := mcpserver.New(mcpserver.Options{Tools: e.svc, UserID: "someone_else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shs := httptest.NewServer(stranger.HTTPHandler(nil))
+	t.Cleanup(shs.Close)
+	sc := &rpc{t: t, url: shs.URL}
+	sc.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw3", "version": "1"}, "capabilities": map[string]any{"tasks": map[string]any{}}})
+	sc.notify("notifications/initialized")
+	if _, rerr := sc.call("tasks/get", map[string]any{"taskId": id}); rpcCode(rerr) != -32602 {
+		t.Fatalf("another user read the task: %v", rerr)
 	}
 	// A plain call of a sync tool still works beside tasks.
 	res, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "raw"}})
@@ -308,9 +320,6 @@ func TestMCPTaskParamMustBeAnObject(t *testing.T) {
 	// counted already.
 	if n := starts.n.Load(); n != 0 {
 		t.Fatalf("refused calls started %d executions", n)
-	}
-	if list, _ := c.call("tasks/list", map[string]any{}); len(list["tasks"].([]any)) != 0 {
-		t.Fatalf("tasks = %v", list)
 	}
 	created, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
 	if rerr != nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
-	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/protocol"
@@ -97,9 +96,6 @@ func TestMCPRefusedRequestsRunNothing(t *testing.T) {
 	if n := e.count.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	if list, _ := c.call("tasks/list", map[string]any{}); len(list["tasks"].([]any)) != 0 {
-		t.Fatalf("tasks = %v", list)
-	}
 	// The same call, well-formed, runs.
 	created, rerr := c.call("tools/call", withTask)
 	if rerr != nil {
@@ -126,79 +122,6 @@ func (c *startCounter) wrap(o *toolsapi.Options) {
 func (c *startCounter) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error) {
 	c.n.Add(1)
 	return c.Client.ExecuteWorkflow(ctx, opts, workflow, args...)
-}
-
-// A full task store refuses new tasks with a JSON-RPC error before the
-// tool runs, and makes room by forgetting finished tasks.
-func TestMCPTaskStoreBound(t *testing.T) {
-	starts := &startCounter{}
-	e := newTapiEnv(t, starts.wrap)
-	s, err := mcpserver.New(mcpserver.Options{Tools: e.svc, UserID: "mcp_user", MaxTasks: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(hs.Close)
-	c := mcpSession(t, hs.URL)
-	var jobs []tools.Action
-	for i := range 2 {
-		if _, rerr := c.call("tools/call", map[string]any{"name": "ops.report", "arguments": map[string]any{"spec": fmt.Sprint(i)}, "task": map[string]any{}}); rerr != nil {
-			t.Fatal(rerr)
-		}
-		select {
-		case a := <-e.jobs:
-			jobs = append(jobs, a)
-		case <-time.After(20 * time.Second):
-			t.Fatal("no job")
-		}
-	}
-	_, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
-	if rerr == nil || rerr["code"] != float64(mcpserver.CodeTaskStoreFull) || !strings.Contains(rerr["message"].(string), "too many tasks") {
-		t.Fatalf("full store: %v", rerr)
-	}
-	// The refusal was decided before any start: the two reports are all
-	// that was started.
-	if n := starts.n.Load(); n != 2 || e.count.Load() != 0 {
-		t.Fatalf("the refused call ran: %d executions, %d counter runs", n, e.count.Load())
-	}
-	// One report finishes (nobody polls it): the next task takes its place.
-	ctx := e.Ctx(30 * time.Second)
-	if err := completeJob(ctx, jobs[0]); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		created, rerr := c.call("tools/call", map[string]any{"name": "ops.counter", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
-		if rerr == nil {
-			id := created["task"].(map[string]any)["taskId"].(string)
-			if _, rerr := c.call("tasks/result", map[string]any{"taskId": id}); rerr != nil || e.count.Load() != 1 {
-				t.Fatalf("after room: %v, count %d", rerr, e.count.Load())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still full: %v", rerr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if list, _ := c.call("tasks/list", map[string]any{}); len(list["tasks"].([]any)) != 2 {
-		t.Fatalf("tasks = %v", list)
-	}
-}
-
-func completeJob(ctx context.Context, a tools.Action) error {
-	body := `{"output":{"status":"succeeded","detail":"done"}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.Completion.URL, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("completion: %d", resp.StatusCode)
-	}
-	return nil
 }
 
 // The capability may travel in an Authorization header: heartbeat and

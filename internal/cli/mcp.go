@@ -35,7 +35,7 @@ func newMCPCommand(app App) *cobra.Command {
 		bareNames bool
 		logLevel  string
 		idle      time.Duration
-		maxTasks  int
+		taskTools map[string]string
 		origins   []string
 	)
 	cmd := &cobra.Command{
@@ -88,7 +88,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 				idle = -1 // 0 on the command line: never expire
 			}
 			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, BareNames: bareNames, Logger: logger,
-				SessionTimeout: idle, MaxTasks: maxTasks, TrustedOrigins: origins})
+				SessionTimeout: idle, TrustedOrigins: origins, TaskTools: taskTools})
 			if err != nil {
 				return err
 			}
@@ -111,7 +111,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().BoolVar(&bareNames, "bare-names", false, "name tools by the agent's own tool names (get_weather), without the toolkit")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "warn"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	cmd.Flags().DurationVar(&idle, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close sessions idle this long, forgetting their tasks (0: never)")
-	cmd.Flags().IntVar(&maxTasks, "max-tasks", mcpserver.DefaultMaxTasks, "tasks remembered at once; finished ones are forgotten first, and new tasks are refused while all are working")
+	cmd.Flags().StringToStringVar(&taskTools, "task-tool", nil, "a tool (its MCP name) that runs as a task for clients that negotiate MCP Tasks: NAME=optional or NAME=required (repeatable; async tools are always required)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "with --http: a browser origin (https://app.example.com) whose cross-origin requests are accepted (repeatable)")
 	return cmd
 }

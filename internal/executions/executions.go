@@ -112,6 +112,10 @@ type State struct {
 	PrincipalType string // "" before types were recorded: a user
 	InputHash     string
 	RunID         string
+	// StartedAt and ClosedAt are Temporal's times of the run (ClosedAt is
+	// zero while it runs).
+	StartedAt time.Time
+	ClosedAt  time.Time
 }
 
 // Owner is the principal the execution runs for.
@@ -138,7 +142,10 @@ func (d *Driver) Describe(ctx context.Context, id, runID string) (State, signals
 	if info.GetType().GetName() != signals.ExecutionWorkflow {
 		return State{}, out, &NotFoundError{ID: id}
 	}
-	st := State{RunID: info.GetExecution().GetRunId()}
+	st := State{RunID: info.GetExecution().GetRunId(), StartedAt: info.GetStartTime().AsTime()}
+	if ct := info.GetCloseTime(); ct != nil {
+		st.ClosedAt = ct.AsTime()
+	}
 	dc := converter.GetDefaultDataConverter()
 	for k, p := range info.GetMemo().GetFields() {
 		var v string
@@ -256,6 +263,19 @@ func (d *Driver) Cancel(ctx context.Context, id string, wait time.Duration) (pro
 		res.Tool = st.Result.Tool
 	}
 	return res, err
+}
+
+// RequestCancel asks a running execution to stop and returns at once;
+// Describe shows it cancelled once the workflow has ended.
+func (d *Driver) RequestCancel(ctx context.Context, id, runID string) error {
+	if err := d.Client.CancelWorkflow(ctx, id, runID); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return &NotFoundError{ID: id}
+		}
+		return d.temporalError("cancel execution", err)
+	}
+	return nil
 }
 
 func (d *Driver) temporalError(op string, err error) error {

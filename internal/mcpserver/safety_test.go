@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/demo"
@@ -123,12 +120,9 @@ func TestHTTPChecksComeFirst(t *testing.T) {
 			}
 		}
 	}
-	if n := s.tasks.len(); n != 0 {
-		t.Fatalf("%d tasks recorded by refused requests", n)
-	}
-	// The same request that passes the checks reaches the Tasks layer
-	// (executions are unavailable here: no Temporal).
-	if st, body := c.post("tasks/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, `"tasks":[]`) {
+	// The same request that passes the checks reaches the Tasks layer,
+	// which offers no task list (tasks are executions, found by id).
+	if st, body := c.post("tasks/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "tasks/list is not offered") {
 		t.Fatalf("valid request: %d %s", st, body)
 	}
 	// A loopback Host with its port, localhost and [::1] pass.
@@ -148,8 +142,8 @@ func TestHTTPChecksComeFirst(t *testing.T) {
 	}
 }
 
-// Idle HTTP sessions expire, task requests keep them alive, and an
-// expired session's tasks are forgotten.
+// Idle HTTP sessions expire and task requests keep them alive; tasks
+// outlive sessions (they are executions).
 func TestHTTPIdleSessionExpires(t *testing.T) {
 	const timeout = 400 * time.Millisecond
 	s := serverWith(t, func(o *Options) { o.SessionTimeout = timeout })
@@ -157,11 +151,6 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 	defer hs.Close()
 	c := &rawHTTP{t: t, url: hs.URL}
 	c.initialize()
-	owner := "http:" + c.sid + "\x00" + s.opts.UserID
-	if err := s.tasks.reserve(nil); err != nil {
-		t.Fatal(err)
-	}
-	s.tasks.add(owner, "exe_kept_alive")
 	// Task requests only (the SDK never sees them) keep it alive...
 	for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 4) {
 		if st, body := c.post("tasks/get", map[string]any{"taskId": "exe_unknown"}, nil); st != 200 {
@@ -172,118 +161,25 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 	if st, body := c.post("tools/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "demo.get_weather") {
 		t.Fatalf("tools/list on a live session: %d %s", st, body)
 	}
-	if s.tasks.len() != 1 {
-		t.Fatal("the live session's task is gone")
-	}
 	time.Sleep(timeout + 300*time.Millisecond)
 	for _, m := range []string{"tasks/list", "tools/list"} {
 		if st, body := c.post(m, map[string]any{}, nil); st != 404 || !strings.Contains(body, "session not found") {
 			t.Fatalf("%s after expiry: %d %s", m, st, body)
 		}
 	}
-	if n := s.tasks.len(); n != 0 {
-		t.Fatalf("%d tasks of the expired session remain", n)
-	}
-	// A DELETE ends a session at once, with its tasks.
+	// A DELETE ends a session at once.
 	c2 := &rawHTTP{t: t, url: hs.URL}
 	c2.initialize()
-	s.tasks.reserve(nil)
-	s.tasks.add("http:"+c2.sid+"\x00"+s.opts.UserID, "exe_deleted")
 	req, _ := http.NewRequest(http.MethodDelete, hs.URL, nil)
 	req.Header.Set("Mcp-Session-Id", c2.sid)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
 		t.Fatalf("delete: %v %v", resp, err)
 	}
-	if s.tasks.len() != 0 {
-		t.Fatal("the deleted session's task remains")
+	if st, body := c2.post("tools/list", map[string]any{}, nil); st != 404 {
+		t.Fatalf("tools/list after delete: %d %s", st, body)
 	}
 	if (Options{}).SessionTimeout != 0 || serverWith(t, nil).opts.SessionTimeout != DefaultSessionTimeout {
 		t.Fatal("default session timeout")
-	}
-}
-
-func TestTaskStoreBound(t *testing.T) {
-	ts := newTaskStore(3)
-	for i := range 3 {
-		if err := ts.reserve(nil); err != nil {
-			t.Fatal(err)
-		}
-		ts.add("o", fmt.Sprint("t", i))
-		time.Sleep(time.Millisecond) // distinct creation times
-	}
-	full := func(err error) bool {
-		var we *jsonrpc.Error
-		return errors.As(err, &we) && we.Code == CodeTaskStoreFull && strings.Contains(we.Message, "at most 3")
-	}
-	if err := ts.reserve(nil); !full(err) {
-		t.Fatalf("full store: %v", err)
-	}
-	// A finished task makes room (the oldest finished one goes).
-	ts.observe("t2", true)
-	ts.observe("t1", true)
-	if err := ts.reserve(nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := ts.get("o", "t1"); ok {
-		t.Fatal("the oldest finished task was kept")
-	}
-	if _, ok := ts.get("o", "t2"); !ok {
-		t.Fatal("a newer finished task went first")
-	}
-	ts.add("o", "t3")
-	// Full again: the finished t2 goes without asking anyone.
-	if err := ts.reserve(func(string) bool { t.Fatal("asked"); return false }); err != nil {
-		t.Fatal(err)
-	}
-	ts.add("o", "t4")
-	// Full of working tasks: the oldest are asked about (a client may never have polled them).
-	var asked []string
-	err := ts.reserve(func(id string) bool { asked = append(asked, id); return id == "t3" })
-	if err != nil || len(asked) != 3 || asked[0] != "t0" {
-		t.Fatalf("refresh: %v asked %v", err, asked)
-	}
-	if _, ok := ts.get("o", "t3"); ok {
-		t.Fatal("the finished task was kept")
-	}
-	// A reserved slot is not handed out twice; release gives it back.
-	if err := ts.reserve(func(string) bool { return false }); !full(err) {
-		t.Fatalf("over-reserved: %v (len %d, reserved %d)", err, ts.len(), ts.reserved)
-	}
-	ts.release()
-	if err := ts.reserve(nil); err != nil {
-		t.Fatal(err)
-	}
-	ts.release()
-	if ts.len() != 2 {
-		t.Fatalf("len %d", ts.len())
-	}
-	ts.dropOwners("o")
-	if ts.len() != 0 || len(ts.list("o")) != 0 {
-		t.Fatal("dropOwners")
-	}
-}
-
-// A full store refuses a task-augmented call with a clear JSON-RPC error,
-// before anything executes.
-func TestTaskCallRefusedWhenFull(t *testing.T) {
-	s := serverWith(t, func(o *Options) { o.MaxTasks = 2 })
-	hs := httptest.NewServer(s.HTTPHandler(nil))
-	defer hs.Close()
-	c := &rawHTTP{t: t, url: hs.URL}
-	c.initialize()
-	for _, id := range []string{"a", "b"} {
-		s.tasks.reserve(nil)
-		s.tasks.add("someone", toolsapi.ExecutionIDPrefix+id) // working, as far as anyone knows
-	}
-	st, body := c.post("tools/call", map[string]any{"name": "demo.get_weather", "arguments": map[string]any{"city": "Paris"}, "task": map[string]any{}}, nil)
-	var resp struct {
-		Error *jsonrpc.Error `json:"error"`
-	}
-	if st != 200 || json.Unmarshal([]byte(body), &resp) != nil || resp.Error == nil || resp.Error.Code != CodeTaskStoreFull || !strings.Contains(resp.Error.Message, "too many tasks") {
-		t.Fatalf("%d %s", st, body)
-	}
-	if s.tasks.len() != 2 || s.tasks.reserved != 0 {
-		t.Fatalf("store changed: %d tasks, %d reserved", s.tasks.len(), s.tasks.reserved)
 	}
 }
 

@@ -43,7 +43,6 @@ const (
 	DefaultCallTimeout    = 10 * time.Minute
 	DefaultTaskTTL        = 24 * time.Hour
 	DefaultPollInterval   = time.Second
-	DefaultMaxTasks       = 10_000
 	DefaultSessionTimeout = 30 * time.Minute
 )
 
@@ -74,11 +73,11 @@ type Options struct {
 	// TaskTTL and PollInterval are what tasks advertise (defaults 24 h, 1 s).
 	TaskTTL      time.Duration
 	PollInterval time.Duration
-	// MaxTasks bounds the tasks the server remembers (default 10,000).
-	// When full, finished tasks are forgotten first, oldest first; while
-	// every task is still working, a new task-augmented tools/call is
-	// refused with JSON-RPC error CodeTaskStoreFull before anything runs.
-	MaxTasks int
+	// TaskTools names tools (by MCP name) that run as tasks for clients
+	// that negotiate Tasks: "optional" (a client without Tasks gets a plain
+	// call) or "required" (it gets MissingRequiredClientCapability). Async
+	// tools are always "required".
+	TaskTools map[string]string
 	// SessionTimeout closes streamable HTTP sessions idle this long
 	// (default 30 min; negative: never), forgetting their tasks (the
 	// executions go on). A client whose session expired gets 404 and
@@ -98,14 +97,16 @@ type Server struct {
 	log     *slog.Logger
 	srv     *mcp.Server
 	entries map[string]*entry // by MCP tool name
-	tasks   *taskStore
 }
 
 // entry is one tool as MCP clients see it.
 type entry struct {
 	canonical string
 	async     bool
-	desc      json.RawMessage // the catalog's MCP descriptor
+	// taskSupport is "required" (async tools, and TaskTools so marked),
+	// "optional", or "" (never a task).
+	taskSupport string
+	desc        json.RawMessage // the catalog's MCP descriptor
 }
 
 // New builds the server: every tool the tools API can execute is listed
@@ -130,19 +131,16 @@ func New(opts Options) (*Server, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
-	if opts.MaxTasks <= 0 {
-		opts.MaxTasks = DefaultMaxTasks
-	}
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
-	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}, tasks: newTaskStore(opts.MaxTasks)}
+	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "eve tools", Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       s.log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Extensions: map[string]any{TasksExtension: map[string]any{}}},
 		Instructions: "Tools of an eve agent. Every call runs as a durable execution; async tools are offered to clients that support MCP Tasks.",
 	})
 	res, err := s.svc.Get(catalog.GetToolsOptions{Format: catalog.FormatMCP, IncludeAsync: true, MCPWireNames: opts.WireNames})
@@ -159,11 +157,24 @@ func New(opts Options) (*Server, error) {
 				t.Name = rt.Name
 			}
 		}
+		support := opts.TaskTools[t.Name]
+		switch {
+		case def.Annotations.Async:
+			support = "required"
+		case support == "", support == "optional", support == "required":
+		default:
+			return nil, fmt.Errorf("mcpserver: task tool %s: task support %q: want optional or required", t.Name, support)
+		}
 		desc, err := json.Marshal(t)
 		if err != nil {
 			return nil, err
 		}
-		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, desc: desc}
+		if support != "" && !def.Annotations.Async {
+			if desc, err = withTaskSupport(desc, support); err != nil {
+				return nil, err
+			}
+		}
+		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, taskSupport: support, desc: desc}
 		tool := &mcp.Tool{
 			Name:        t.Name,
 			Description: t.Description,
@@ -180,8 +191,23 @@ func New(opts Options) (*Server, error) {
 		}
 		s.srv.AddTool(tool, s.callTool)
 	}
+	for name := range opts.TaskTools {
+		if s.entries[name] == nil {
+			return nil, fmt.Errorf("mcpserver: task tool %q: no tool of this server has that MCP name", name)
+		}
+	}
 	s.srv.AddReceivingMiddleware(s.listMiddleware)
 	return s, nil
+}
+
+// withTaskSupport sets a tool descriptor's execution.taskSupport.
+func withTaskSupport(desc json.RawMessage, support string) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(desc, &m); err != nil {
+		return nil, err
+	}
+	m["execution"] = map[string]any{"taskSupport": support}
+	return json.Marshal(m)
 }
 
 // MCP returns the underlying SDK server (without the Tasks layer: serve it
@@ -244,13 +270,21 @@ func (l *toolList) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	tools := make([]json.RawMessage, 0, len(l.Tools))
+	var taskOnly []json.RawMessage
 	for _, t := range l.Tools {
 		e := l.s.entries[t.Name]
 		if e == nil || (e.async && !l.tasks) {
 			continue
 		}
+		if e.taskSupport == "required" {
+			// Listed last: a client that probes the first tool gets one it
+			// can call without Tasks.
+			taskOnly = append(taskOnly, e.desc)
+			continue
+		}
 		tools = append(tools, e.desc)
 	}
+	tools = append(tools, taskOnly...)
 	if m["tools"], err = json.Marshal(tools); err != nil {
 		return nil, err
 	}

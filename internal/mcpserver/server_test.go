@@ -169,14 +169,15 @@ func TestStdioTasksNegotiation(t *testing.T) {
 	if ann["destructiveHint"] != false || ann["openWorldHint"] != true {
 		t.Fatalf("annotations = %v", ann)
 	}
-	// Tasks of other sessions (or none) are unknown.
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"exec_nope"}}`)
+	// An id that is no execution's is an unknown task.
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"nope"}}`)
 	if e := c.recv()["error"].(map[string]any); e["code"] != float64(-32602) {
 		t.Fatalf("error = %v", e)
 	}
+	// Tasks are executions found by id: there is no list.
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"tasks/list","params":{}}`)
-	if r := c.recv()["result"].(map[string]any); len(r["tasks"].([]any)) != 0 {
-		t.Fatalf("list = %v", r)
+	if e := c.recv()["error"].(map[string]any); e["code"] != float64(-32601) {
+		t.Fatalf("list = %v", e)
 	}
 	// A task-augmented call with bad input is refused before anything runs.
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"demo.run_report","arguments":{},"task":{"ttl":60000}}}`)

@@ -6,22 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/signals"
 )
-
-// CodeTaskStoreFull is the JSON-RPC error code of a task-augmented
-// tools/call refused because the server holds Options.MaxTasks tasks that
-// are all still working (an implementation-defined server error).
-const CodeTaskStoreFull = -32000
 
 // MCP Tasks (2025-11-25) statuses.
 const (
@@ -46,199 +40,22 @@ type Task struct {
 	PollInterval int64  `json:"pollInterval,omitempty"`
 }
 
-// taskStore remembers which tasks each requestor created: a task is only
-// visible to the session (and user) that created it. It holds at most max
-// tasks: when full, it forgets finished tasks first (oldest first), and
-// refuses a new task while every task it holds is still working. A
-// session's tasks go when the session ends (HTTP: expiry or DELETE; stdio:
-// the connection closes).
-type taskStore struct {
-	mu       sync.Mutex
-	max      int
-	tasks    map[string]*taskEntry // by task id
-	byOwner  map[string][]string
-	reserved int
-}
-
-type taskEntry struct {
-	owner    string
-	created  time.Time
-	finished bool // a terminal status was seen
-}
-
-// errTaskStoreFull is the JSON-RPC error of a task-augmented call the
-// store has no room for. Nothing ran.
-func errTaskStoreFull(max int) error {
-	return rpcError(CodeTaskStoreFull, "too many tasks: this server holds at most %d and all are working; wait for some to finish (tasks/result) or cancel them (tasks/cancel), then retry", max)
-}
-
-func newTaskStore(max int) *taskStore {
-	return &taskStore{max: max, tasks: map[string]*taskEntry{}, byOwner: map[string][]string{}}
-}
-
-// reserve makes room for one new task before its execution starts: it
-// evicts the oldest finished task when full, and fails when none is
-// finished. finished, when not nil, is asked (without the lock) about the
-// oldest tasks not yet seen finished — a client may never have polled
-// them — at most a few per call. Call release or add afterwards.
-func (t *taskStore) reserve(finished func(id string) bool) error {
-	const refresh = 16
-	var candidates []string
-	for round := 0; ; round++ {
-		t.mu.Lock()
-		if len(t.tasks)+t.reserved < t.max {
-			t.reserved++
-			t.mu.Unlock()
-			return nil
-		}
-		if id := t.oldest(func(e *taskEntry) bool { return e.finished }); id != "" {
-			t.remove(id)
-			t.reserved++
-			t.mu.Unlock()
-			return nil
-		}
-		if round > 0 || finished == nil {
-			t.mu.Unlock()
-			return errTaskStoreFull(t.max)
-		}
-		candidates = t.byAge()
-		if len(candidates) > refresh {
-			candidates = candidates[:refresh]
-		}
-		t.mu.Unlock()
-		for _, id := range candidates {
-			if finished(id) {
-				t.observe(id, true)
-			}
-		}
-	}
-}
-
-func (t *taskStore) release() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.reserved > 0 {
-		t.reserved--
-	}
-}
-
-// add records a task after reserve (a repeat of the same task by the same
-// owner — an idempotent execution joined again — keeps its first record).
-func (t *taskStore) add(owner, id string) time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.reserved > 0 {
-		t.reserved--
-	}
-	if e, ok := t.tasks[id]; ok && e.owner == owner {
-		return e.created
-	} else if ok {
-		t.remove(id)
-	}
-	now := time.Now().UTC()
-	t.tasks[id] = &taskEntry{owner: owner, created: now}
-	t.byOwner[owner] = append(t.byOwner[owner], id)
-	return now
-}
-
-// observe notes a task's status as seen by the layer.
-func (t *taskStore) observe(id string, finished bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.tasks[id]; e != nil && finished {
-		e.finished = true
-	}
-}
-
-func (t *taskStore) get(owner, id string) (time.Time, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.tasks[id]
-	if e == nil || e.owner != owner {
-		return time.Time{}, false
-	}
-	return e.created, true
-}
-
-func (t *taskStore) list(owner string) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.byOwner[owner]...)
-}
-
-func (t *taskStore) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.tasks)
-}
-
-// dropOwners forgets the tasks of every owner key with this prefix.
-func (t *taskStore) dropOwners(prefix string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for owner, ids := range t.byOwner {
-		if strings.HasPrefix(owner, prefix) {
-			for _, id := range ids {
-				delete(t.tasks, id)
-			}
-			delete(t.byOwner, owner)
-		}
-	}
-}
-
-// remove forgets one task; the caller holds the lock.
-func (t *taskStore) remove(id string) {
-	e := t.tasks[id]
-	if e == nil {
-		return
-	}
-	delete(t.tasks, id)
-	ids := t.byOwner[e.owner]
-	for i, x := range ids {
-		if x == id {
-			ids = append(ids[:i:i], ids[i+1:]...)
-			break
-		}
-	}
-	if len(ids) == 0 {
-		delete(t.byOwner, e.owner)
-	} else {
-		t.byOwner[e.owner] = ids
-	}
-}
-
-// oldest returns the oldest task matching ok; the caller holds the lock.
-func (t *taskStore) oldest(ok func(*taskEntry) bool) string {
-	var id string
-	var at time.Time
-	for k, e := range t.tasks {
-		if ok(e) && (id == "" || e.created.Before(at) || e.created.Equal(at) && k < id) {
-			id, at = k, e.created
-		}
-	}
-	return id
-}
-
-// byAge lists the tasks not seen finished, oldest first; the caller holds the lock.
-func (t *taskStore) byAge() []string {
-	ids := make([]string, 0, len(t.tasks))
-	for k, e := range t.tasks {
-		if !e.finished {
-			ids = append(ids, k)
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		a, b := t.tasks[ids[i]], t.tasks[ids[j]]
-		if !a.created.Equal(b.created) {
-			return a.created.Before(b.created)
-		}
-		return ids[i] < ids[j]
-	})
-	return ids
-}
-
 // taskMethods are the requests the Tasks layer answers itself.
 var taskMethods = map[string]bool{"tasks/get": true, "tasks/result": true, "tasks/list": true, "tasks/cancel": true}
+
+// ownedTask reads the execution behind a task for user: a task is the
+// execution of the user that created it, readable from any session and any
+// eve instance (Temporal holds it); another user's is unknown.
+func (s *Server) ownedTask(ctx context.Context, user, id string) (executions.State, signals.ExecutionOutput, error) {
+	st, out, err := s.svc.Describe(ctx, id)
+	if err != nil {
+		return st, out, taskLookupError(id, err)
+	}
+	if !executions.SamePrincipal(st.Owner(), s.svc.UserOf(user)) {
+		return executions.State{}, signals.ExecutionOutput{}, rpcError(jsonrpc.CodeInvalidParams, "unknown task %q", id)
+	}
+	return st, out, nil
+}
 
 // intercepts reports whether the Tasks layer answers req: tasks/* and
 // task-augmented tools/call.
@@ -264,8 +81,8 @@ func rpcError(code int64, format string, args ...any) error {
 
 // handleTask answers one intercepted request for owner (session and
 // user); negotiated says whether the client announced Tasks.
-func (s *Server) handleTask(ctx context.Context, owner, user string, negotiated bool, req *jsonrpc.Request) *jsonrpc.Response {
-	res, err := s.task(ctx, owner, user, negotiated, req)
+func (s *Server) handleTask(ctx context.Context, user string, negotiated bool, req *jsonrpc.Request) *jsonrpc.Response {
+	res, err := s.task(ctx, user, negotiated, req)
 	resp := &jsonrpc.Response{ID: req.ID}
 	if err != nil {
 		var we *jsonrpc.Error
@@ -284,7 +101,7 @@ func (s *Server) handleTask(ctx context.Context, owner, user string, negotiated 
 	return resp
 }
 
-func (s *Server) task(ctx context.Context, owner, user string, negotiated bool, req *jsonrpc.Request) (any, error) {
+func (s *Server) task(ctx context.Context, user string, negotiated bool, req *jsonrpc.Request) (any, error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -297,18 +114,7 @@ func (s *Server) task(ctx context.Context, owner, user string, negotiated bool, 
 		}
 	}
 	if req.Method == "tasks/list" {
-		ids := s.tasks.list(owner)
-		tasks := make([]Task, 0, len(ids))
-		for _, id := range ids {
-			created, _ := s.tasks.get(owner, id)
-			res, err := s.svc.Execution(ctx, id)
-			if err != nil {
-				continue // expired from Temporal's retention
-			}
-			tasks = append(tasks, s.taskOf(res, created))
-		}
-		sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].CreatedAt > tasks[j].CreatedAt })
-		return map[string]any{"tasks": tasks}, nil
+		return nil, rpcError(jsonrpc.CodeMethodNotFound, "tasks/list is not offered: every task is a durable execution, found by its id from any eve instance; eve keeps no per-process list of tasks")
 	}
 	if req.Method == "tools/call" {
 		if err := checkTaskParam(p.Task); err != nil {
@@ -321,44 +127,33 @@ func (s *Server) task(ctx context.Context, owner, user string, negotiated bool, 
 		if e == nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
 		}
-		if err := s.tasks.reserve(func(id string) bool {
-			res, err := s.svc.Execution(ctx, id)
-			if err != nil {
-				var apiErr *toolsapi.Error
-				return errors.As(err, &apiErr) && apiErr.Status == 404 // gone from Temporal
-			}
-			return res.Status.Terminal()
-		}); err != nil {
-			return nil, err
-		}
 		res, err := s.svc.Execute(ctx, e.canonical, catalog.ExecuteToolOptions{UserID: user, Input: p.Arguments, Mode: catalog.ModeAsync})
 		if err != nil {
-			s.tasks.release()
 			var apiErr *toolsapi.Error
 			if errors.As(err, &apiErr) && apiErr.Status < 500 {
 				return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", apiErr.Message)
 			}
 			return nil, err
 		}
-		created := s.tasks.add(owner, res.ID)
-		return map[string]any{"task": s.taskOf(res, created)}, nil
+		st, _, err := s.ownedTask(ctx, user, res.ID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"task": s.taskOf(res, st.StartedAt)}, nil
 	}
-	created, ok := s.tasks.get(owner, p.TaskID)
-	if p.TaskID == "" || !ok {
+	if p.TaskID == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown task %q", p.TaskID)
 	}
+	st, _, err := s.ownedTask(ctx, user, p.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	created := st.StartedAt
 	switch req.Method {
 	case "tasks/get":
-		res, err := s.svc.Execution(ctx, p.TaskID)
-		if err != nil {
-			return nil, taskLookupError(p.TaskID, err)
-		}
-		return s.taskOf(res, created), nil
+		return s.taskOf(st.Result, created), nil
 	case "tasks/cancel":
-		res, err := s.svc.Execution(ctx, p.TaskID)
-		if err != nil {
-			return nil, taskLookupError(p.TaskID, err)
-		}
+		res := st.Result
 		if res.Status.Terminal() {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "cannot cancel task %s: it is already %s", p.TaskID, taskStatus(res.Status))
 		}
@@ -375,7 +170,6 @@ func (s *Server) task(ctx context.Context, owner, user string, negotiated bool, 
 		if err != nil {
 			return nil, taskLookupError(p.TaskID, err)
 		}
-		s.tasks.observe(p.TaskID, res.Status.Terminal())
 		out, err := callResult(res, nil)
 		if err != nil {
 			return nil, err
@@ -464,7 +258,6 @@ func taskStatus(st catalog.ExecutionStatus) string {
 }
 
 func (s *Server) taskOf(res catalog.ExecutionResult, created time.Time) Task {
-	s.tasks.observe(res.ID, res.Status.Terminal())
 	ttl := s.opts.TaskTTL.Milliseconds()
 	t := Task{
 		TaskID:        res.ID,
@@ -484,7 +277,6 @@ func (s *Server) taskOf(res catalog.ExecutionResult, created time.Time) Task {
 
 // tasksCapability is what the server adds to its capabilities.
 var tasksCapability = map[string]any{
-	"list":     map[string]any{},
 	"cancel":   map[string]any{},
 	"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}},
 }

@@ -35,16 +35,13 @@ type taskTransport struct {
 	s     *Server
 }
 
-var connSeq atomic.Int64
-
 func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{},
-		owner: fmt.Sprintf("conn:%d\x00%s", connSeq.Add(1), t.s.opts.UserID)}, nil
+	return &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{}}, nil
 }
 
 // SupportsProtocolVersion forwards to the wrapped transport.
@@ -61,7 +58,6 @@ type taskConn struct {
 	s       *Server
 	ctx     context.Context
 	cancel  context.CancelFunc
-	owner   string
 	tasks   atomic.Bool // the client announced Tasks in initialize
 	mu      sync.Mutex
 	initIDs map[any]bool
@@ -92,7 +88,7 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		negotiated := c.tasks.Load() || requestAnnouncesTasks(req.Params)
 		go func() {
-			resp := c.s.handleTask(c.ctx, c.owner, c.s.opts.UserID, negotiated, req)
+			resp := c.s.handleTask(c.ctx, c.s.opts.UserID, negotiated, req)
 			if err := c.Connection.Write(c.ctx, resp); err != nil {
 				c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
 			}
@@ -117,7 +113,6 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *taskConn) Close() error {
 	c.cancel()
-	c.s.tasks.dropOwners(c.owner)
 	return c.Connection.Close()
 }
 
@@ -260,7 +255,6 @@ func (h *httpTasks) forget(sid string) {
 	if ss != nil && ss.timer != nil {
 		ss.timer.Stop()
 	}
-	h.s.tasks.dropOwners("http:" + sid + "\x00")
 }
 
 // expire ends an idle session: the SDK closes it (answering later
@@ -388,7 +382,10 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r)
 		return
 	}
-	if sid == "" && !h.stateless && !intercepts(req) && (modernHeader(r) || perRequestProtocol(req) || req.Method == "server/discover") {
+	if sid == "" && !h.stateless && (modernHeader(r) || perRequestProtocol(req) || req.Method == "server/discover") {
+		if h.serveTasksExt(w, r, req) {
+			return
+		}
 		h.modern.ServeHTTP(w, r)
 		return
 	}
@@ -438,7 +435,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}}
 		} else {
 			negotiated := (known && h.negotiated(sid)) || requestAnnouncesTasks(req.Params)
-			resp = h.s.handleTask(r.Context(), "http:"+sid+"\x00"+user, user, negotiated, req)
+			resp = h.s.handleTask(r.Context(), user, negotiated, req)
 		}
 		b, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {

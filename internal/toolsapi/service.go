@@ -312,6 +312,9 @@ func (s *Service) Execute(ctx context.Context, name string, opts catalog.Execute
 	return res, err
 }
 
+// UserOf is the principal a call naming user (or "") runs for.
+func (s *Service) UserOf(user string) auth.Principal { return s.user(user) }
+
 // user is the owner of a call that names a user (or none).
 func (s *Service) user(id string) auth.Principal {
 	if id == "" {
@@ -449,6 +452,20 @@ func (s *Service) Execution(ctx context.Context, id string) (catalog.ExecutionRe
 func (s *Service) ExecutionOwner(ctx context.Context, id string) (auth.Principal, error) {
 	d, _, err := s.describe(ctx, id, "")
 	return d.Owner(), err
+}
+
+// Describe reads an execution's state (and its output once it ended) for
+// callers that check ownership themselves, such as MCP tasks.
+func (s *Service) Describe(ctx context.Context, id string) (executions.State, signals.ExecutionOutput, error) {
+	return s.describe(ctx, id, "")
+}
+
+// RequestCancel asks an execution to stop without waiting for it to end.
+func (s *Service) RequestCancel(ctx context.Context, id, runID string) error {
+	if err := s.reachable(id); err != nil {
+		return err
+	}
+	return s.driverError(s.driver.RequestCancel(ctx, id, runID))
 }
 
 // Wait blocks until the execution ends or ctx does (it long-polls

@@ -81,12 +81,16 @@ func fixtures() []*tools.Tool {
 			}
 			return "", tools.NonRetryable(errors.New("failing_job failed, as it always does"))
 		})
+	// A tool that crashes: eve reports the panic as the tool's failure.
+	crash := tools.Func("protocol_error_job", "Panics.",
+		func(*tools.Context, none) (string, error) { panic("protocol_error_job panics, as it always does") })
+	crash.Retry = &tools.RetryPolicy{MaximumAttempts: 1}
 	// SEP-2243: a parameter mirrored into an Mcp-Param-Region header, which
 	// the server checks against the body.
 	headers := tools.Func("test_custom_headers", "Echoes a region that clients also send as the Mcp-Param-Region header.",
 		func(_ *tools.Context, in regionIn) (string, error) { return "region " + in.Region, nil })
 	headers.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)
-	return []*tools.Tool{simple, failing, schema, greet, compute, job, headers}
+	return []*tools.Tool{simple, failing, schema, greet, compute, job, crash, headers}
 }
 
 func newAgent() (*agent.Agent, error) {

@@ -1,0 +1,251 @@
+package mcpserver
+
+// The tasks extension of MCP 2026-07-28 (io.modelcontextprotocol/tasks,
+// SEP-2663), to the schema of the modelcontextprotocol/ext-tasks
+// repository as the conformance suite 0.2.0-alpha.12 checks it. The Go SDK
+// (v1.8.0) serves the stateless core (server/discover, _meta, header
+// validation, InputRequiredResult) but not this extension, so it is
+// answered here, before the SDK, for stateless requests; it can move into
+// the SDK as a server option once the SDK implements the extension.
+//
+// A task is an execution workflow: tools/call of a task tool starts one and
+// answers a CreateTaskResult once Temporal has recorded it; tasks/get
+// describes it; tasks/cancel cancels it; tasks/update delivers input. No
+// state lives in the process, so any instance answers for any task.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/toolsapi"
+)
+
+// Error codes of the stateless protocol (SEP-2575, SEP-2243).
+const (
+	codeHeaderMismatch             = -32020
+	codeMissingRequiredCapability  = -32021
+	modernVersion                  = "2026-07-28"
+	metaProtocolVersion            = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities         = "io.modelcontextprotocol/clientCapabilities"
+	taskStatusInputRequired        = "input_required"
+	errTasksExtensionNotNegotiated = "this request needs the client capability extensions[\"" + TasksExtension + "\"]: declare it in _meta[\"" + metaClientCapabilities + "\"]"
+)
+
+// modernParams are the fields of a stateless request the extension reads.
+type modernParams struct {
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	Meta           map[string]json.RawMessage `json:"_meta"`
+}
+
+func (p modernParams) version() string {
+	var v string
+	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &v)
+	return v
+}
+
+func (p modernParams) tasksNegotiated() bool {
+	var caps map[string]any
+	return json.Unmarshal(p.Meta[metaClientCapabilities], &caps) == nil && caps != nil && capsHaveTasks(caps)
+}
+
+// extMethods are the extension's methods.
+var extMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks/cancel": true}
+
+// serveTasksExt answers a stateless request that belongs to the tasks
+// extension and reports whether it did; every other request goes to the
+// SDK. Its headers are checked as the SDK checks the rest (SEP-2243).
+func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
+	if !req.IsCall() {
+		return false
+	}
+	var p modernParams
+	if json.Unmarshal(req.Params, &p) != nil || p.version() != modernVersion {
+		return false
+	}
+	var e *entry
+	switch {
+	case extMethods[req.Method]:
+	case req.Method == "tools/call":
+		if e = h.s.entries[p.Name]; e == nil || e.taskSupport == "" {
+			return false
+		}
+		if !p.tasksNegotiated() && e.taskSupport == "optional" {
+			return false // a plain call, served by the SDK
+		}
+	default:
+		return false
+	}
+	name := p.TaskID
+	if req.Method == "tools/call" {
+		name = p.Name
+	}
+	switch {
+	case strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")) != modernVersion:
+		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Protocol-Version header must match _meta[%q] (%s)", metaProtocolVersion, modernVersion)})
+		return true
+	case strings.TrimSpace(r.Header.Get("Mcp-Method")) != req.Method:
+		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Method header must be the request's method %q", req.Method)})
+		return true
+	case strings.TrimSpace(r.Header.Get("Mcp-Name")) != name:
+		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header must be %q (the request's %s)", name, map[bool]string{true: "tool name", false: "taskId"}[req.Method == "tools/call"])})
+		return true
+	}
+	if !p.tasksNegotiated() {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
+		msg := errTasksExtensionNotNegotiated
+		if e != nil {
+			msg = fmt.Sprintf("tool %s runs only as a task: %s", p.Name, errTasksExtensionNotNegotiated)
+		}
+		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data})
+		return true
+	}
+	user, err := h.s.user(r.Header)
+	if err != nil {
+		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
+		return true
+	}
+	res, err := h.s.tasksExt(r.Context(), user, req.Method, e, p)
+	if err != nil {
+		we, ok := err.(*jsonrpc.Error)
+		if !ok {
+			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		status := http.StatusOK
+		if we.Code == jsonrpc.CodeInvalidParams {
+			status = http.StatusBadRequest
+		}
+		writeRPC(w, status, req.ID, nil, we)
+		return true
+	}
+	writeRPC(w, http.StatusOK, req.ID, res, nil)
+	return true
+}
+
+func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr *jsonrpc.Error) {
+	resp := &jsonrpc.Response{ID: id}
+	if rerr != nil {
+		resp.Error = rerr
+	} else {
+		b, err := json.Marshal(result)
+		if err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		resp.Result = b
+	}
+	b, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// tasksExt runs one extension request for user.
+func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
+	switch method {
+	case "tools/call":
+		res, err := s.svc.Execute(ctx, e.canonical, catalog.ExecuteToolOptions{UserID: user, Input: p.Arguments, Mode: catalog.ModeAsync})
+		if err != nil {
+			var apiErr *toolsapi.Error
+			if errors.As(err, &apiErr) && apiErr.Status < 500 {
+				return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", apiErr.Message)
+			}
+			return nil, err
+		}
+		// Execute returned: Temporal has recorded the workflow, so tasks/get
+		// resolves from here on, on any instance.
+		st, _, err := s.ownedTask(ctx, user, res.ID)
+		if err != nil {
+			return nil, err
+		}
+		t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
+		t["resultType"] = "task"
+		return t, nil
+	case "tasks/get":
+		st, _, err := s.ownedTask(ctx, user, p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
+		t["resultType"] = "complete"
+		return t, nil
+	case "tasks/cancel":
+		st, _, err := s.ownedTask(ctx, user, p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Result.Status.Terminal() {
+			if err := s.svc.RequestCancel(ctx, p.TaskID, st.RunID); err != nil {
+				return nil, taskLookupError(p.TaskID, err)
+			}
+		}
+		return map[string]any{"resultType": "complete"}, nil
+	default: // tasks/update
+		if _, _, err := s.ownedTask(ctx, user, p.TaskID); err != nil {
+			return nil, err
+		}
+		// No eve tool asks for input mid-execution yet: there is nothing
+		// pending to answer, so the responses are acknowledged and dropped.
+		return map[string]any{"resultType": "complete"}, nil
+	}
+}
+
+// extTask is the extension's (detailed) task: a terminal task inlines the
+// tool's result, or the protocol error of an execution that ended without
+// one.
+func (s *Server) extTask(res catalog.ExecutionResult, created, closed time.Time) map[string]any {
+	updated := time.Now().UTC()
+	if !closed.IsZero() {
+		updated = closed.UTC()
+	}
+	t := map[string]any{
+		"taskId":         res.ID,
+		"status":         TaskWorking,
+		"createdAt":      created.UTC().Format(time.RFC3339Nano),
+		"lastUpdatedAt":  updated.Format(time.RFC3339Nano),
+		"ttlMs":          s.opts.TaskTTL.Milliseconds(),
+		"pollIntervalMs": s.opts.PollInterval.Milliseconds(),
+	}
+	switch {
+	case !res.Status.Terminal():
+		t["statusMessage"] = string(res.Status)
+	case res.Status == catalog.StatusCanceled && (res.Error == nil || res.Error.Code != "terminated"):
+		t["status"] = TaskCancelled
+		t["statusMessage"] = "the execution was cancelled"
+	case res.Error != nil && res.Error.Code == "terminated":
+		t["status"] = TaskFailed
+		t["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": res.Error.Message}
+	default:
+		// The tool ran: success, and tool errors alike, are a completed
+		// task whose result says which (isError).
+		out, err := callResult(res, nil)
+		if err != nil {
+			t["status"] = TaskFailed
+			t["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": err.Error()}
+			break
+		}
+		b, _ := json.Marshal(out)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		m["resultType"] = "complete"
+		t["status"] = TaskCompleted
+		t["result"] = m
+	}
+	if msg, ok := t["statusMessage"].(string); ok && strings.TrimSpace(msg) == "" {
+		delete(t, "statusMessage")
+	}
+	return t
+}
