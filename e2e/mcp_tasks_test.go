@@ -3,12 +3,16 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
@@ -22,6 +26,11 @@ func modernCall(t *testing.T, url, method, name string, params map[string]any) (
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{mcpserver.TasksExtension: map[string]any{}}},
 	}
+	return post2026(t, url, method, name, params)
+}
+
+func post2026(t *testing.T, url, method, name string, params map[string]any) (int, map[string]any, map[string]any) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -102,4 +111,100 @@ func TestMCPTaskSurvivesItsInstance(t *testing.T) {
 	if _, _, rerr := modernCall(t, ohs.URL, "tasks/get", id, map[string]any{"taskId": id}); rpcCode(rerr) != -32602 {
 		t.Fatalf("another user read the task: %v", rerr)
 	}
+}
+
+// approvalEnv serves the demo agent (refund_charge asks a person to
+// approve every call) over MCP, on a worker that runs executions.
+func approvalEnv(t *testing.T) (*evetest.Env, *toolsapi.Service, string) {
+	t.Helper()
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startExecutionWorker(t, env, a)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	return env, svc, hs.URL
+}
+
+// An approval-gated tool is offered over MCP: as a task it waits for the
+// caller's approval (input_required, an elicitation form); tasks/update
+// approves it and it runs, or denies it and it does not. A plain call is
+// refused, saying why.
+func TestMCPApprovalOverTasks(t *testing.T) {
+	env, svc, url := approvalEnv(t)
+	ctx := env.Ctx(60 * time.Second)
+	const tool = "demo.refund_charge"
+	if st, res, rerr := modernCallPlain(t, url, "tools/call", tool, map[string]any{"name": tool, "arguments": map[string]any{"chargeId": "ch_0", "amount": 1}}); st != 200 || rerr != nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "approval") {
+		t.Fatalf("plain call: %d %v %v", st, res, rerr)
+	}
+	for _, tc := range []struct {
+		answer map[string]any
+		want   string
+	}{
+		{map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}, `"refunded":5`},
+		{map[string]any{"action": "decline"}, "denied by alice"},
+	} {
+		_, created, rerr := modernCall(t, url, "tools/call", tool, map[string]any{"name": tool, "arguments": map[string]any{"chargeId": "ch_9", "amount": 5}})
+		if rerr != nil || created["resultType"] != "task" {
+			t.Fatalf("create: %v %v", created, rerr)
+		}
+		id := created["taskId"].(string)
+		var got map[string]any
+		for got["status"] != "input_required" {
+			if ctx.Err() != nil {
+				t.Fatalf("the task never asked: %v", got)
+			}
+			_, got, rerr = modernCall(t, url, "tasks/get", id, map[string]any{"taskId": id})
+			if rerr != nil || (got["status"] != "working" && got["status"] != "input_required") {
+				t.Fatalf("tasks/get: %v %v", got, rerr)
+			}
+		}
+		req := got["inputRequests"].(map[string]any)["approval"].(map[string]any)
+		if req["method"] != "elicitation/create" || !strings.Contains(fmt.Sprint(req["params"]), "refund_charge") {
+			t.Fatalf("input request = %v", req)
+		}
+		// Another user cannot answer it.
+		stranger, _ := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "mallory"})
+		shs := httptest.NewServer(stranger.HTTPHandler(nil))
+		if _, _, rerr := modernCall(t, shs.URL, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"approval": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}); rpcCode(rerr) != -32602 {
+			t.Fatalf("a stranger's answer: %v", rerr)
+		}
+		shs.Close()
+		if _, ack, rerr := modernCall(t, url, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"approval": tc.answer}}); rerr != nil || ack["resultType"] != "complete" || len(ack) != 1 {
+			t.Fatalf("tasks/update: %v %v", ack, rerr)
+		}
+		if _, err := svc.Wait(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, got, rerr = modernCall(t, url, "tasks/get", id, map[string]any{"taskId": id})
+		if rerr != nil || got["status"] != "completed" || !strings.Contains(mustJSON(got["result"]), tc.want) {
+			t.Fatalf("after %v: %v %v", tc.answer, got, rerr)
+		}
+		denied := tc.answer["action"] != "accept"
+		if isErr, _ := got["result"].(map[string]any)["isError"].(bool); isErr != denied {
+			t.Fatalf("after %v: isError %v", tc.answer, isErr)
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// modernCallPlain is modernCall without the tasks extension.
+func modernCallPlain(t *testing.T, url, method, name string, params map[string]any) (int, map[string]any, map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	return post2026(t, url, method, name, params)
 }

@@ -303,6 +303,41 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatalf("execution: %+v, %v", ex, err)
 	}
 	save("execution-delegated", ex.ID)
+
+	// Executions that ask their caller to approve (MCP tasks,
+	// input_required): approved, then denied.
+	aenv := evetest.New(t)
+	aa, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startExecutionWorker(t, aenv, aa)
+	asvc, err := toolsapi.New(toolsapi.Options{Client: aenv.Client, TaskQueue: aenv.TaskQueue, Agent: aa})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, approve := range []bool{true, false} {
+		res, err := asvc.StartAsking(ctx, "demo.refund_charge", "alice", json.RawMessage(`{"chargeId":"ch_9","amount":5}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			p, err := asvc.PendingApproval(ctx, res.ID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p != nil {
+				break
+			}
+		}
+		if err := asvc.AnswerApproval(ctx, res.ID, "", approve, "", auth.Principal{ID: "alice", Type: auth.TypeUser}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := asvc.Wait(ctx, res.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		save(map[bool]string{true: "execution-approval-approved", false: "execution-approval-denied"}[approve], res.ID)
+	}
 }
 
 func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {

@@ -17,7 +17,15 @@ const (
 	// QueryExecution reads an execution's current state. Result
 	// ExecutionOutput (Status queued, running, or terminal).
 	QueryExecution = "eve.execution.state"
+	// UpdateExecutionApproval answers the approval an execution waits for
+	// (ExecutionInput.AskApproval). Input ExecutionApprovalAnswer; it is
+	// refused unless the execution waits for that request and the answer
+	// comes from the principal the execution runs for.
+	UpdateExecutionApproval = "eve.execution.approve"
 )
+
+// ExecutionApprovalRequestID names an execution's one approval request.
+const ExecutionApprovalRequestID = "approval"
 
 // A delegated tool's execution also answers UpdateSettleAction and
 // QueryAction (see above), so completion URLs settle executions exactly as
@@ -72,6 +80,27 @@ type ExecutionInput struct {
 	// custom policies are evaluated: skip or approve runs, deny and ask
 	// refuse (there is nobody to ask outside a session).
 	SkipApproval bool `json:"skipApproval,omitempty"`
+	// AskApproval lets a call that needs a person's approval wait for it
+	// (UpdateExecutionApproval) instead of being refused: the starter can
+	// put the question to its caller (MCP tasks, as input_required).
+	AskApproval bool `json:"askApproval,omitempty"`
+}
+
+// ExecutionApproval is the approval an execution waits for.
+type ExecutionApproval struct {
+	RequestID string          `json:"requestId"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	// Reason is the approval policy's, if it gave one.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ExecutionApprovalAnswer answers an ExecutionApproval.
+type ExecutionApprovalAnswer struct {
+	RequestID string          `json:"requestId"`
+	Approved  bool            `json:"approved"`
+	Reason    string          `json:"reason,omitempty"`
+	By        *auth.Principal `json:"by"`
 }
 
 // ExecutionOutput is an execution's state: its result once Status is
@@ -83,7 +112,9 @@ type ExecutionOutput struct {
 	UserID    string `json:"userId,omitempty"`
 	InputHash string `json:"inputHash,omitempty"`
 	// ActionID names a delegated tool's action (its completion id).
-	ActionID   string     `json:"actionId,omitempty"`
+	ActionID string `json:"actionId,omitempty"`
+	// Approval is set while the execution waits for a person's approval.
+	Approval   *ExecutionApproval `json:"approval,omitempty"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 }

@@ -265,6 +265,60 @@ func (d *Driver) Cancel(ctx context.Context, id string, wait time.Duration) (pro
 	return res, err
 }
 
+// Query asks a running execution for its current state (signals.QueryExecution):
+// a pending approval shows only there. It waits at most wait for a worker.
+func (d *Driver) Query(ctx context.Context, id, runID string, wait time.Duration) (signals.ExecutionOutput, error) {
+	var out signals.ExecutionOutput
+	qctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	v, err := d.Client.QueryWorkflow(qctx, id, runID, signals.QueryExecution)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return out, &NotFoundError{ID: id}
+		}
+		return out, d.temporalError("query execution", err)
+	}
+	if err := v.Get(&out); err != nil {
+		return out, fmt.Errorf("executions: decode the state of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Answer answers the approval an execution waits for and returns once the
+// workflow has taken it (or refused it: it waits for nothing, or the
+// answer is not its owner's).
+func (d *Driver) Answer(ctx context.Context, id, runID string, a signals.ExecutionApprovalAnswer) error {
+	h, err := d.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, RunID: runID, UpdateName: signals.UpdateExecutionApproval,
+		Args: []any{a}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return &NotFoundError{ID: id}
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			return &RefusedError{Message: appErr.Message()}
+		}
+		return d.temporalError("answer execution approval", err)
+	}
+	if err := h.Get(ctx, nil); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			return &RefusedError{Message: appErr.Message()}
+		}
+		return d.temporalError("answer execution approval", err)
+	}
+	return nil
+}
+
+// RefusedError: the execution refused an answer (its validator's reason).
+type RefusedError struct{ Message string }
+
+func (e *RefusedError) Error() string { return e.Message }
+
 // RequestCancel asks a running execution to stop and returns at once;
 // Describe shows it cancelled once the workflow has ended.
 func (d *Driver) RequestCancel(ctx context.Context, id, runID string) error {

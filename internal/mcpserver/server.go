@@ -149,8 +149,15 @@ func New(opts Options) (*Server, error) {
 	}
 	for i, t := range res.MCP() {
 		def := res.Raw[i]
+		// Tools whose approval policy asks a person are offered too: as
+		// tasks they wait for the caller's answer (input_required); a plain
+		// call is refused, saying why.
+		asks := false
 		if s.svc.Executable(def.Name) != nil {
-			continue
+			if s.svc.ExecutableAsking(def.Name) != nil {
+				continue
+			}
+			asks = true
 		}
 		if opts.BareNames {
 			if rt, ok := s.svc.Tool(def.Name); ok {
@@ -158,6 +165,9 @@ func New(opts Options) (*Server, error) {
 			}
 		}
 		support := opts.TaskTools[t.Name]
+		if asks && support == "" {
+			support = "optional"
+		}
 		switch {
 		case def.Annotations.Async:
 			support = "required"

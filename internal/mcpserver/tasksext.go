@@ -26,6 +26,7 @@ import (
 
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Error codes of the stateless protocol (SEP-2575, SEP-2243).
@@ -157,7 +158,7 @@ func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr
 func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
 	switch method {
 	case "tools/call":
-		res, err := s.svc.Execute(ctx, e.canonical, catalog.ExecuteToolOptions{UserID: user, Input: p.Arguments, Mode: catalog.ModeAsync})
+		res, err := s.svc.StartAsking(ctx, e.canonical, user, p.Arguments)
 		if err != nil {
 			var apiErr *toolsapi.Error
 			if errors.As(err, &apiErr) && apiErr.Status < 500 {
@@ -181,6 +182,15 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 		}
 		t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
 		t["resultType"] = "complete"
+		if !st.Result.Status.Terminal() {
+			// Only the workflow knows whether it waits for a person: ask it.
+			pending, err := s.svc.PendingApproval(ctx, p.TaskID, st.RunID)
+			if err == nil && pending != nil {
+				t["status"] = taskStatusInputRequired
+				t["statusMessage"] = "waiting for your approval"
+				t["inputRequests"] = map[string]any{pending.RequestID: approvalElicitation(pending)}
+			}
+		}
 		return t, nil
 	case "tasks/cancel":
 		st, _, err := s.ownedTask(ctx, user, p.TaskID)
@@ -194,13 +204,71 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 		}
 		return map[string]any{"resultType": "complete"}, nil
 	default: // tasks/update
-		if _, _, err := s.ownedTask(ctx, user, p.TaskID); err != nil {
+		st, _, err := s.ownedTask(ctx, user, p.TaskID)
+		if err != nil {
 			return nil, err
 		}
-		// No eve tool asks for input mid-execution yet: there is nothing
-		// pending to answer, so the responses are acknowledged and dropped.
+		raw, ok := p.InputResponses[signals.ExecutionApprovalRequestID]
+		if ok && !st.Result.Status.Terminal() {
+			approved, reason := approvalAnswer(raw)
+			// The workflow takes the answer only from the principal the
+			// execution runs for, and only while it waits for one.
+			if err := s.svc.AnswerApproval(ctx, p.TaskID, st.RunID, approved, reason, s.svc.UserOf(user)); err != nil {
+				var apiErr *toolsapi.Error
+				if !errors.As(err, &apiErr) || apiErr.Code != "approval_refused" {
+					return nil, err
+				}
+				// Answered already, or not waiting: the ack stands, and
+				// tasks/get tells the state.
+			}
+		}
 		return map[string]any{"resultType": "complete"}, nil
 	}
+}
+
+// approvalElicitation is the form that asks the caller to approve a call.
+func approvalElicitation(a *signals.ExecutionApproval) map[string]any {
+	msg := fmt.Sprintf("Approve the call to %s", a.Tool)
+	if len(a.Input) > 0 && string(a.Input) != "{}" {
+		msg += " with " + truncate(string(a.Input), 512)
+	}
+	if a.Reason != "" {
+		msg += " (" + a.Reason + ")"
+	}
+	return map[string]any{
+		"method": "elicitation/create",
+		"params": map[string]any{
+			"mode":    "form",
+			"message": msg + "?",
+			"requestedSchema": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"confirm": map[string]any{"type": "boolean", "title": "Approve", "description": "true runs the call; false denies it"},
+					"reason":  map[string]any{"type": "string", "title": "Reason", "description": "why (optional)"},
+				},
+				"required": []string{"confirm"},
+			},
+		},
+	}
+}
+
+// approvalAnswer reads an elicitation result: accept with confirm true
+// (or no confirm field) approves; decline, cancel or confirm false denies.
+func approvalAnswer(raw json.RawMessage) (approved bool, reason string) {
+	var r struct {
+		Action  string `json:"action"`
+		Content struct {
+			Confirm *bool  `json:"confirm"`
+			Reason  string `json:"reason"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return false, "the answer could not be read"
+	}
+	if r.Action != "accept" {
+		return false, r.Content.Reason
+	}
+	return r.Content.Confirm == nil || *r.Content.Confirm, r.Content.Reason
 }
 
 // extTask is the extension's (detailed) task: a terminal task inlines the

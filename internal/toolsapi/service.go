@@ -245,7 +245,13 @@ func (s *Service) Search(opts catalog.SearchToolsOptions) (catalog.SearchToolsRe
 // API, and why not. Client tools, tools with only a discovery definition,
 // and (unless SkipApprovals) tools whose approval policy always asks
 // cannot.
-func (s *Service) Executable(name string) error {
+func (s *Service) Executable(name string) error { return s.executable(name, false) }
+
+// ExecutableAsking is Executable for a caller that can answer an approval
+// (StartAsking): tools whose policy asks a person are executable too.
+func (s *Service) ExecutableAsking(name string) error { return s.executable(name, true) }
+
+func (s *Service) executable(name string, ask bool) error {
 	if _, ok := s.cat.Lookup(name); !ok {
 		return &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
@@ -259,7 +265,7 @@ func (s *Service) Executable(name string) error {
 	// The built-in policies decide here, before anything starts (no session
 	// has approved anything once); a custom policy is evaluated by the
 	// execution, so it passes.
-	if !s.opts.SkipApprovals && approval.Decide(t.Approval.Kind(), false, approval.Skip()).Type == approval.UserApproval {
+	if !s.opts.SkipApprovals && !ask && approval.Decide(t.Approval.Kind(), false, approval.Skip()).Type == approval.UserApproval {
 		return &Error{Status: http.StatusForbidden, Code: signals.CodeApprovalRequired, Message: fmt.Sprintf("tool %s asks a person to approve each call (approval policy %q), which only a session can do; it cannot be executed through the tools API", name, t.Approval.Kind())}
 	}
 	return nil
@@ -312,6 +318,42 @@ func (s *Service) Execute(ctx context.Context, name string, opts catalog.Execute
 	return res, err
 }
 
+// StartAsking starts an execution asynchronously for user, one whose call,
+// if its approval policy asks a person, waits for the answer
+// (AnswerApproval) instead of being refused: for callers that can put the
+// question to the person, such as MCP tasks.
+func (s *Service) StartAsking(ctx context.Context, name, user string, input json.RawMessage) (catalog.ExecutionResult, error) {
+	res, _, err := s.executeAsk(ctx, name, s.user(user), catalog.ExecuteToolOptions{Input: input, Mode: catalog.ModeAsync}, 0, true)
+	return res, err
+}
+
+// PendingApproval reads what a running execution waits for: its approval
+// request, or nil. It asks the workflow (a query), waiting at most 5 s for
+// a worker.
+func (s *Service) PendingApproval(ctx context.Context, id, runID string) (*signals.ExecutionApproval, error) {
+	if err := s.reachable(id); err != nil {
+		return nil, err
+	}
+	out, err := s.driver.Query(ctx, id, runID, 5*time.Second)
+	if err != nil {
+		return nil, s.driverError(err)
+	}
+	return out.Approval, nil
+}
+
+// AnswerApproval answers the approval an execution waits for, as by.
+func (s *Service) AnswerApproval(ctx context.Context, id, runID string, approved bool, reason string, by auth.Principal) error {
+	if err := s.reachable(id); err != nil {
+		return err
+	}
+	err := s.driver.Answer(ctx, id, runID, signals.ExecutionApprovalAnswer{RequestID: signals.ExecutionApprovalRequestID, Approved: approved, Reason: reason, By: &by})
+	var refused *executions.RefusedError
+	if errors.As(err, &refused) {
+		return &Error{Status: http.StatusConflict, Code: "approval_refused", Message: refused.Message}
+	}
+	return s.driverError(err)
+}
+
 // UserOf is the principal a call naming user (or "") runs for.
 func (s *Service) UserOf(user string) auth.Principal { return s.user(user) }
 
@@ -326,8 +368,13 @@ func (s *Service) user(id string) auth.Principal {
 // execute starts or joins an execution of owner (opts.UserID is not
 // read); sync mode waits up to wait.
 func (s *Service) execute(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
+	return s.executeAsk(ctx, name, owner, opts, wait, false)
+}
+
+// executeAsk is execute; ask lets a gated call wait for its approval.
+func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration, ask bool) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
 	var none signals.ExecutionOutput
-	if err := s.Executable(name); err != nil {
+	if err := s.executable(name, ask); err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
 	def, _ := s.cat.Lookup(name)
@@ -373,7 +420,7 @@ func (s *Service) execute(ctx context.Context, name string, owner auth.Principal
 	in := signals.ExecutionInput{
 		ExecutionID: id, Tool: name, UserID: user, ConnectionID: opts.ConnectionID,
 		IdempotencyKey: key, InputHash: hash, Caller: caller,
-		Plan: planJSON, SkipApproval: s.opts.SkipApprovals,
+		Plan: planJSON, SkipApproval: s.opts.SkipApprovals, AskApproval: ask,
 	}
 	if generated {
 		in.IdempotencyKey = ""

@@ -40,6 +40,7 @@ type ExecutionInput struct {
 	// Plan says how to run the call (see signals.ExecutionInput.Plan).
 	Plan         activities.CallPlan `json:"plan"`
 	SkipApproval bool                `json:"skipApproval,omitempty"`
+	AskApproval  bool                `json:"askApproval,omitempty"`
 }
 
 // ExecutionOutput is signals.ExecutionOutput.
@@ -62,6 +63,7 @@ type execution struct {
 	in     ExecutionInput
 	out    ExecutionOutput
 	action *actionState // delegated tools only
+	answer *signals.ExecutionApprovalAnswer
 }
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
@@ -92,6 +94,15 @@ func (e *execution) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (ExecutionOutput, error) {
 		return e.out, nil
 	}); err != nil {
+		return err
+	}
+	// Registering a handler records nothing: executions that never ask
+	// replay as before.
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateExecutionApproval,
+		func(ctx workflow.Context, a signals.ExecutionApprovalAnswer) error {
+			e.answer = &a
+			return nil
+		}, workflow.UpdateHandlerOptions{Validator: e.validateAnswer}); err != nil {
 		return err
 	}
 	return registerActionHandlers(ctx, func(id string) *actionState {
@@ -142,6 +153,9 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	case stageAnswer:
 		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
 	case stageAsk:
+		if e.in.AskApproval && workflow.GetVersion(ctx, "execution-ask-approval", workflow.DefaultVersion, 1) == 1 {
+			return e.ask(ctx, c)
+		}
 		msg := fmt.Sprintf("tool %s needs a person's approval, which only a session can ask for; it did not run", e.in.Tool)
 		if c.reason != "" {
 			msg += ": " + c.reason
@@ -149,6 +163,41 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		return activities.FailedOutcome(CodeApprovalRequired, msg)
 	}
 	return execute(ctx, e, c)
+}
+
+// ask puts the call to the person the execution runs for and waits for
+// the answer (UpdateExecutionApproval); approved, the call runs.
+func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOutcome {
+	p := c.plan
+	e.out.Approval = &signals.ExecutionApproval{RequestID: signals.ExecutionApprovalRequestID, Tool: e.in.Tool, Input: p.Call.Input, Reason: c.reason}
+	if err := workflow.Await(ctx, func() bool { return e.answer != nil }); err != nil {
+		e.out.Approval = nil
+		return cancelledOutcome(e.in.Tool)
+	}
+	e.out.Approval = nil
+	if !e.answer.Approved {
+		msg := fmt.Sprintf("the call to %s was denied by %s", e.in.Tool, e.answer.By.ID)
+		if e.answer.Reason != "" {
+			msg += ": " + e.answer.Reason
+		}
+		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+	}
+	c.stage = stageRun
+	return execute(ctx, e, c)
+}
+
+// validateAnswer accepts only the answer to the approval the execution
+// waits for, from the principal it runs for.
+func (e *execution) validateAnswer(a signals.ExecutionApprovalAnswer) error {
+	switch {
+	case e.out.Approval == nil || e.answer != nil:
+		return fmt.Errorf("execution %s waits for no approval", e.in.ExecutionID)
+	case a.RequestID != e.out.Approval.RequestID:
+		return fmt.Errorf("execution %s waits for approval %q, not %q", e.in.ExecutionID, e.out.Approval.RequestID, a.RequestID)
+	case a.By == nil || a.By.ID != e.in.UserID || (e.in.Caller != nil && a.By.Type != e.in.Caller.Type):
+		return fmt.Errorf("only the principal execution %s runs for may answer its approval", e.in.ExecutionID)
+	}
+	return nil
 }
 
 // plan is the call's plan with an execution's defaults: its call id, the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eve-temporal/eve"
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -21,6 +22,10 @@ type none struct{}
 
 type greetIn struct {
 	Name string `json:"name"`
+}
+
+type fileIn struct {
+	Filename string `json:"filename"`
 }
 
 type regionIn struct {
@@ -85,12 +90,17 @@ func fixtures() []*tools.Tool {
 	crash := tools.Func("protocol_error_job", "Panics.",
 		func(*tools.Context, none) (string, error) { panic("protocol_error_job panics, as it always does") })
 	crash.Retry = &tools.RetryPolicy{MaximumAttempts: 1}
+	// An approval-gated tool: as a task it waits for the caller's approval
+	// (input_required); tasks/update answers it.
+	confirm := tools.Func("confirm_delete", "Deletes a file once a person approves.",
+		func(_ *tools.Context, in fileIn) (string, error) { return "deleted " + in.Filename, nil })
+	confirm.Approval = approval.Always()
 	// SEP-2243: a parameter mirrored into an Mcp-Param-Region header, which
 	// the server checks against the body.
 	headers := tools.Func("test_custom_headers", "Echoes a region that clients also send as the Mcp-Param-Region header.",
 		func(_ *tools.Context, in regionIn) (string, error) { return "region " + in.Region, nil })
 	headers.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)
-	return []*tools.Tool{simple, failing, schema, greet, compute, job, crash, headers}
+	return []*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers}
 }
 
 func newAgent() (*agent.Agent, error) {
