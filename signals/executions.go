@@ -115,6 +115,6 @@ type ExecutionOutput struct {
 	ActionID string `json:"actionId,omitempty"`
 	// Approval is set while the execution waits for a person's approval.
 	Approval   *ExecutionApproval `json:"approval,omitempty"`
-	StartedAt  time.Time  `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	StartedAt  time.Time          `json:"startedAt"`
+	FinishedAt *time.Time         `json:"finishedAt,omitempty"`
 }

@@ -70,8 +70,10 @@ func names(t *testing.T, cs *mcp.ClientSession) []string {
 
 func TestListHidesAsyncWithoutTasks(t *testing.T) {
 	s := demoServer(t)
-	sync := []string{"demo.get_weather", "demo.issue_credit"}
-	all := []string{"demo.get_weather", "demo.issue_credit", "demo.run_report"}
+	// refund_charge asks a person to approve every call: it is offered (as
+	// a task it waits for the caller's approval; a plain call is refused).
+	sync := []string{"demo.get_weather", "demo.issue_credit", "demo.refund_charge"}
+	all := []string{"demo.get_weather", "demo.issue_credit", "demo.refund_charge", "demo.run_report"}
 	tasks := &mcp.ClientCapabilities{Experimental: map[string]any{"tasks": map[string]any{}}}
 	for _, v := range []string{"", "2025-11-25", "2025-06-18"} {
 		if got := names(t, connect(t, s, nil, v)); !slices.Equal(got, sync) {
