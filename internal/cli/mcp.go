@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,7 @@ func newMCPCommand(app App) *cobra.Command {
 		logLevel  string
 		idle      time.Duration
 		taskTools map[string]string
+		oauth     oauthFlags
 		origins   []string
 	)
 	cmd := &cobra.Command{
@@ -100,7 +102,11 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 				}
 				return err
 			}
-			return serveMCPHTTP(ctx, cmd.ErrOrStderr(), logger, srv, httpAddr, key)
+			o, err := oauth.config(key)
+			if err != nil {
+				return err
+			}
+			return serveMCPHTTP(ctx, cmd.ErrOrStderr(), logger, srv, httpAddr, key, o)
 		},
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
@@ -111,6 +117,10 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().BoolVar(&bareNames, "bare-names", false, "name tools by the agent's own tool names (get_weather), without the toolkit")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "warn"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	cmd.Flags().DurationVar(&idle, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http: close sessions idle this long, forgetting their tasks (0: never)")
+	cmd.Flags().StringVar(&oauth.issuer, "oauth-issuer", config.Env("EVE_MCP_OAUTH_ISSUER", ""), "with --http: the OAuth authorization server (issuer URL) MCP hosts get tokens from; publishes protected-resource metadata and requires its tokens (env EVE_MCP_OAUTH_ISSUER)")
+	cmd.Flags().StringVar(&oauth.jwks, "oauth-jwks", config.Env("EVE_MCP_OAUTH_JWKS", ""), "with --oauth-issuer: the JWKS URL whose keys sign its tokens (RS256) (env EVE_MCP_OAUTH_JWKS)")
+	cmd.Flags().StringVar(&oauth.resource, "oauth-resource", config.Env("EVE_MCP_OAUTH_RESOURCE", ""), "with --oauth-issuer: this server's public URL (https://mcp.example.com/mcp), the audience tokens must name (env EVE_MCP_OAUTH_RESOURCE)")
+	cmd.Flags().StringSliceVar(&oauth.scopes, "oauth-scope", nil, "with --oauth-issuer: a scope every token must carry (repeatable)")
 	cmd.Flags().StringToStringVar(&taskTools, "task-tool", nil, "a tool (its MCP name) that runs as a task for clients that negotiate MCP Tasks: NAME=optional or NAME=required (repeatable; async tools are always required)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "with --http: a browser origin (https://app.example.com) whose cross-origin requests are accepted (repeatable)")
 	return cmd
@@ -120,20 +130,70 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *mcpserver.Server, addr, key string) error {
-	var h http.Handler = srv.HTTPHandler(nil)
+// oauthFlags are eve mcp's MCP authorization flags.
+type oauthFlags struct {
+	issuer, jwks, resource string
+	scopes                 []string
+}
+
+// config is the OAuth configuration the flags ask for (nil: none). The
+// bearer key, when set, is accepted beside the issuer's tokens.
+func (f oauthFlags) config(key string) (*mcpserver.OAuth, error) {
+	if f.issuer == "" {
+		if f.jwks != "" || f.resource != "" {
+			return nil, errors.New("--oauth-jwks and --oauth-resource need --oauth-issuer")
+		}
+		return nil, nil
+	}
+	if f.jwks == "" || f.resource == "" {
+		return nil, errors.New("--oauth-issuer needs --oauth-jwks (the keys that sign its tokens) and --oauth-resource (this server's public URL, the tokens' audience)")
+	}
+	verify := mcpserver.JWKSVerifier(f.jwks, f.issuer, f.resource, nil)
 	if key != "" {
+		jwks := verify
+		verify = func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(key)) == 1 {
+				return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+			}
+			return jwks(ctx, token, r)
+		}
+	}
+	return &mcpserver.OAuth{Resource: f.resource, AuthorizationServers: []string{f.issuer}, Scopes: f.scopes, Verify: verify}, nil
+}
+
+// mcpMux routes MCPPath (behind the bearer key, or OAuth when o is set)
+// and, with OAuth, the protected-resource metadata.
+func mcpMux(srv *mcpserver.Server, key string, o *mcpserver.OAuth) (*http.ServeMux, error) {
+	var h http.Handler = srv.HTTPHandler(nil)
+	mux := http.NewServeMux()
+	switch {
+	case o != nil:
+		protected, meta, err := o.Protect(h)
+		if err != nil {
+			return nil, err
+		}
+		h = protected
+		mux.Handle(mcpserver.MetadataPath(MCPPath), meta)
+		mux.Handle(mcpserver.MetadataPath(""), meta)
+	case key != "":
 		h = requireBearer(key, h)
 	}
-	mux := http.NewServeMux()
 	mux.Handle(MCPPath, bodyDeadline(h, httpbody.DefaultReadTimeout))
+	return mux, nil
+}
+
+func serveMCPHTTP(ctx context.Context, out io.Writer, logger *slog.Logger, srv *mcpserver.Server, addr, key string, o *mcpserver.OAuth) error {
+	mux, err := mcpMux(srv, key, o)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("mcp --http: listen on %s: %w (give --http another host:port)", addr, err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(out, "eve MCP      http://%s%s (streamable HTTP)\n", ln.Addr(), MCPPath)
-	if key == "" {
+	if key == "" && o == nil {
 		logger.Warn("MCP over HTTP is open: set EVE_API_KEY (or --eve-api-key) to require a bearer key")
 	}
 	done := make(chan error, 1)

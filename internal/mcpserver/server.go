@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -333,7 +334,12 @@ func capsHaveTasks(caps map[string]any) bool {
 	return false
 }
 
-func (s *Server) user(h http.Header) (string, error) {
+// user is who a request's calls run for: the subject of its verified
+// OAuth token (OAuth), else UserFromHeader's answer, else Options.UserID.
+func (s *Server) user(h http.Header, ti *auth.TokenInfo) (string, error) {
+	if ti != nil && ti.UserID != "" {
+		return ti.UserID, nil
+	}
 	if s.opts.UserFromHeader != nil && h != nil {
 		u, err := s.opts.UserFromHeader(h)
 		if err != nil {
@@ -358,11 +364,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		// 2025-11-25 asks for -32601); clients without Tasks never see it.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %s is asynchronous: call it as a task (MCP Tasks), which this client did not negotiate", req.Params.Name)}
 	}
-	var h http.Header
+	var (
+		h  http.Header
+		ti *auth.TokenInfo
+	)
 	if req.Extra != nil {
-		h = req.Extra.Header
+		h, ti = req.Extra.Header, req.Extra.TokenInfo
 	}
-	user, err := s.user(h)
+	user, err := s.user(h, ti)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/demo"
@@ -207,5 +209,23 @@ func TestHTTPInitializePatched(t *testing.T) {
 			t.Fatalf("initialize result = %+v", ir)
 		}
 		cs.Close()
+	}
+}
+
+// A verified OAuth token's subject is the user calls run for, ahead of
+// UserFromHeader and Options.UserID.
+func TestTokenSubjectIsTheUser(t *testing.T) {
+	s := demoServer(t)
+	s.opts.UserID = "default"
+	s.opts.UserFromHeader = func(h http.Header) (string, error) { return h.Get("X-User"), nil }
+	h := http.Header{"X-User": {"from-header"}}
+	for _, tc := range []struct {
+		ti   *auth.TokenInfo
+		h    http.Header
+		want string
+	}{{&auth.TokenInfo{UserID: "alice"}, h, "alice"}, {&auth.TokenInfo{}, h, "from-header"}, {nil, nil, "default"}} {
+		if got, err := s.user(tc.h, tc.ti); err != nil || got != tc.want {
+			t.Fatalf("user(%v, %v) = %q %v, want %q", tc.h, tc.ti, got, err, tc.want)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/eve-temporal/eve/catalog"
@@ -111,7 +112,7 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data})
 		return true
 	}
-	user, err := h.s.user(r.Header)
+	user, err := h.s.user(r.Header, auth.TokenInfoFromContext(r.Context()))
 	if err != nil {
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 		return true

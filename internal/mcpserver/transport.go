@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -429,7 +430,7 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.inner.ServeHTTP(w, r)
 			return
 		}
-		user, err := h.s.user(r.Header)
+		user, err := h.s.user(r.Header, auth.TokenInfoFromContext(r.Context()))
 		var resp *jsonrpc.Response
 		if err != nil {
 			resp = &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}}
