@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -207,4 +210,41 @@ func modernCallPlain(t *testing.T, url, method, name string, params map[string]a
 	t.Helper()
 	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 	return post2026(t, url, method, name, params)
+}
+
+// A 2026-07-28 client that can elicit gets an approval-gated tool's
+// approval as an InputRequiredResult (SEP-2322): the Go SDK's client asks
+// its elicitation handler and retries with the answer; approved, the tool
+// runs; declined, it does not.
+func TestMCPApprovalAsInputRequired(t *testing.T) {
+	env, _, url := approvalEnv(t)
+	ctx := env.Ctx(60 * time.Second)
+	for _, tc := range []struct {
+		action string
+		want   string
+		isErr  bool
+	}{{"accept", `"refunded":7`, false}, {"decline", "denied by alice", true}} {
+		var asked string
+		c := mcp.NewClient(&mcp.Implementation{Name: "elicits", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked = req.Params.Message
+				return &mcp.ElicitResult{Action: tc.action, Content: map[string]any{"confirm": tc.action == "accept"}}, nil
+			},
+		})
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo.refund_charge", Arguments: map[string]any{"chargeId": "ch_7", "amount": 7}})
+		cs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(asked, "refund_charge") {
+			t.Fatalf("%s: the client was asked %q", tc.action, asked)
+		}
+		if res.IsError != tc.isErr || !strings.Contains(mustJSON(res), tc.want) {
+			t.Fatalf("%s: %s", tc.action, mustJSON(res))
+		}
+	}
 }

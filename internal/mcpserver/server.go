@@ -104,6 +104,8 @@ type Server struct {
 type entry struct {
 	canonical string
 	async     bool
+	// asks: its approval policy asks a person (see callAsking, tasksExt).
+	asks bool
 	// taskSupport is "required" (async tools, and TaskTools so marked),
 	// "optional", or "" (never a task).
 	taskSupport string
@@ -185,7 +187,7 @@ func New(opts Options) (*Server, error) {
 				return nil, err
 			}
 		}
-		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, taskSupport: support, desc: desc}
+		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, asks: asks, taskSupport: support, desc: desc}
 		tool := &mcp.Tool{
 			Name:        t.Name,
 			Description: t.Description,
@@ -374,6 +376,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	user, err := s.user(h, ti)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	if e.asks && multiRoundTrip(req) {
+		return s.callAsking(ctx, e, user, req)
 	}
 	res, err := s.svc.RunResult(ctx, e.canonical, req.Params.Arguments, toolsapi.RunOptions{UserID: user, Timeout: s.opts.CallTimeout})
 	return callResult(res, err)

@@ -123,5 +123,5 @@ try {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(`mcp conformance: ${passed} passed, ${failed} failed`);
+console.log(`conformance: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
