@@ -221,6 +221,7 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
+	w.RegisterActivityWithOptions(acts.EvaluateResponse, activity.RegisterOptions{Name: activities.EvaluateResponseName})
 	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
 	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})

@@ -96,6 +96,10 @@ type Func func(ctx context.Context, c Context) (Status, error)
 type Policy struct {
 	kind string
 	fn   Func
+	// response decides who may settle a call (nil: only the requester);
+	// prompt builds the reviewer's text (nil: "Approve <Tool>?").
+	response ResponsePolicy
+	prompt   func(PromptContext) string
 }
 
 // Never runs the tool without asking (the default).

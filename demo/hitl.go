@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -24,7 +25,63 @@ func RefundCharge() *tools.Tool {
 		})
 	t.InputSchema = json.RawMessage(`{"type":"object","properties":{"chargeId":{"type":"string","minLength":1},"amount":{"type":"number","exclusiveMinimum":0}},"required":["chargeId","amount"],"additionalProperties":false}`)
 	t.OutputSchema = nil
-	t.Approval = approval.Always()
+	t.Approval = approval.Always().WithPrompt(func(c approval.PromptContext) string {
+		var in RefundInput
+		if c.Input(&in) != nil {
+			return ""
+		}
+		return fmt.Sprintf("Refund $%.2f for charge %s?", in.Amount, in.ChargeID)
+	})
+	return t
+}
+
+// TransferInput is transfer_funds' input.
+type TransferInput struct {
+	To     string  `json:"to"`
+	Amount float64 `json:"amount"`
+}
+
+// FourEyes is a response policy: someone other than the requester, with
+// the attribute role=approver (or manager), must approve; anyone allowed
+// on the session may cancel.
+func FourEyes() approval.ResponsePolicy {
+	return func(_ context.Context, c approval.ResponseContext) (approval.Verdict, error) {
+		if c.Response.Decision == approval.DecisionCancel {
+			return approval.Allow(), nil
+		}
+		if approval.SamePrincipal(c.Response.Principal, c.Request.Principal) {
+			return approval.Reject("A second person must approve transfers."), nil
+		}
+		switch c.Response.Principal.Attr("role") {
+		case "approver", "manager":
+			return approval.Allow(), nil
+		}
+		return approval.Reject("Only approvers can approve transfers."), nil
+	}
+}
+
+// TransferFunds moves money; a second person approves every call
+// (FourEyes), and the tool reports who did.
+func TransferFunds() *tools.Tool {
+	t := tools.Func("transfer_funds", "Transfer funds. A second person approves every transfer.",
+		func(ctx *tools.Context, in TransferInput) (map[string]any, error) {
+			approver := ""
+			if ctx.Approver != nil {
+				approver = ctx.Approver.ID
+			}
+			return map[string]any{"transferred": in.Amount, "to": in.To, "requestedBy": ctx.Session.Auth.Current.ID, "approvedBy": approver}, nil
+		})
+	t.InputSchema = json.RawMessage(`{"type":"object","properties":{"to":{"type":"string","minLength":1},"amount":{"type":"number","exclusiveMinimum":0}},"required":["to","amount"],"additionalProperties":false}`)
+	t.OutputSchema = nil
+	t.Approval = approval.Always().
+		WithPrompt(func(c approval.PromptContext) string {
+			var in TransferInput
+			if c.Input(&in) != nil {
+				return ""
+			}
+			return fmt.Sprintf("Transfer $%.2f to %s?", in.Amount, in.To)
+		}).
+		WithResponse(FourEyes())
 	return t
 }
 

@@ -60,7 +60,7 @@ func TestAPICLISession(t *testing.T) {
 
 	// A turn that parks on an approval, listed by pending, approved by approve.
 	out = run("send", "--session", id, "refund ch_4 for 4")
-	if !strings.Contains(out, "[tool-approval] Approve Refund Charge?") || !strings.Contains(out, "(waiting on input)") || !strings.Contains(out, "eve session approve "+id) {
+	if !strings.Contains(out, "[tool-approval] Refund $4.00 for charge ch_4?") || !strings.Contains(out, "(waiting on input)") || !strings.Contains(out, "eve session approve "+id) {
 		t.Fatalf("parked send:\n%s", out)
 	}
 	out = run("pending", id)

@@ -84,7 +84,7 @@ func TestAPIApprovalRespond(t *testing.T) {
 	if acc.Status != "accepted" || len(acc.Resolutions) != 1 || acc.Resolutions[0].Outcome != protocol.OutcomeApproved {
 		t.Fatalf("accepted = %+v", acc)
 	}
-	if rest.Status != client.TurnCompleted || rest.Reply != "Refund of ch_1: 10" || rest.Events[0].Type != protocol.InputResolved {
+	if rest.Status != client.TurnCompleted || rest.Reply != "Refund of ch_1: 10" || rest.Events[0].Type != protocol.ApprovalSettled || rest.Events[1].Type != protocol.InputResolved {
 		t.Fatalf("rest of the turn = %s %q %s", rest.Status, rest.Reply, joinTypes(rest.Events))
 	}
 	var ar protocol.ActionResultData
@@ -121,7 +121,9 @@ func TestAPIResponderPolicy(t *testing.T) {
 		}
 	})
 	ctx := e.Ctx(60 * time.Second)
-	turn := parkOver(t, ctx, e.as("key-alice"), "", "refund ch_2 for 20")
+	// transfer_funds has a response policy (demo.FourEyes) that lets anyone
+	// the session allows cancel; without one only alice could answer.
+	turn := parkOver(t, ctx, e.as("key-alice"), "", "transfer 20 to bob")
 	req := turn.Open[0]
 	deny := protocol.InputResponse{RequestID: req.RequestID, OptionID: "cancel", Text: "not today"}
 	if _, err := e.as("key-bob").Respond(ctx, turn.SessionID, deny); !client.IsStatus(err, 403) {

@@ -66,16 +66,20 @@ func TestApprovalApproved(t *testing.T) {
 	env := demoEnv(t)
 	id, d := startParked(t, env, "refund ch_42 for 25")
 	r := d.Requests[0]
-	if r.Kind != protocol.KindToolApproval || r.Display != protocol.DisplayConfirmation || r.Prompt != "Approve Refund Charge?" ||
+	if r.Kind != protocol.KindToolApproval || r.Display != protocol.DisplayConfirmation || r.Prompt != "Refund $25.00 for charge ch_42?" ||
 		len(r.Options) != 2 || r.Options[0].ID != "approve" || r.Options[1].ID != "cancel" ||
 		r.Action.ToolName != "refund_charge" || r.Action.Kind != "tool-call" || r.RequestID != "apr_"+r.Action.CallID {
 		t.Fatalf("request = %+v", r)
 	}
-	// Someone else approves; the tool still runs as alice, who asked.
-	res, err := env.Sessions.Respond(env.Ctx(30*time.Second), id, signals.RespondRequest{
-		Responses: []protocol.InputResponse{{RequestID: r.RequestID, OptionID: "approve"}},
-		Responder: &auth.Principal{ID: "manager"}, Wait: true,
-	})
+	// Only alice, who asked, may settle it (refund_charge sets no response
+	// policy); she approves, and the tool runs as her.
+	approve := signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: r.RequestID, OptionID: "approve"}}, Wait: true}
+	approve.Responder = &auth.Principal{ID: "manager"}
+	if _, err := env.Sessions.Respond(env.Ctx(30*time.Second), id, approve); err == nil {
+		t.Fatal("another person settled the requester's approval")
+	}
+	approve.Responder = alice
+	res, err := env.Sessions.Respond(env.Ctx(30*time.Second), id, approve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +88,8 @@ func TestApprovalApproved(t *testing.T) {
 	}
 	// The turn has ended; the session records session.waiting right after.
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
-	tail := evetest.Types(evs[len(evs)-10:])
-	want := "input.resolved action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
+	tail := evetest.Types(evs[len(evs)-11:])
+	want := "approval.settled input.resolved action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if got := strings.Join(tail[1:], " "); got != want {
 		t.Fatalf("events after approval: %s\nwant %s", got, want)
 	}

@@ -106,7 +106,7 @@ func TestMessageAnswersApproval(t *testing.T) {
 		}
 		// message.received (with the delivery id), then input.resolved.
 		got := evetest.Join(evs)
-		if !strings.Contains(got, "turn.waiting message.received input.resolved action.result") {
+		if !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved action.result") {
 			t.Fatalf("%q: events %s", tc.text, got)
 		}
 		mr := evetest.Of(evs, protocol.MessageReceived)

@@ -28,7 +28,11 @@ const (
 	ActionResult     = "action.result"
 	InputRequested   = "input.requested"
 	InputResolved    = "input.resolved"
-	ContextCleared   = "context.cleared"
+	// ApprovalCandidate is one response a response policy judges; an
+	// approval without one settles directly (ApprovalSettled only).
+	ApprovalCandidate = "approval.candidate"
+	ApprovalSettled   = "approval.settled"
+	ContextCleared    = "context.cleared"
 
 	CompactionRequested = "compaction.requested"
 	CompactionCompleted = "compaction.completed"

@@ -66,3 +66,36 @@ type InputResolvedData struct {
 	Resolutions []InputResolution `json:"resolutions"`
 	StepRef
 }
+
+// Outcomes of approval.candidate: pending (recorded before the policy
+// runs), then rejected (the policy's reason), failed (the policy erred),
+// timed-out (it did not answer in time) or stale (the request was settled
+// or withdrawn meanwhile). An allowed candidate ends in approval.settled.
+const (
+	CandidatePending  = "pending"
+	CandidateRejected = "rejected"
+	CandidateFailed   = "failed"
+	CandidateTimedOut = "timed-out"
+	CandidateStale    = "stale"
+)
+
+// ApprovalCandidateData is approval.candidate: one responder's response to
+// an approval request, judged by the tool's response policy.
+type ApprovalCandidateData struct {
+	CandidateID          string `json:"candidateId"`
+	Outcome              string `json:"outcome"`
+	RequestID            string `json:"requestId"`
+	ResponderPrincipalID string `json:"responderPrincipalId"`
+	Reason               string `json:"reason,omitempty"`
+	StepRef
+}
+
+// ApprovalSettledData is approval.settled: the durable settlement of an
+// approval request by a person, before its input.resolved. Outcome is
+// "approved" or "cancelled".
+type ApprovalSettledData struct {
+	Outcome              string `json:"outcome"`
+	RequestID            string `json:"requestId"`
+	ResponderPrincipalID string `json:"responderPrincipalId"`
+	StepRef
+}

@@ -234,6 +234,9 @@ const (
 type TurnInputs struct {
 	TurnID string                  `json:"turnId"`
 	Open   []protocol.InputRequest `json:"open"`
+	// Judged are the open approvals a response policy decides: another
+	// person's typed answer to one goes to the turn.
+	Judged []string `json:"judged,omitempty"`
 }
 
 // TurnMessage is a user message offered to the running turn.

@@ -40,7 +40,12 @@ type Context struct {
 	// at-least-once downstream could repeat.
 	IdempotencyKey string
 	// Attempt counts from 1.
-	Attempt   int32
+	Attempt int32
+	// Approver is the person who approved this call, nil for a call that
+	// needed no approval. Approval is consent only: the call still runs as
+	// the requester (Session.Auth.Current); act as the approver only when
+	// the tool means to.
+	Approver  *auth.Principal
 	heartbeat func(details ...any)
 }
 

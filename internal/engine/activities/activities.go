@@ -29,6 +29,7 @@ const (
 	ModelStepName        = "eve.ModelStep"
 	ExecuteToolName      = "eve.ExecuteTool"
 	EvaluateApprovalName = "eve.EvaluateApproval"
+	EvaluateResponseName = "eve.EvaluateResponse"
 )
 
 // Error types of application errors raised here.
@@ -36,6 +37,9 @@ const (
 	ErrTypeModel     = "ModelError"
 	ErrTypeTool      = "ToolError"
 	ErrTypeBadConfig = "ConfigError"
+	// A response policy failed or did not answer in time.
+	ErrTypeResponsePolicy  = "ResponsePolicyError"
+	ErrTypeResponseTimeout = "ResponsePolicyTimeout"
 )
 
 // Activities is the receiver registered with the worker.
@@ -100,6 +104,12 @@ type CallPlan struct {
 	// Approval is the policy kind (approval.KindNever ...).
 	Approval string `json:"approval,omitempty"`
 	Title    string `json:"title,omitempty"`
+	// Prompt is the reviewer's text built from the validated input
+	// (approval.Policy.WithPrompt); empty: the default.
+	Prompt string `json:"prompt,omitempty"`
+	// ResponsePolicy: a response policy decides who may settle the call
+	// (EvaluateResponse); otherwise only the requester may.
+	ResponsePolicy bool `json:"responsePolicy,omitempty"`
 	// Request and OutputSchema are set for client tools.
 	Request      *tools.InputRequest `json:"request,omitempty"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
@@ -196,6 +206,10 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		return p
 	}
 	p.Kind = string(t.Kind())
+	p.ResponsePolicy = t.Approval.HasResponsePolicy()
+	if p.Approval != approval.KindNever {
+		p.Prompt = t.Approval.Prompt(approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input})
+	}
 	if t.Kind().Info().NeedsDeadline {
 		p.OutputSchema = t.OutputSchema
 		d, err := t.DeadlineOf(c.Input)
@@ -253,6 +267,53 @@ func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st
 	return st, nil
 }
 
+// ResponseInput asks a tool's response policy about one response.
+type ResponseInput struct {
+	Context approval.ResponseContext `json:"context"`
+	Dynamic []DynamicTool            `json:"dynamic,omitempty"`
+}
+
+// ResponsePolicyTimeout bounds one response policy evaluation (eve's 10 s).
+const ResponsePolicyTimeout = 10 * time.Second
+
+// Reasons of candidates whose policy did not decide.
+const (
+	ReasonResponseFailed   = "We couldn't verify your response. Please try again."
+	ReasonResponseTimedOut = "The approval policy did not answer in time. Please try again."
+)
+
+// EvaluateResponse runs a tool's response policy. A policy that errors,
+// panics or answers no verdict fails: the response settles nothing (an
+// error of type ErrTypeResponsePolicy, logged with the tool and call).
+func (a *Activities) EvaluateResponse(ctx context.Context, in ResponseInput) (v approval.Verdict, err error) {
+	c := in.Context
+	t, lerr := a.lookup(ctx, c.Request.ToolName, in.Dynamic)
+	if lerr != nil || t == nil {
+		return approval.Verdict{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the response policy of tool %s could not be found", c.Request.ToolName), ErrTypeResponsePolicy, lerr)
+	}
+	pctx, cancel := context.WithTimeout(ctx, ResponsePolicyTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			a.logger().Error("response policy panicked; the response settles nothing", "tool", t.Name, "call", c.Request.CallID, "panic", r)
+			v, err = approval.Verdict{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the response policy of tool %s panicked", t.Name), ErrTypeResponsePolicy, nil)
+		}
+	}()
+	v, err = t.Approval.EvaluateResponse(pctx, c)
+	if err == nil && !v.Valid() {
+		err = fmt.Errorf("verdict %q is neither allowed nor rejected", v.Status)
+	}
+	if err != nil {
+		a.logger().Error("response policy failed; the response settles nothing", "tool", t.Name, "call", c.Request.CallID, "err", err)
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return approval.Verdict{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the response policy of tool %s did not answer within %s", t.Name, ResponsePolicyTimeout), ErrTypeResponseTimeout, err)
+		}
+		return approval.Verdict{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the response policy of tool %s failed: %v", t.Name, err), ErrTypeResponsePolicy, err)
+	}
+	return v, nil
+}
+
 // ExecuteToolInput is one tool call.
 type ExecuteToolInput struct {
 	Session  auth.Session    `json:"session"`
@@ -265,6 +326,8 @@ type ExecuteToolInput struct {
 	Deadline time.Time `json:"deadline,omitempty"`
 	// Dynamic locates a resolved tool.
 	Dynamic []DynamicTool `json:"dynamic,omitempty"`
+	// Approver settled the call's approval (tools.Context.Approver).
+	Approver *auth.Principal `json:"approver,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -309,6 +372,7 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		}
 	}
 	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	tctx.Approver = in.Approver
 	if t.Delegated != nil {
 		return a.delegate(ctx, tctx, t, in)
 	}

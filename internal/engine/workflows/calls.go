@@ -197,7 +197,7 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
 		switch c.stage {
 		case stageAsk:
-			c.req = t.board.add(newApprovalRequest(p, stepIdx, c.reason), now)
+			c.req = t.board.add(newApprovalRequest(p, stepIdx, c.reason, t.responses), now)
 		case stageAnswer:
 			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)
 		case stageUnknown, stageInvalid, stageDenied:
@@ -351,7 +351,11 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 
 func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
 	p := c.plan
-	return activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+	in := activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+	if c.req != nil {
+		in.Approver = c.req.approver // set only under changeResponses
+	}
+	return in
 }
 
 func (t *turn) openAction(ctx workflow.Context, a *actionState) func() {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/protocol"
@@ -42,6 +43,10 @@ type openRequest struct {
 	schema *schema.Schema
 	// withdrawn: a steering message settled it.
 	withdrawn bool
+	// approver approved it (changeResponses); candidates counts the
+	// responses its response policy judged.
+	approver   *auth.Principal
+	candidates int
 }
 
 // decision is how an answer settles a request.
@@ -58,8 +63,13 @@ type decision struct {
 func approvalRequestID(callID string) string { return "apr_" + callID }
 func questionRequestID(callID string) string { return "inp_" + callID }
 
-func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string) *openRequest {
+// newApprovalRequest asks about a call; withPrompt (changeResponses) puts
+// the plan's prompt, built from the input, in place of "Approve <Tool>?".
+func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string, withPrompt bool) *openRequest {
 	prompt := fmt.Sprintf("Approve %s?", p.Title)
+	if withPrompt && p.Prompt != "" {
+		prompt = p.Prompt
+	}
 	if reason != "" {
 		prompt += " (" + reason + ")"
 	}
@@ -194,7 +204,13 @@ func (t *turn) waitForInput(ctx workflow.Context) {
 
 func (t *turn) tellSession(ctx workflow.Context) {
 	// The session's mirror only routes typed answers.
-	t.tell(ctx, signals.SignalTurnInputs, signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()})
+	in := signals.TurnInputs{TurnID: t.in.TurnID, Open: t.board.open()}
+	for _, r := range t.board.requests {
+		if !r.settled && t.judged(r) {
+			in.Judged = append(in.Judged, r.req.RequestID)
+		}
+	}
+	t.tell(ctx, signals.SignalTurnInputs, in)
 }
 
 // tell signals the session by a SignalExternalWorkflow command, fire and
@@ -366,8 +382,12 @@ func (b *inputBoard) checkOne(resp protocol.InputResponse, seen map[string]bool)
 }
 
 // apply settles what a checked batch answers and records input.resolved.
+// Answers to approvals with a response policy are judged first (judge);
+// what their policies allow joins the result.
 func (t *turn) apply(ctx workflow.Context, req signals.RespondRequest) signals.RespondResult {
 	var result signals.RespondResult
+	var judged []*candidate
+	responder := t.responder(req.Responder)
 	for _, resp := range req.Responses {
 		r := t.board.byID[resp.RequestID]
 		if r == nil {
@@ -381,10 +401,15 @@ func (t *turn) apply(ctx workflow.Context, req signals.RespondRequest) signals.R
 		if err != nil {
 			continue // checked before; cannot happen for updates
 		}
-		t.board.settle(r, d)
+		if t.judged(r) {
+			judged = append(judged, t.newCandidate(r, d, resp, responder))
+			continue
+		}
+		t.settleBy(ctx, r, d, responder)
 		result.Resolutions = append(result.Resolutions, d.res)
 	}
 	t.recordResolutions(ctx, result.Resolutions)
+	result.Resolutions = append(result.Resolutions, t.judge(ctx, judged)...)
 	return result
 }
 
@@ -427,7 +452,10 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			return res, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.RespondRequest) error {
-			return t.board.check(req)
+			if err := t.board.check(req); err != nil {
+				return err
+			}
+			return t.checkResponders(req)
 		}}); err != nil {
 		return err
 	}
@@ -465,9 +493,14 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 }
 
 // applySignal applies what is valid and records the rest as invalid; a
-// signal never fails the workflow.
+// signal never fails the workflow. A response its sender may not give, or
+// one a response policy judges, becomes an approval.candidate instead
+// (there is nobody to return an error to); policies run in a coroutine of
+// their own, so the turn's other signals keep arriving.
 func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 	var resolutions []protocol.InputResolution
+	var judged []*candidate
+	responder := t.responder(req.Responder)
 	seen := map[string]bool{}
 	for _, resp := range req.Responses {
 		r := t.board.byID[resp.RequestID]
@@ -485,8 +518,21 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 			continue
 		}
 		d, _ := r.decide(resp)
-		t.board.settle(r, d)
+		if why := t.refusedResponder(r, responder); why != "" {
+			c := t.newCandidate(r, d, resp, responder)
+			c.refused = why
+			judged = append(judged, c)
+			continue
+		}
+		if t.judged(r) {
+			judged = append(judged, t.newCandidate(r, d, resp, responder))
+			continue
+		}
+		t.settleBy(ctx, r, d, responder)
 		resolutions = append(resolutions, d.res)
+	}
+	if len(judged) > 0 {
+		workflow.Go(ctx, func(ctx workflow.Context) { t.judge(ctx, judged) })
 	}
 	if len(resolutions) > 0 && t.board.byID[resolutions[0].RequestID] == nil {
 		// Only unknown ids: record against the current step.

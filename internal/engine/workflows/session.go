@@ -68,6 +68,8 @@ type session struct {
 	cancelTurn workflow.CancelFunc
 	// open mirrors the running turn's open input requests.
 	open []protocol.InputRequest
+	// judged are the open approvals a response policy decides.
+	judged []string
 	// dropMessages: the conversation was cleared while a turn ran, so its
 	// messages are not kept.
 	dropMessages bool
@@ -215,7 +217,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 				var in signals.TurnInputs
 				c.Receive(ctx, &in)
 				if s.active != nil && s.active.TurnID == in.TurnID {
-					s.open = in.Open
+					s.open, s.judged = in.Open, in.Judged
 					if len(in.Open) > 0 {
 						s.parked()
 						var names []string

@@ -29,7 +29,7 @@ func (s *session) parked() {
 func (s *session) endTurn(ctx workflow.Context) {
 	s.active = nil
 	s.cancelTurn = nil
-	s.open = nil
+	s.open, s.judged = nil, nil
 	for _, d := range s.deferred {
 		s.log.emit(ctx, d.typ, d.data)
 	}
@@ -42,7 +42,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	wid := signals.TurnWorkflowID(s.id, tid)
 	base := s.log.total()
 	s.active = &signals.ActiveTurn{WorkflowID: wid, TurnID: tid, Base: base, Sequence: msg.Sequence}
-	s.open = nil
+	s.open, s.judged = nil, nil
 	s.dropMessages = false
 	current := msg.Caller
 	if current == nil {

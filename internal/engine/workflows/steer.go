@@ -37,7 +37,10 @@ func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv
 	if caller == nil {
 		caller = s.initiator // as the turn it would start
 	}
-	if s.active == nil || !samePrincipal(caller, s.activeCaller) {
+	if s.active == nil {
+		return false
+	}
+	if !samePrincipal(caller, s.activeCaller) && !s.answersApproval(ctx, req.Message) {
 		return false // another person's message waits for the turn's end
 	}
 	policy := req.TurnPolicy
@@ -53,6 +56,25 @@ func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv
 	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
 	return true
 }
+
+// answersApproval reports whether a message answers the turn's first open
+// prompt, a tool approval whose response policy decides who may settle it,
+// in text ("approve", "cancel"): another person's such message goes to the
+// turn, whose policy judges it (changeOffers). Other approvals are the
+// requester's alone: the message waits for the turn's end.
+func (s *session) answersApproval(ctx workflow.Context, message string) bool {
+	if len(s.open) == 0 || s.open[0].Kind != protocol.KindToolApproval || !slices.Contains(s.judged, s.open[0].RequestID) {
+		return false
+	}
+	if _, ok := protocol.ResolveText(s.open[0], message); !ok {
+		return false
+	}
+	return workflow.GetVersion(ctx, changeOffers, workflow.DefaultVersion, 1) >= 1
+}
+
+// changeOffers versions the session's offer of other people's approval
+// answers to the turn (eve 0.3's approval model, see changeResponses).
+const changeOffers = "eve-approval-offers"
 
 // requeueUntaken runs the offered messages the turn did not take (it ended
 // first, or they were queued) as turns of their own, in arrival order.
@@ -77,10 +99,29 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 	if t.finished || t.closing {
 		return
 	}
+	sender := m.Caller
+	if sender == nil {
+		sender = t.in.Auth.Initiator // as the session counts it
+	}
 	if open := t.board.open(); len(open) > 0 {
 		r := t.board.byID[open[0].RequestID]
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
 			if d, err := r.decide(resp); err == nil {
+				if t.responses && r.req.Kind == protocol.KindToolApproval {
+					if t.refusedResponder(r, sender) != "" {
+						return // not theirs to settle: it waits for the turn's end
+					}
+					t.taken = append(t.taken, m.DeliveryID)
+					t.messageReceived(ctx, m.DeliveryID, m.Message)
+					if t.judged(r) {
+						c := t.newCandidate(r, d, resp, sender)
+						workflow.Go(ctx, func(ctx workflow.Context) { t.judge(ctx, []*candidate{c}) })
+						return
+					}
+					t.settleBy(ctx, r, d, sender)
+					t.recordResolutions(ctx, []protocol.InputResolution{d.res})
+					return
+				}
 				t.taken = append(t.taken, m.DeliveryID)
 				t.messageReceived(ctx, m.DeliveryID, m.Message)
 				t.board.settle(r, d)
@@ -88,6 +129,11 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 				return
 			}
 		}
+	}
+	if t.responses && !samePrincipal(sender, t.in.Auth.Current) {
+		// Another person's message, offered as an answer that no longer
+		// answers anything: it waits for the turn's end.
+		return
 	}
 	if m.TurnPolicy == signals.TurnPolicyQueue && !t.board.approvalOpen() {
 		return

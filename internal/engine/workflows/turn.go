@@ -79,6 +79,8 @@ type turn struct {
 	turnDyn []activities.DynamicTool
 
 	parks int // how often the turn parked for input
+	// responses: the turn runs eve 0.3's approval model (changeResponses).
+	responses bool
 	// actions are the delegated calls' actions, by id; delegatedOpen
 	// counts those waiting for their jobs.
 	actions       map[string]*actionState
@@ -190,6 +192,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		board:    newInputBoard(in.ApprovedTools),
 		stepDone: -1, actions: map[string]*actionState{}}
+	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
 	if err := t.registerInputHandlers(ctx); err != nil {
 		return nil, err
 	}
