@@ -245,7 +245,7 @@ func TestSessionMessageAnswersPrompt(t *testing.T) {
 	if n := len(of(evs, protocol.TurnStarted)); n != 1 {
 		t.Fatalf("%d turns: %s", n, join(evs))
 	}
-	if got := join(evs); !strings.Contains(got, "turn.waiting message.received input.resolved action.result") {
+	if got := join(evs); !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved action.result") {
 		t.Fatalf("events %s", got)
 	}
 	mr := of(evs, protocol.MessageReceived)

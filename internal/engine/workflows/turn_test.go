@@ -34,7 +34,7 @@ func TestTurnApprove(t *testing.T) {
 	wantTypes(t, out.Events,
 		protocol.TurnStarted, protocol.MessageReceived,
 		protocol.StepStarted, protocol.ActionsRequested, protocol.InputRequested, protocol.TurnWaiting,
-		protocol.InputResolved, protocol.ActionResult, protocol.StepCompleted,
+		protocol.ApprovalSettled, protocol.InputResolved, protocol.ActionResult, protocol.StepCompleted,
 		protocol.StepStarted, protocol.MessageAppended, protocol.MessageCompleted, protocol.StepCompleted,
 		protocol.TurnCompleted)
 	if len(reqs) != 1 {
