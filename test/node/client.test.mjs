@@ -120,7 +120,8 @@ describe("eve client against eve serve", { timeout: 120_000 }, () => {
     assert.equal(req.action.toolName, "refund_charge");
     await sleep(2500);
     const done = await (await session.respond([{ requestId: req.requestId, optionId: "approve" }])).result();
-    assert.equal(done.events[0].type, "input.resolved");
+    assert.deepEqual(types(done.events).slice(0, 2), ["approval.settled", "input.resolved"]);
+    assert.equal(done.events[0].data.outcome, "approved");
     assert.equal(done.message, "Refund of ch_77: 7");
     assert.equal(done.inputRequests.length, 0);
   });

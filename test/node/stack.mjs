@@ -6,7 +6,7 @@
 // missing, so polyfill.mjs must be imported before "eve/client".
 
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -156,9 +156,15 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
     payloadStore,
     procs,
     logs,
-    async serve({ lease = leaseSeconds, key } = {}) {
+    /** keys: {"<bearer key>": {principalId, principalType, attributes, canActFor}} (EVE_API_KEYS_FILE). */
+    async serve({ lease = leaseSeconds, key, keys } = {}) {
       const port = await freePort();
-      const env = { EVE_API_KEY: key ?? "", EVE_API_KEYS_FILE: "", EVE_PAYLOAD_STORE: payloadStore };
+      let keysFile = "";
+      if (keys !== undefined) {
+        keysFile = path.join(stateDir, `keys-${port}.json`);
+        writeFileSync(keysFile, JSON.stringify({ keys }));
+      }
+      const env = { EVE_API_KEY: key ?? "", EVE_API_KEYS_FILE: keysFile, EVE_PAYLOAD_STORE: payloadStore };
       const p = start(bins.eve, ["serve", "--address", temporal, "--task-queue", taskQueue, "--addr", `127.0.0.1:${port}`, "--stream-lease", `${lease}s`, "--log-level", "warn"], env, logs, `serve:${port}`);
       procs.push(p);
       const url = `http://127.0.0.1:${port}`;

@@ -3,7 +3,7 @@
 import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { EveAgentStore, conversationReducer, openConversationInputs } from "eve/client";
+import { Client, EveAgentStore, conversationReducer, openConversationInputs } from "eve/client";
 import { cleanupBinaries, startStack } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
@@ -19,6 +19,7 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const types = (events) => events.map((e) => e.type);
 
 function newStore(extra = {}) {
   const errors = [];
@@ -90,5 +91,63 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     assertUniqueIds(snap.events);
     assert.deepEqual(errors, []);
     store.reset();
+  });
+
+  test("a four-eyes approval: eve's reducer keeps the request answerable after a refusal", async () => {
+    // transfer_funds' response policy (demo.FourEyes) refuses the
+    // requester's own approval; carol, an approver who may act for alice,
+    // settles it.
+    const keyed = await stack.serve({
+      keys: {
+        sk_node_alice_0123456789: { principalId: "alice", principalType: "user" },
+        sk_node_carol_0123456789: { principalId: "carol", principalType: "service", canActFor: ["*"], attributes: { role: "approver" } },
+      },
+    });
+    try {
+      const errors = [];
+      const store = new EveAgentStore({ host: keyed.url, auth: { bearer: "sk_node_alice_0123456789" }, reducer: conversationReducer });
+      store.setCallbacks({ onError: (e) => errors.push(e) });
+      await store.send({ message: "transfer 25 to bob" });
+      let snap = store.snapshot;
+      let open = openConversationInputs(snap.conversation);
+      assert.equal(open.length, 1, `open inputs: ${JSON.stringify(open)}`);
+      const req = open[0].request ?? open[0];
+      assert.equal(req.prompt, "Transfer $25.00 to bob?");
+
+      // alice approves her own transfer: refused, still open in the reducer.
+      // The refusal is no session boundary (no session.waiting): the store
+      // keeps reading, as eve's docs say; its events arrive on the stream.
+      await store.send({ inputResponses: [{ requestId: req.requestId, optionId: "approve" }] });
+      const refused = () => store.snapshot.events.filter((e) => e.type === "approval.candidate").length === 2 && store.snapshot.events.at(-1).type === "turn.waiting";
+      for (let i = 0; i < 400 && !refused(); i++) await sleep(25);
+      snap = store.snapshot;
+      assert.notEqual(snap.status, "error", String(snap.error));
+      const cands = snap.events.filter((e) => e.type === "approval.candidate");
+      assert.deepEqual(cands.map((e) => e.data.outcome), ["pending", "rejected"]);
+      assert.equal(cands[1].data.reason, "A second person must approve transfers.");
+      assert.equal(cands[1].data.responderPrincipalId, "alice");
+      assert.equal(snap.events.at(-1).type, "turn.waiting");
+      open = openConversationInputs(snap.conversation);
+      assert.equal(open.length, 1, `after the refusal: ${JSON.stringify(open)}`);
+      assert.equal((open[0].request ?? open[0]).requestId, req.requestId);
+      assert.equal(snap.conversation.inputs?.[req.requestId]?.status ?? "open", "open");
+
+      // carol approves through her own client; alice's store follows.
+      const carol = new Client({ host: keyed.url, auth: { bearer: "sk_node_carol_0123456789" } });
+      const done = await (await carol.sessions.attach(snap.session.sessionId, { streamIndex: snap.events.length }).respond([{ requestId: req.requestId, optionId: "approve" }])).result();
+      assert.equal(done.message, "Transfer to bob: 25 approved by carol", `carol: ${done.status} ${types(done.events ?? []).join(" ")}`);
+      const settled = done.events.find((e) => e.type === "approval.settled");
+      assert.equal(settled?.data.outcome, "approved");
+      assert.equal(settled?.data.responderPrincipalId, "carol");
+      for (let i = 0; i < 200 && lastAssistantText(store.snapshot.events) !== "Transfer to bob: 25 approved by carol"; i++) await sleep(25);
+      snap = store.snapshot;
+      assert.equal(lastAssistantText(snap.events), "Transfer to bob: 25 approved by carol");
+      assert.equal(openConversationInputs(snap.conversation).length, 0);
+      assertUniqueIds(snap.events);
+      assert.deepEqual(errors, []);
+      store.reset();
+    } finally {
+      await keyed.stop();
+    }
   });
 });
