@@ -254,6 +254,30 @@ func TestRecordHistories(t *testing.T) {
 	save("session-steered", id4)
 	save("turn-steered", id4+"/turn_0")
 
+	// Response policies (0.3): a four-eyes transfer, the requester's own
+	// approval refused and an approver's allowed; in another session both
+	// answers typed, the approver's offered to the turn by the session.
+	id6, d6 := startParked(t, env, "transfer 25 to bob")
+	fourEyes := protocol.InputResponse{RequestID: d6.Requests[0].RequestID, OptionID: "approve"}
+	for _, who := range []*auth.Principal{alice, carol} {
+		if _, err := env.Sessions.Respond(ctx, id6, signals.RespondRequest{Responses: []protocol.InputResponse{fourEyes}, Responder: who, Wait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, env, id6, idle(1))
+	save("turn-four-eyes", id6+"/turn_0")
+	id7, _ := startParked(t, env, "transfer 30 to dan")
+	if _, err := env.Sessions.Send(ctx, id7, signals.SendRequest{Message: "approve", Caller: alice}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env, id7, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.ApprovalCandidate)) == 2 })
+	if _, err := env.Sessions.Send(ctx, id7, signals.SendRequest{Message: "approve", Caller: carol}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env, id7, idle(1))
+	save("session-four-eyes-typed", id7)
+	save("turn-four-eyes-typed", id7+"/turn_0")
+
 	// A turn terminated by an operator while parked: the session reads its
 	// events (eve.TurnEvents) and records turn.failed after them.
 	id5, _ := startParked(t, env, "refund ch_5 50")
