@@ -28,6 +28,9 @@ const (
 type Status struct {
 	Type   string `json:"type"`
 	Reason string `json:"reason,omitempty"`
+	// Review is the decision model's verdict and reason (Auto), kept in
+	// the workflow's history with the status.
+	Review *Review `json:"review,omitempty"`
 }
 
 // Ask, Skip, Approve and Deny build statuses.
@@ -100,6 +103,8 @@ type Policy struct {
 	// prompt builds the reviewer's text (nil: "Approve <Tool>?").
 	response ResponsePolicy
 	prompt   func(PromptContext) string
+	// auto configures Auto.
+	auto *AutoConfig
 }
 
 // Never runs the tool without asking (the default).
@@ -139,8 +144,9 @@ const ReasonPolicyFailed = "the approval policy failed"
 // kind is the tool's policy kind, approvedOnce whether the session already
 // approved the tool (approval.Once), and custom what a custom policy
 // answered. Always asks; Once asks until approved once; Never (and an unset
-// kind) runs without asking; Custom takes custom, and an invalid custom
-// status (the policy failed) fails closed: a person is asked.
+// kind) runs without asking; Custom and Auto take custom (what the policy,
+// or the review, answered), and an invalid status (it failed) fails
+// closed: a person is asked.
 func Decide(kind string, approvedOnce bool, custom Status) Status {
 	switch kind {
 	case KindAlways:
@@ -150,7 +156,7 @@ func Decide(kind string, approvedOnce bool, custom Status) Status {
 			return Skip()
 		}
 		return Ask()
-	case KindCustom:
+	case KindCustom, KindAuto:
 		if !custom.Valid() {
 			return Status{Type: UserApproval, Reason: ReasonPolicyFailed}
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,6 +278,24 @@ func TestRecordHistories(t *testing.T) {
 	waitFor(t, env, id7, idle(1))
 	save("session-four-eyes-typed", id7)
 	save("turn-four-eyes-typed", id7+"/turn_0")
+
+	// approval.Auto (0.3): a clear call runs; a caution asks, then approved.
+	aenv := evetest.New(t)
+	var autoRuns atomic.Int32
+	aenv.StartWorker(autoAgent(t, &autoRuns))
+	ares, err := aenv.Sessions.CreateAndSend(ctx, "ses_history_auto", alice, signals.SendRequest{Message: "count 1", Wait: true})
+	if err != nil || ares.Outcome == nil || ares.Outcome.Status != signals.TurnStatusCompleted {
+		t.Fatalf("auto clear: %+v, %v", ares.Outcome, err)
+	}
+	aid, ad := startParked(t, aenv, "count 2")
+	respond(t, aenv, aid, protocol.InputResponse{RequestID: ad.Requests[0].RequestID, OptionID: "approve"})
+	saveOn := func(c client.Client, name, wid string) {
+		if err := writeHistory(ctx, c, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveOn(aenv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
+	saveOn(aenv.Client, "turn-auto-caution", aid+"/turn_0")
 
 	// A turn terminated by an operator while parked: the session reads its
 	// events (eve.TurnEvents) and records turn.failed after them.

@@ -259,6 +259,12 @@ func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st
 	c := in.Context
 	c.ToolAnnotations = &approval.ToolAnnotations{ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive,
 		Idempotent: t.Annotations.Idempotent || t.Idempotent, OpenWorld: t.Annotations.OpenWorld}
+	if cfg, ok := t.Approval.AutoConfig(); ok {
+		st, r := cfg.ReviewWith(pctx, a.Model, c)
+		a.logger().Info("automatic approval review", "tool", t.Name, "call", in.Context.CallID, "verdict", r.Verdict, "reason", r.Reason)
+		st.Review = &r
+		return st, nil
+	}
 	st, err = t.Approval.Evaluate(pctx, c)
 	if err != nil || !st.Valid() {
 		a.logger().Error("approval policy failed; asking a person", "tool", t.Name, "call", in.Context.CallID, "err", err, "status", st.Type)

@@ -85,9 +85,20 @@ func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom appr
 	return c
 }
 
-// needsPolicy reports whether the gate needs the call's custom policy.
+// needsPolicy reports whether the gate needs the call's custom policy or
+// automatic review (approval.Auto).
 func needsPolicy(p activities.CallPlan) bool {
-	return p.Known && p.InputError == "" && p.Approval == approval.KindCustom
+	return p.Known && p.InputError == "" && (p.Approval == approval.KindCustom || p.Approval == approval.KindAuto)
+}
+
+// changeAuto versions approval.Auto's review (eve 0.3). No 0.2 history has
+// an auto plan; a review the version refuses is left unevaluated, and the
+// gate fails closed: a person is asked.
+const changeAuto = "eve-approval-auto"
+
+// reviewed reports whether the gate may evaluate p's policy.
+func reviewed(ctx workflow.Context, p activities.CallPlan) bool {
+	return p.Approval != approval.KindAuto || workflow.GetVersion(ctx, changeAuto, workflow.DefaultVersion, 1) >= 1
 }
 
 // evaluatePolicy runs a custom approval policy in a local activity. A
@@ -219,7 +230,7 @@ func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPla
 	out := make([]approval.Status, len(plans))
 	futures := make([]workflow.Future, len(plans))
 	for i, p := range plans {
-		if !needsPolicy(p) {
+		if !needsPolicy(p) || !reviewed(ctx, p) {
 			continue
 		}
 		futures[i] = evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{

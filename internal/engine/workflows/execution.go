@@ -127,7 +127,7 @@ func (e *execution) session() auth.Session {
 func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	p := e.plan()
 	var custom approval.Status
-	if needsPolicy(p) && kindOf(p).OutsideSession {
+	if needsPolicy(p) && kindOf(p).OutsideSession && reviewed(ctx, p) {
 		err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
 			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 		}}).Get(ctx, &custom)
