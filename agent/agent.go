@@ -77,6 +77,53 @@ type Agent struct {
 	// compacts the conversation before its next model step (default 0.9;
 	// negative turns automatic compaction off).
 	CompactAt float64
+
+	// Session limits (eve's "Runtime limits"): before the next model call
+	// past one, the turn asks a person to Continue (a fresh window of each
+	// limit, same turn) or Stop (the turn is cancelled); docs/limits.md.
+	// MaxInputTokensPerSession defaults to 40,000,000 provider-reported
+	// input tokens (negative: no limit); the others are off when zero.
+	MaxInputTokensPerSession  int
+	MaxOutputTokensPerSession int
+	// MaxTokenCostPerSession is a US-dollar limit on model token cost at
+	// the price Prices declares for the agent's model (Model.ID()).
+	MaxTokenCostPerSession float64
+	Prices                 map[string]ModelPrice
+	// Unattended: nobody can be asked in this agent's sessions (schedules,
+	// batch jobs): a model call past a limit fails the turn with
+	// SESSION_TOKEN_LIMIT_REACHED or SESSION_TOKEN_COST_LIMIT_REACHED.
+	Unattended bool
+}
+
+// ModelPrice is a model's price in US dollars per million tokens.
+type ModelPrice struct {
+	InputPerMTok, OutputPerMTok float64
+}
+
+// DefaultMaxInputTokensPerSession is eve's default input budget.
+const DefaultMaxInputTokensPerSession = 40_000_000
+
+// sessionLimits is what the agent's sessions record of its limits.
+func (a *Agent) sessionLimits() (workflows.SessionLimits, error) {
+	l := workflows.SessionLimits{MaxInputTokens: a.MaxInputTokensPerSession, MaxOutputTokens: max(a.MaxOutputTokensPerSession, 0),
+		MaxCostUSD: a.MaxTokenCostPerSession, Unattended: a.Unattended}
+	switch {
+	case l.MaxInputTokens == 0:
+		l.MaxInputTokens = DefaultMaxInputTokensPerSession
+	case l.MaxInputTokens < 0:
+		l.MaxInputTokens = 0
+	}
+	if l.MaxCostUSD < 0 {
+		return l, fmt.Errorf("register agent %s: MaxTokenCostPerSession is %v; want a positive US-dollar limit, or 0 for none", a.Name, l.MaxCostUSD)
+	}
+	if l.MaxCostUSD > 0 {
+		p, ok := a.Prices[a.Model.ID()]
+		if !ok {
+			return l, fmt.Errorf("register agent %s: MaxTokenCostPerSession needs the price of model %q: add it to Prices", a.Name, a.Model.ID())
+		}
+		l.InputUSDPerMTok, l.OutputUSDPerMTok = p.InputPerMTok, p.OutputPerMTok
+	}
+	return l, nil
 }
 
 // Actions is what a worker needs to hand out completion URLs of delegated
@@ -198,7 +245,12 @@ func Register(w worker.Registry, a *Agent) error {
 		}
 		actions.Grace = a.Actions.Grace
 	}
+	limits, err := a.sessionLimits()
+	if err != nil {
+		return err
+	}
 	rt := &workflows.Runtime{Config: workflows.Config{
+		Limits:                  limits,
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,

@@ -4,6 +4,9 @@ package protocol
 const (
 	KindToolApproval = "tool-approval"
 	KindQuestion     = "question"
+	// KindSessionLimit asks whether a session over its usage limits goes
+	// on (options continue and stop).
+	KindSessionLimit = "session-limit"
 )
 
 // Displays of an input request.

@@ -43,6 +43,23 @@ type Config struct {
 	// step (negative: never automatically).
 	ContextWindow int     `json:"contextWindow,omitempty"`
 	CompactAt     float64 `json:"compactAt,omitempty"`
+	// Limits are the session's usage limits (zero: none).
+	Limits SessionLimits `json:"limits,omitempty"`
+}
+
+// SessionLimits cap what a session spends on its model (eve's "Runtime
+// limits"): provider-reported input and output tokens, and model token
+// cost at the agent's declared price. Zero fields are no limit.
+type SessionLimits struct {
+	MaxInputTokens  int     `json:"maxInputTokens,omitempty"`
+	MaxOutputTokens int     `json:"maxOutputTokens,omitempty"`
+	MaxCostUSD      float64 `json:"maxCostUsd,omitempty"`
+	// USD per million input and output tokens of the session's model.
+	InputUSDPerMTok  float64 `json:"inputUsdPerMTok,omitempty"`
+	OutputUSDPerMTok float64 `json:"outputUsdPerMTok,omitempty"`
+	// Unattended: nobody can be asked to continue; the next model call
+	// past a limit fails the turn.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 func (c Config) hasScope(s string) bool {

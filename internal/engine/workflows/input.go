@@ -231,6 +231,9 @@ func (r *openRequest) decide(resp protocol.InputResponse) (decision, error) {
 	if resp.OptionID == "" && strings.TrimSpace(resp.Text) == "" {
 		return decision{}, errors.New("give an optionId or text")
 	}
+	if r.req.Kind == protocol.KindSessionLimit {
+		return r.decideLimit(resp)
+	}
 	respCopy := resp
 	res.Response = &respCopy
 	if r.req.Kind == protocol.KindToolApproval {

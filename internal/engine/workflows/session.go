@@ -44,6 +44,9 @@ type SessionState struct {
 	Deliveries map[string]int `json:"deliveries,omitempty"`
 	// RunFirstTurn is the first turn sequence of this run.
 	RunFirstTurn int `json:"runFirstTurn,omitempty"`
+	// BudgetBase is the session's usage when its current limit window
+	// began (Config.Limits; a person's Continue starts a new one).
+	BudgetBase protocol.TokenUsage `json:"budgetBase,omitempty"`
 	// ApprovedTools are the tools approved once (approval.Once) in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved once, before the first turn.

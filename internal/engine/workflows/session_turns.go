@@ -72,6 +72,11 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 	}
+	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
+	if limits {
+		in.Budget = budgetOf(s.st)
+	}
+	before := s.st.Usage
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 	out, err := s.runChild(ctx, wid, in)
 	if err != nil {
@@ -91,6 +96,12 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
+		if limits && out.GrantedAt != nil {
+			// A person granted a fresh window during the turn.
+			s.st.BudgetBase = before
+			s.st.BudgetBase.InputTokens += out.GrantedAt.InputTokens
+			s.st.BudgetBase.OutputTokens += out.GrantedAt.OutputTokens
+		}
 	}
 	s.requeueUntaken(out.Taken)
 	s.endTurn(ctx)

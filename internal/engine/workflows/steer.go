@@ -130,6 +130,12 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 			}
 		}
 	}
+	if open := t.board.open(); t.limits && len(open) > 0 && open[0].Kind == protocol.KindSessionLimit {
+		// A reply that answers neither Continue nor Stop waits behind the
+		// prompt, which stays open; the held turn reads it once granted.
+		t.steering = append(t.steering, m)
+		return
+	}
 	if t.responses && !samePrincipal(sender, t.in.Auth.Current) {
 		// Another person's message, offered as an answer that no longer
 		// answers anything: it waits for the turn's end.

@@ -30,6 +30,9 @@ type TurnInput struct {
 	Config    Config `json:"config"`
 	// ApprovedTools are the tools approved once in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// Budget is what the session spent in its current limit window before
+	// this turn (Config.Limits).
+	Budget protocol.TokenUsage `json:"budget,omitempty"`
 	// SessionTools were resolved when the session started.
 	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
 }
@@ -43,6 +46,9 @@ type TurnOutput struct {
 	Usage        protocol.TokenUsage `json:"usage"`
 	// ApprovedTools is the session's once-approved set after the turn.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
+	// GrantedAt is the turn's usage when a person last granted a fresh
+	// limit window (Continue); nil when nobody did.
+	GrantedAt *protocol.TokenUsage `json:"grantedAt,omitempty"`
 	// Taken are the delivery ids of the messages the session offered that
 	// the turn used (answers, steering); the session runs the others as
 	// turns of their own.
@@ -81,6 +87,10 @@ type turn struct {
 	parks int // how often the turn parked for input
 	// responses: the turn runs eve 0.3's approval model (changeResponses).
 	responses bool
+	// limits: the turn holds on its session's limits (changeLimits);
+	// grantedAt is its usage at the last Continue.
+	limits    bool
+	grantedAt *protocol.TokenUsage
 	// actions are the delegated calls' actions, by id; delegatedOpen
 	// counts those waiting for their jobs.
 	actions       map[string]*actionState
@@ -132,6 +142,12 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			t.compact(ctx, stepIdx)
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
+			}
+		}
+
+		if t.limits {
+			if out, ended := t.holdForLimits(ctx, stepIdx); ended {
+				return out, nil
 			}
 		}
 
@@ -193,6 +209,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 		board:    newInputBoard(in.ApprovedTools),
 		stepDone: -1, actions: map[string]*actionState{}}
 	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
+	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if err := t.registerInputHandlers(ctx); err != nil {
 		return nil, err
 	}
@@ -353,6 +370,7 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 		Outcome:       t.outcome(),
 		ApprovedTools: t.board.approved,
 		Taken:         t.taken,
+		GrantedAt:     t.grantedAt,
 	}
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref
