@@ -93,7 +93,14 @@ type Agent struct {
 	// batch jobs): a model call past a limit fails the turn with
 	// SESSION_TOKEN_LIMIT_REACHED or SESSION_TOKEN_COST_LIMIT_REACHED.
 	Unattended bool
+	// SessionLifetime ends each session that long after it started, once
+	// no turn runs and no message waits: session.completed, after which it
+	// takes no messages (default 30 days, as eve; negative: never).
+	SessionLifetime time.Duration
 }
+
+// DefaultSessionLifetime is eve's default session lifetime.
+const DefaultSessionLifetime = 30 * 24 * time.Hour
 
 // ModelPrice is a model's price in US dollars per million tokens.
 type ModelPrice struct {
@@ -102,6 +109,16 @@ type ModelPrice struct {
 
 // DefaultMaxInputTokensPerSession is eve's default input budget.
 const DefaultMaxInputTokensPerSession = 40_000_000
+
+func lifetime(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultSessionLifetime
+	case d < 0:
+		return 0
+	}
+	return d
+}
 
 // sessionLimits is what the agent's sessions record of its limits.
 func (a *Agent) sessionLimits() (workflows.SessionLimits, error) {
@@ -251,6 +268,7 @@ func Register(w worker.Registry, a *Agent) error {
 	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		Limits:                  limits,
+		SessionLifetime:         lifetime(a.SessionLifetime),
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,

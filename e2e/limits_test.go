@@ -126,3 +126,52 @@ func TestSessionLimitUnattended(t *testing.T) {
 		})
 	}
 }
+
+// A session's lifetime ends it once idle: session.completed after its
+// turn, then its workflow completes and it takes no more messages.
+func TestSessionLifetimeEndsSession(t *testing.T) {
+	env := limitedEnv(t, func(a *agent.Agent) { a.SessionLifetime = 2 * time.Second })
+	ctx := env.Ctx(30 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Paris", Wait: true})
+	if err != nil || res.Outcome.Status != signals.TurnStatusCompleted {
+		t.Fatalf("turn: %+v, %v", res.Outcome, err)
+	}
+	// The workflow completes at its deadline; its history keeps the events.
+	run := env.Client.GetWorkflow(ctx, res.SessionID, "")
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("session workflow: %v", err)
+	}
+	it := env.Client.GetWorkflowHistory(ctx, res.SessionID, "", false, 0)
+	var last string
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = e.GetEventType().String()
+	}
+	if last != "WorkflowExecutionCompleted" {
+		t.Fatalf("last history event %s", last)
+	}
+	// The closed workflow still answers its events query.
+	v, err := env.Client.QueryWorkflow(ctx, res.SessionID, "", signals.QueryEvents, signals.EventsQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page signals.EventsPage
+	if err := v.Get(&page); err != nil {
+		t.Fatal(err)
+	}
+	evs := page.Events
+	if got := evetest.Join(evs); !strings.HasSuffix(got, "turn.completed session.waiting session.completed") {
+		t.Fatalf("events: %s", got)
+	}
+	var d protocol.SessionCompletedData
+	evs[len(evs)-1].Decode(&d)
+	if d.Usage == nil || d.Usage.InputTokens == 0 {
+		t.Fatalf("session.completed = %+v", d)
+	}
+	if _, err := env.Sessions.Send(ctx, res.SessionID, signals.SendRequest{Message: "hello", Caller: alice}); err == nil {
+		t.Fatal("an ended session took a message")
+	}
+}

@@ -69,6 +69,12 @@ type StepRef struct {
 	TurnID    string `json:"turnId"`
 }
 
+// SessionCompletedData is session.completed: the session ended (its
+// lifetime is over), with its token usage.
+type SessionCompletedData struct {
+	Usage *TokenUsage `json:"usage,omitempty"`
+}
+
 type SessionStartedData struct {
 	Runtime *RuntimeIdentity `json:"runtime,omitempty"`
 }

@@ -51,6 +51,10 @@ const (
 // too many messages wait for their turn (HTTP 429).
 const ErrSessionBusy = "SessionBusy"
 
+// ErrSessionEnded is the application error type of a send refused because
+// the session's lifetime is over (agent.Agent.SessionLifetime).
+const ErrSessionEnded = "SessionEnded"
+
 // SendRequest is one user message.
 type SendRequest struct {
 	Message string `json:"message"`

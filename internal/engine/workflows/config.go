@@ -45,6 +45,9 @@ type Config struct {
 	CompactAt     float64 `json:"compactAt,omitempty"`
 	// Limits are the session's usage limits (zero: none).
 	Limits SessionLimits `json:"limits,omitempty"`
+	// SessionLifetime ends a session that long after it started, once it
+	// is idle (session.completed); zero: never.
+	SessionLifetime time.Duration `json:"sessionLifetime,omitempty"`
 }
 
 // SessionLimits cap what a session spends on its model (eve's "Runtime

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -44,6 +45,8 @@ type SessionState struct {
 	Deliveries map[string]int `json:"deliveries,omitempty"`
 	// RunFirstTurn is the first turn sequence of this run.
 	RunFirstTurn int `json:"runFirstTurn,omitempty"`
+	// ExpiresAt ends the session (Config.SessionLifetime); zero: never.
+	ExpiresAt time.Time `json:"expiresAt,omitempty"`
 	// BudgetBase is the session's usage when its current limit window
 	// began (Config.Limits; a person's Continue starts a new one).
 	BudgetBase protocol.TokenUsage `json:"budgetBase,omitempty"`
@@ -93,6 +96,29 @@ type session struct {
 	// messages handed to it (see offerToTurn).
 	activeCaller *auth.Principal
 	offered      []QueuedMessage
+	// ended: the session's lifetime is over; it takes no more messages.
+	ended bool
+}
+
+// changeLifetime versions the session's lifetime (eve 0.3).
+const changeLifetime = "eve-session-lifetime"
+
+// expired reports a session past its lifetime with nothing left to do: no
+// turn runs (turns run in the session's loop, so one that was active has
+// settled) and no message waits, so none is lost.
+func (s *session) expired(ctx workflow.Context) bool {
+	return !s.st.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(s.st.ExpiresAt) && len(s.st.Queue) == 0 && !s.compacting
+}
+
+// complete ends a session whose lifetime is over: session.completed with its
+// usage; sends after it are refused (validateSend), and the workflow
+// completes once its handlers have.
+func (s *session) complete(ctx workflow.Context) error {
+	s.ended = true
+	usage := s.st.Usage
+	s.log.emit(ctx, protocol.SessionCompleted, protocol.SessionCompletedData{Usage: &usage})
+	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
 type deferredEvent struct {
@@ -120,6 +146,9 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
+		if cfg.SessionLifetime > 0 && workflow.GetVersion(ctx, changeLifetime, workflow.DefaultVersion, 1) >= 1 {
+			s.st.ExpiresAt = workflow.Now(ctx).Add(cfg.SessionLifetime)
+		}
 		if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
 			return fmt.Errorf("memo: %w", err)
 		}
@@ -141,10 +170,21 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		return err
 	}
 	for {
-		if err := workflow.Await(ctx, func() bool {
-			return (len(s.st.Queue) > 0 && !s.compacting) || s.shouldContinueAsNew(ctx)
-		}); err != nil {
-			return err
+		ready := func() bool { return (len(s.st.Queue) > 0 && !s.compacting) || s.shouldContinueAsNew(ctx) }
+		if s.st.ExpiresAt.IsZero() {
+			if err := workflow.Await(ctx, ready); err != nil {
+				return err
+			}
+		} else {
+			if _, err := workflow.AwaitWithTimeout(ctx, max(s.st.ExpiresAt.Sub(workflow.Now(ctx)), time.Millisecond), ready); err != nil {
+				return err
+			}
+			if s.expired(ctx) {
+				return s.complete(ctx)
+			}
+			if !ready() {
+				continue
+			}
 		}
 		if s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
 			// Start afresh before the history nears the server's limits,

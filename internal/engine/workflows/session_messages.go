@@ -19,6 +19,9 @@ import (
 const MaxQueuedMessages = 100
 
 func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) error {
+	if s.ended {
+		return temporal.NewApplicationError(fmt.Sprintf("session %s has ended: its lifetime (%s, agent.Agent.SessionLifetime) is over; start a new session", s.id, s.st.Config.SessionLifetime), signals.ErrSessionEnded)
+	}
 	if strings.TrimSpace(req.Message) == "" {
 		return errors.New("message is empty: send the text of the user's message")
 	}
