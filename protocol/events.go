@@ -32,6 +32,10 @@ const (
 	// approval without one settles directly (ApprovalSettled only).
 	ApprovalCandidate = "approval.candidate"
 	ApprovalSettled   = "approval.settled"
+	// TaskStarted and TaskSettled frame a delegated call's job, the work
+	// a turn waits on (turn.waiting{on:"tasks"}).
+	TaskStarted = "task.started"
+	TaskSettled = "task.settled"
 	ContextCleared    = "context.cleared"
 
 	CompactionRequested = "compaction.requested"
@@ -67,6 +71,46 @@ type StepRef struct {
 	Sequence  int    `json:"sequence"`
 	StepIndex int    `json:"stepIndex"`
 	TurnID    string `json:"turnId"`
+}
+
+// Task statuses and the cancel reason of task.settled.
+const (
+	TaskCompleted           = "completed"
+	TaskFailed              = "failed"
+	TaskCancelled           = "cancelled"
+	TaskCancelTurnCancelled = "turn_cancelled"
+)
+
+// TaskStartedData is task.started: a delegated call's job started. Kind is
+// "tool" (eve's kind for an authored tool's task).
+type TaskStartedData struct {
+	CallID string `json:"callId"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	TaskID string `json:"taskId"`
+	TurnID string `json:"turnId"`
+}
+
+// TaskSettledData is task.settled: the job's call settled, completed (with
+// its output), failed (with the error) or cancelled (with why).
+type TaskSettledData struct {
+	CallID string          `json:"callId"`
+	Cancel *TaskCancel     `json:"cancel,omitempty"`
+	Error  *TaskError      `json:"error,omitempty"`
+	Kind   string          `json:"kind,omitempty"`
+	Name   string          `json:"name,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Status string          `json:"status"`
+	TaskID string          `json:"taskId"`
+	TurnID string          `json:"turnId"`
+}
+
+// TaskCancel says why a task was cancelled; TaskError why it failed.
+type TaskCancel struct {
+	Reason string `json:"reason"`
+}
+type TaskError struct {
+	Message string `json:"message"`
 }
 
 // SessionCompletedData is session.completed: the session ended (its

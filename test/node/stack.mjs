@@ -184,7 +184,10 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
     await waitFor(`the Temporal dev server at ${temporal}`, () => portOpen(tport));
     const api = await stack.serve({ key: apiKey });
     stack.url = api.url;
-    procs.push(start(bins.worker, ["--address", temporal, "--task-queue", taskQueue, "--metrics-addr", "", "--log-level", "warn"], { EVE_API_KEY: "", EVE_PAYLOAD_STORE: payloadStore }, logs, "worker"));
+    // The action secret and public URL let the demo's delegated tool
+    // (run_report) start its jobs, spooled into the stack's state dir.
+    const actions = { EVE_ACTION_SECRET: "node-test-action-secret-0123456789", EVE_PUBLIC_URL: api.url, EVE_JOBS_DIR: path.join(stateDir, "jobs") };
+    procs.push(start(bins.worker, ["--address", temporal, "--task-queue", taskQueue, "--metrics-addr", "", "--log-level", "warn"], { EVE_API_KEY: "", EVE_PAYLOAD_STORE: payloadStore, ...actions }, logs, "worker"));
   } catch (err) {
     await stack.stop();
     throw new Error(`${err.message}\n--- logs ---\n${logs.join("")}`);

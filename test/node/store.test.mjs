@@ -3,7 +3,7 @@
 import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, EveAgentStore, conversationReducer, openConversationInputs } from "eve/client";
+import { Client, EveAgentStore, conversationReducer, openConversationInputs, toolCallState } from "eve/client";
 import { cleanupBinaries, startStack } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
@@ -149,5 +149,33 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     } finally {
       await keyed.stop();
     }
+  });
+
+  test("a delegated call the turn's cancel stopped reads as cancelled, not failed, in eve's reducer", async () => {
+    // run_report is delegated: the turn waits on its job (turn.waiting
+    // {on: "tasks"}) inside task.started / task.settled, as eve's tasks.
+    const { store, errors } = newStore();
+    const sent = store.send({ message: "run the q4 report" });
+    const waiting = () => store.snapshot.events.some((e) => e.type === "turn.waiting" && e.data.on === "tasks");
+    for (let i = 0; i < 400 && !waiting(); i++) await sleep(25);
+    let snap = store.snapshot;
+    const started = snap.events.find((e) => e.type === "task.started");
+    assert.ok(started, `no task.started: ${snap.events.map((e) => e.type).join(" ")}`);
+    assert.equal(started.data.name, "run_report");
+    assert.equal(toolCallState(snap.conversation, started.data.callId)?.status, "running");
+
+    const client = new Client({ host: stack.url });
+    await client.sessions.attach(snap.session.sessionId).cancel();
+    await sent;
+    for (let i = 0; i < 400 && !store.snapshot.events.some((e) => e.type === "session.waiting"); i++) await sleep(25);
+    snap = store.snapshot;
+    const settled = snap.events.find((e) => e.type === "task.settled");
+    assert.equal(settled?.data.status, "cancelled");
+    assert.equal(settled?.data.cancel?.reason, "turn_cancelled");
+    const state = toolCallState(snap.conversation, started.data.callId);
+    assert.equal(state?.status, "cancelled", JSON.stringify(state));
+    assert.ok(snap.events.some((e) => e.type === "turn.cancelled"));
+    assert.deepEqual(errors, []);
+    store.reset();
   });
 });

@@ -167,9 +167,53 @@ func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activitie
 	in.Deadline = workflow.Now(ctx).Add(p.Deadline)
 	a := newActionState(p, in)
 	closed := h.openAction(ctx, a)
+	tr, reports := h.(taskReporter)
+	if reports {
+		tr.taskStarted(ctx, c, in.ActionID)
+	}
 	out := awaitAction(ctx, a, p, in)
 	closed()
+	if reports {
+		tr.taskSettled(ctx, c, in.ActionID, out, ctx.Err() != nil)
+	}
 	return out
+}
+
+// taskReporter is a host that reports delegated jobs as eve's tasks.
+type taskReporter interface {
+	taskStarted(ctx workflow.Context, c *pendingCall, taskID string)
+	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool)
+}
+
+// changeTasks versions task.started/task.settled around a turn's
+// delegated calls (eve 0.3): eve's reducers then show a call the turn's
+// cancellation stopped as cancelled, not failed.
+const changeTasks = "eve-task-events"
+
+func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) {
+	if !t.tasks {
+		return
+	}
+	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID})
+}
+
+func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool) {
+	if !t.tasks {
+		return
+	}
+	d := protocol.TaskSettledData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID}
+	switch {
+	case cancelled:
+		d.Status, d.Cancel = protocol.TaskCancelled, &protocol.TaskCancel{Reason: protocol.TaskCancelTurnCancelled}
+	case out.Status == protocol.StatusCompleted:
+		d.Status, d.Output = protocol.TaskCompleted, out.Output
+	default:
+		d.Status, d.Error = protocol.TaskFailed, &protocol.TaskError{Message: "the task failed"}
+		if out.Error != nil {
+			d.Error.Message = out.Error.Message
+		}
+	}
+	t.log.emit(ctx, protocol.TaskSettled, d)
 }
 
 // toolActivity schedules an authored tool's activity with the plan's

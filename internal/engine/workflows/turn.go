@@ -91,6 +91,8 @@ type turn struct {
 	// grantedAt is its usage at the last Continue.
 	limits    bool
 	grantedAt *protocol.TokenUsage
+	// tasks: delegated calls are reported as tasks (changeTasks).
+	tasks bool
 	// actions are the delegated calls' actions, by id; delegatedOpen
 	// counts those waiting for their jobs.
 	actions       map[string]*actionState
@@ -209,6 +211,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 		board:    newInputBoard(in.ApprovedTools),
 		stepDone: -1, actions: map[string]*actionState{}}
 	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
+	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if err := t.registerInputHandlers(ctx); err != nil {
 		return nil, err

@@ -295,8 +295,8 @@ func TestTurnDelegatedSettle(t *testing.T) {
 
 	wantTypes(t, out.Events,
 		protocol.TurnStarted, protocol.MessageReceived,
-		protocol.StepStarted, protocol.ActionsRequested, protocol.TurnWaiting,
-		protocol.ActionResult, protocol.StepCompleted,
+		protocol.StepStarted, protocol.ActionsRequested, protocol.TaskStarted, protocol.TurnWaiting,
+		protocol.TaskSettled, protocol.ActionResult, protocol.StepCompleted,
 		protocol.StepStarted, protocol.MessageAppended, protocol.MessageCompleted, protocol.StepCompleted,
 		protocol.TurnCompleted)
 	var waiting protocol.TurnWaitingData
@@ -349,7 +349,7 @@ func TestTurnDelegatedDeadline(t *testing.T) {
 	out := h.runTurn(turnInput("report and refund"))
 
 	// The deadline passed while the turn was parked on the approval.
-	if got := join(mid); !strings.HasSuffix(got, "actions.requested input.requested turn.waiting action.result") {
+	if got := join(mid); !strings.HasSuffix(got, "actions.requested input.requested turn.waiting task.started task.settled action.result") {
 		t.Fatalf("events at the deadline: %s", got)
 	}
 	if expired.State != signals.ActionExpired {
