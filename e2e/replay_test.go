@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/demo"
@@ -296,6 +297,25 @@ func TestRecordHistories(t *testing.T) {
 	}
 	saveOn(aenv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
 	saveOn(aenv.Client, "turn-auto-caution", aid+"/turn_0")
+
+	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
+	// the session.
+	lenv := limitedEnv(t, func(a *agent.Agent) { a.MaxInputTokensPerSession = 1; a.SessionLifetime = 3 * time.Second })
+	lres, err := lenv.Sessions.CreateAndSend(ctx, "ses_history_limits", alice, signals.SendRequest{Message: "what's the weather in Paris", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	respond(t, lenv, lres.SessionID, protocol.InputResponse{RequestID: lastRequest(t, lenv.Events(ctx, lres.SessionID)).RequestID, OptionID: "continue"})
+	if _, err := lenv.Sessions.Send(ctx, lres.SessionID, signals.SendRequest{Message: "what's the weather in Oslo", Caller: alice, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	respond(t, lenv, lres.SessionID, protocol.InputResponse{RequestID: lastRequest(t, lenv.Events(ctx, lres.SessionID)).RequestID, OptionID: "stop"})
+	if err := lenv.Client.GetWorkflow(ctx, lres.SessionID, "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	saveOn(lenv.Client, "session-limits-lifetime", lres.SessionID)
+	saveOn(lenv.Client, "turn-limit-continue", lres.SessionID+"/turn_0")
+	saveOn(lenv.Client, "turn-limit-stop", lres.SessionID+"/turn_1")
 
 	// A turn terminated by an operator while parked: the session reads its
 	// events (eve.TurnEvents) and records turn.failed after them.
