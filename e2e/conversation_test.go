@@ -181,7 +181,11 @@ func TestLongSessionOfLargeMessages(t *testing.T) {
 		turns = v
 	}
 	env := evetest.New(t)
-	env.StartWorker(evetest.Agent(t, echoRules))
+	a := evetest.Agent(t, echoRules)
+	// Hundreds of 200 KB turns pass the default 40M-token input budget,
+	// which would park the session on its Continue prompt (limits_test.go).
+	a.MaxInputTokensPerSession = -1
+	env.StartWorker(a)
 	ctx := env.Ctx(30 * time.Minute)
 	id, err := env.Sessions.Create(ctx, "", alice)
 	if err != nil {
