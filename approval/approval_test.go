@@ -1,6 +1,10 @@
 package approval
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/eve-temporal/eve/model"
+)
 
 func TestDecide(t *testing.T) {
 	deny := Deny("not yours")
@@ -23,6 +27,24 @@ func TestDecide(t *testing.T) {
 	} {
 		if got := Decide(c.kind, c.approvedOnce, c.custom); got != c.want {
 			t.Errorf("Decide(%q, %v, %+v) = %+v, want %+v", c.kind, c.approvedOnce, c.custom, got, c.want)
+		}
+	}
+}
+
+func TestParseReview(t *testing.T) {
+	for _, c := range []struct {
+		text, finish string
+		want         string // verdict, or "" for an error
+	}{
+		{`{"verdict":"clear","reason":"ok"}`, "stop", VerdictClear},
+		{"Sure. {\"verdict\": \"Caution\", \"reason\": \"big\"} Done.", "stop", VerdictCaution},
+		{`{"verdict":"maybe"}`, "stop", ""},
+		{`no json`, "stop", ""},
+		{`{"verdict":"clear"`, "length", ""},
+	} {
+		r, err := ParseReview(model.Response{Text: c.text, FinishReason: c.finish})
+		if (err == nil) != (c.want != "") || r.Verdict != c.want {
+			t.Errorf("ParseReview(%q) = %+v, %v; want %q", c.text, r, err, c.want)
 		}
 	}
 }

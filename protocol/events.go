@@ -34,9 +34,9 @@ const (
 	ApprovalSettled   = "approval.settled"
 	// TaskStarted and TaskSettled frame a delegated call's job, the work
 	// a turn waits on (turn.waiting{on:"tasks"}).
-	TaskStarted = "task.started"
-	TaskSettled = "task.settled"
-	ContextCleared    = "context.cleared"
+	TaskStarted    = "task.started"
+	TaskSettled    = "task.settled"
+	ContextCleared = "context.cleared"
 
 	CompactionRequested = "compaction.requested"
 	CompactionCompleted = "compaction.completed"
