@@ -96,8 +96,9 @@ type session struct {
 	// messages handed to it (see offerToTurn).
 	activeCaller *auth.Principal
 	offered      []QueuedMessage
-	// ended: the session's lifetime is over; it takes no more messages.
-	ended bool
+	// pastDeadline: the session's lifetime is over (ExpiresAt); ended: it
+	// recorded session.completed and takes no more messages.
+	pastDeadline, ended bool
 }
 
 // changeLifetime versions the session's lifetime (eve 0.3).
@@ -106,8 +107,8 @@ const changeLifetime = "eve-session-lifetime"
 // expired reports a session past its lifetime with nothing left to do: no
 // turn runs (turns run in the session's loop, so one that was active has
 // settled) and no message waits, so none is lost.
-func (s *session) expired(ctx workflow.Context) bool {
-	return !s.st.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(s.st.ExpiresAt) && len(s.st.Queue) == 0 && !s.compacting
+func (s *session) expired() bool {
+	return s.pastDeadline && len(s.st.Queue) == 0 && !s.compacting && s.active == nil
 }
 
 // complete ends a session whose lifetime is over: session.completed with its
@@ -169,22 +170,23 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	if err := s.registerHandlers(ctx); err != nil {
 		return err
 	}
+	if !s.st.ExpiresAt.IsZero() {
+		// One timer per run, not one per wait: the deadline only marks the
+		// session; the loop ends it once idle.
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			if workflow.NewTimer(ctx, max(s.st.ExpiresAt.Sub(workflow.Now(ctx)), time.Millisecond)).Get(ctx, nil) == nil {
+				s.pastDeadline = true
+			}
+		})
+	}
 	for {
-		ready := func() bool { return (len(s.st.Queue) > 0 && !s.compacting) || s.shouldContinueAsNew(ctx) }
-		if s.st.ExpiresAt.IsZero() {
-			if err := workflow.Await(ctx, ready); err != nil {
-				return err
-			}
-		} else {
-			if _, err := workflow.AwaitWithTimeout(ctx, max(s.st.ExpiresAt.Sub(workflow.Now(ctx)), time.Millisecond), ready); err != nil {
-				return err
-			}
-			if s.expired(ctx) {
-				return s.complete(ctx)
-			}
-			if !ready() {
-				continue
-			}
+		if err := workflow.Await(ctx, func() bool {
+			return (len(s.st.Queue) > 0 && !s.compacting) || s.shouldContinueAsNew(ctx) || s.expired()
+		}); err != nil {
+			return err
+		}
+		if s.expired() {
+			return s.complete(ctx)
 		}
 		if s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
 			// Start afresh before the history nears the server's limits,
