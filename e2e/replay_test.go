@@ -281,22 +281,22 @@ func TestRecordHistories(t *testing.T) {
 	save("turn-four-eyes-typed", id7+"/turn_0")
 
 	// approval.Auto (0.3): a clear call runs; a caution asks, then approved.
-	aenv := evetest.New(t)
+	autoEnv := evetest.New(t)
 	var autoRuns atomic.Int32
-	aenv.StartWorker(autoAgent(t, &autoRuns))
-	ares, err := aenv.Sessions.CreateAndSend(ctx, "ses_history_auto", alice, signals.SendRequest{Message: "count 1", Wait: true})
+	autoEnv.StartWorker(autoAgent(t, &autoRuns))
+	ares, err := autoEnv.Sessions.CreateAndSend(ctx, "ses_history_auto", alice, signals.SendRequest{Message: "count 1", Wait: true})
 	if err != nil || ares.Outcome == nil || ares.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("auto clear: %+v, %v", ares.Outcome, err)
 	}
-	aid, ad := startParked(t, aenv, "count 2")
-	respond(t, aenv, aid, protocol.InputResponse{RequestID: ad.Requests[0].RequestID, OptionID: "approve"})
+	aid, ad := startParked(t, autoEnv, "count 2")
+	respond(t, autoEnv, aid, protocol.InputResponse{RequestID: ad.Requests[0].RequestID, OptionID: "approve"})
 	saveOn := func(c client.Client, name, wid string) {
 		if err := writeHistory(ctx, c, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	saveOn(aenv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
-	saveOn(aenv.Client, "turn-auto-caution", aid+"/turn_0")
+	saveOn(autoEnv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
+	saveOn(autoEnv.Client, "turn-auto-caution", aid+"/turn_0")
 
 	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
 	// the session.
