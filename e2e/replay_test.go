@@ -315,6 +315,27 @@ func TestRecordHistories(t *testing.T) {
 	respond(t, ienv, iid, protocol.InputResponse{RequestID: id8.Requests[0].RequestID, OptionID: "approve"})
 	saveOn(ienv.Client, "turn-inbox", iid+"/turn_0")
 
+	// Input deadlines (0.3): one answered before its deadline (the timer
+	// cancelled), one expired (the model reads that nobody answered).
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration
+	}{{"turn-deadline-answered", time.Hour}, {"turn-deadline-expired", time.Second}} {
+		denv := evetest.New(t)
+		da, err := demo.Agent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		da.InputDeadline = c.deadline
+		denv.StartWorker(da)
+		did, dd := startParked(t, denv, "refund ch_9 9")
+		if c.deadline == time.Hour {
+			respond(t, denv, did, protocol.InputResponse{RequestID: dd.Requests[0].RequestID, OptionID: "approve"})
+		}
+		denv.WaitIdle(did)
+		saveOn(denv.Client, c.name, did+"/turn_0")
+	}
+
 	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
 	// the session.
 	lenv := limitedEnv(t, func(a *agent.Agent) { a.MaxInputTokensPerSession = 1; a.SessionLifetime = 3 * time.Second })

@@ -21,6 +21,8 @@ type InboxItem struct {
 	RequesterPrincipalID   string    `json:"requesterPrincipalId,omitempty"`
 	RequesterPrincipalType string    `json:"requesterPrincipalType,omitempty"`
 	OpenedAt               time.Time `json:"openedAt"`
+	// Deadline is when the request expires unanswered (absent: never).
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // InboxPage is a page of the inbox; NextCursor (empty on the last page)

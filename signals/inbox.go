@@ -32,6 +32,8 @@ type InboxMemo struct {
 type InboxEntry struct {
 	Request  protocol.InputRequest `json:"request"`
 	OpenedAt time.Time             `json:"openedAt"`
+	// Deadline is when it expires unanswered (nil: never).
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// Judged: a response policy (application code, run by the turn)
 	// decides who may settle this approval, so the inbox shows it to
 	// everyone who may answer the session and the policy judges the answer.

@@ -99,9 +99,21 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			page.Items = append(page.Items, inboxItem(m, e))
 		}
 	}
-	// Oldest first within the page (deadlines, when requests carry them,
-	// come first).
-	slices.SortStableFunc(page.Items, func(a, b protocol.InboxItem) int { return a.OpenedAt.Compare(b.OpenedAt) })
+	// Within the page: the nearest deadline first (requests without one
+	// after), then the oldest.
+	slices.SortStableFunc(page.Items, func(a, b protocol.InboxItem) int {
+		switch {
+		case a.Deadline != nil && b.Deadline != nil:
+			if c := a.Deadline.Compare(*b.Deadline); c != 0 {
+				return c
+			}
+		case a.Deadline != nil:
+			return -1
+		case b.Deadline != nil:
+			return 1
+		}
+		return a.OpenedAt.Compare(b.OpenedAt)
+	})
 	if len(next) > 0 {
 		page.NextCursor = base64.RawURLEncoding.EncodeToString(next)
 	}
@@ -120,7 +132,7 @@ func (s *Server) mayAnswer(r *http.Request, caller *auth.Principal, m signals.In
 
 func inboxItem(m signals.InboxMemo, e signals.InboxEntry) protocol.InboxItem {
 	it := protocol.InboxItem{ID: protocol.InboxID(m.SessionID, e.Request.RequestID), SessionID: m.SessionID, TurnID: m.TurnID,
-		Kind: e.Request.Kind, ToolName: e.Request.Action.ToolName, Request: e.Request, OpenedAt: e.OpenedAt}
+		Kind: e.Request.Kind, ToolName: e.Request.Action.ToolName, Request: e.Request, OpenedAt: e.OpenedAt, Deadline: e.Deadline}
 	if m.Requester != nil {
 		it.RequesterPrincipalID, it.RequesterPrincipalType = m.Requester.ID, m.Requester.Type
 	}

@@ -65,6 +65,10 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 			continue
 		}
 		e := signals.InboxEntry{Request: r.req, OpenedAt: r.opened, Judged: t.judged(r)}
+		if !r.deadline.IsZero() {
+			d := r.deadline
+			e.Deadline = &d
+		}
 		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
 			e.Request.Action.Input = json.RawMessage(`{}`)
 		}
