@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/cli"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
@@ -116,6 +118,19 @@ func TestInboxAcrossSessions(t *testing.T) {
 	waitInbox(t, e, alice, client.InboxFilter{MinAge: time.Hour})
 	waitInbox(t, e, alice, client.InboxFilter{Limit: 1}, aRefund, aTransfer)
 
+	// eve inbox, as bob: his one request; he denies it with a reason.
+	out := inboxCLI(t, e, "key-bob", "list", "--json")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"id":"`+bRefund+`"`) {
+		t.Fatalf("eve inbox list as bob:\n%s", out)
+	}
+	if out := inboxCLI(t, e, "key-bob", "deny", bRefund, "--reason", "not this one"); strings.TrimSpace(out) != bobs.Open[0].RequestID+" denied" {
+		t.Fatalf("eve inbox deny: %q", out)
+	}
+	if evs := e.WaitIdle(bobs.SessionID); !strings.Contains(e.Reply(bobs.SessionID), "not this one") {
+		t.Fatalf("bob's denial: %s reply %q", evetest.Join(evs), e.Reply(bobs.SessionID))
+	}
+	waitInbox(t, e, bob, client.InboxFilter{})
+
 	// bob may not settle alice's request: 403, and it stays open.
 	if _, err := bob.AnswerInbox(ctx, aRefund, protocol.InboxAnswer{OptionID: "approve"}); !client.IsStatus(err, http.StatusForbidden) {
 		t.Fatalf("bob answering alice's request: %v, want 403", err)
@@ -139,4 +154,18 @@ func TestInboxAcrossSessions(t *testing.T) {
 	if _, err := alice.AnswerInbox(ctx, aRefund, protocol.InboxAnswer{OptionID: "cancel"}); !client.IsStatus(err, http.StatusConflict) {
 		t.Fatalf("answering a settled request: %v, want 409", err)
 	}
+}
+
+// inboxCLI runs `eve inbox ...` in process against e's server.
+func inboxCLI(t *testing.T, e *apiEnv, key string, args ...string) string {
+	t.Helper()
+	root := cli.NewRootCommand(cli.App{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"inbox"}, append(args, "--url", e.URL, "--api-key", key)...))
+	if err := root.ExecuteContext(e.Ctx(30 * time.Second)); err != nil {
+		t.Fatalf("eve inbox %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
 }
