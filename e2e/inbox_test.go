@@ -123,6 +123,9 @@ func TestInboxAcrossSessions(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"id":"`+bRefund+`"`) {
 		t.Fatalf("eve inbox list as bob:\n%s", out)
 	}
+	if out := inboxCLI(t, e, "key-bob", "show", bRefund); !strings.Contains(out, `"chargeId": "ch_2"`) {
+		t.Fatalf("eve inbox show:\n%s", out)
+	}
 	if out := inboxCLI(t, e, "key-bob", "deny", bRefund, "--reason", "not this one"); strings.TrimSpace(out) != bobs.Open[0].RequestID+" denied" {
 		t.Fatalf("eve inbox deny: %q", out)
 	}

@@ -71,6 +71,38 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 	list.Flags().DurationVar(&filter.MinAge, "min-age", 0, "only requests open at least this long")
 	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
 
+	show := &cobra.Command{
+		Use:   "show <inbox-id>",
+		Short: "Show one open request in full (its tool input, options and prompt)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			sid, _, ok := protocol.SplitInboxID(args[0])
+			if !ok {
+				return fmt.Errorf("%q is no inbox id: pass one from %s inbox list (<sessionId>:<requestId>)", args[0], f.bin)
+			}
+			fl := client.InboxFilter{SessionID: sid}
+			for {
+				p, err := f.client().Inbox(ctx, fl)
+				if err != nil {
+					return err
+				}
+				for _, it := range p.Items {
+					if it.ID == args[0] {
+						b, _ := json.MarshalIndent(it, "", "  ")
+						fmt.Fprintln(cmd.OutOrStdout(), string(b))
+						return nil
+					}
+				}
+				if p.NextCursor == "" {
+					return fmt.Errorf("%s is not open, or not yours to settle (see: %s inbox list)", args[0], f.bin)
+				}
+				fl.Cursor = p.NextCursor
+			}
+		},
+	}
+
 	settle := func(use, short, option string, withReason bool) *cobra.Command {
 		var reason, opt, text string
 		c := &cobra.Command{
@@ -106,7 +138,7 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 		}
 		return c
 	}
-	cmd.AddCommand(list,
+	cmd.AddCommand(list, show,
 		settle("approve", "Approve a tool call", "approve", false),
 		settle("deny", "Deny a tool call", "cancel", true),
 		settle("answer", "Answer a question (--option or --text)", "", false),
