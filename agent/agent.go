@@ -97,6 +97,13 @@ type Agent struct {
 	// no turn runs and no message waits: session.completed, after which it
 	// takes no messages (default 30 days, as eve; negative: never).
 	SessionLifetime time.Duration
+	// InputDeadline is the default deadline of a person's answer to an
+	// approval or a question in this agent's turns (a tool's own
+	// tools.Tool.InputDeadline wins): at the deadline the request settles
+	// as expired, the model reads that nobody answered in time, and the
+	// turn goes on. 0 or negative: none (as eve). Between
+	// tools.MinInputDeadline and tools.MaxInputDeadline.
+	InputDeadline time.Duration
 }
 
 // DefaultSessionLifetime is eve's default session lifetime.
@@ -266,9 +273,13 @@ func Register(w worker.Registry, a *Agent) error {
 	if err != nil {
 		return err
 	}
+	if err := tools.CheckInputDeadline(a.InputDeadline); err != nil {
+		return fmt.Errorf("register agent %s: InputDeadline: %w", a.Name, err)
+	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		Limits:                  limits,
 		SessionLifetime:         lifetime(a.SessionLifetime),
+		InputDeadline:           max(a.InputDeadline, 0),
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,

@@ -25,6 +25,7 @@ import (
 	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -297,6 +298,43 @@ func TestRecordHistories(t *testing.T) {
 	}
 	saveOn(autoEnv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
 	saveOn(autoEnv.Client, "turn-auto-caution", aid+"/turn_0")
+
+	// The inbox (0.3): a turn with search attributes publishes its open
+	// request (memo and attributes) and clears them once it is answered.
+	ienv := evetest.New(t)
+	if err := visibility.Register(ctx, ienv.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	ia, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia.SearchAttributes = true
+	ienv.StartWorker(ia)
+	iid, id8 := startParked(t, ienv, "refund ch_8 8")
+	respond(t, ienv, iid, protocol.InputResponse{RequestID: id8.Requests[0].RequestID, OptionID: "approve"})
+	saveOn(ienv.Client, "turn-inbox", iid+"/turn_0")
+
+	// Input deadlines (0.3): one answered before its deadline (the timer
+	// cancelled), one expired (the model reads that nobody answered).
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration
+	}{{"turn-deadline-answered", time.Hour}, {"turn-deadline-expired", time.Second}} {
+		denv := evetest.New(t)
+		da, err := demo.Agent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		da.InputDeadline = c.deadline
+		denv.StartWorker(da)
+		did, dd := startParked(t, denv, "refund ch_9 9")
+		if c.deadline == time.Hour {
+			respond(t, denv, did, protocol.InputResponse{RequestID: dd.Requests[0].RequestID, OptionID: "approve"})
+		}
+		denv.WaitIdle(did)
+		saveOn(denv.Client, c.name, did+"/turn_0")
+	}
 
 	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
 	// the session.

@@ -263,7 +263,10 @@ const (
 	CodeToolDenied        = "TOOL_EXECUTION_DENIED"
 	CodeToolTimeout       = "TOOL_TIMEOUT"
 	CodeToolCancelled     = "TOOL_CANCELLED"
-	CodeDeadlineExceeded  = "DEADLINE_EXCEEDED"
+	// CodeInputExpired: the call's approval or question reached its
+	// deadline unanswered; the tool did not run.
+	CodeInputExpired     = "INPUT_EXPIRED"
+	CodeDeadlineExceeded = "DEADLINE_EXCEEDED"
 )
 
 type ActionResultData struct {

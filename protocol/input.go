@@ -24,6 +24,10 @@ const (
 	OutcomeDenied    = "denied"
 	OutcomeIgnored   = "ignored"
 	OutcomeInvalid   = "invalid"
+	// OutcomeExpired: nobody answered before the request's deadline
+	// (tools.Tool.InputDeadline, agent.Agent.InputDeadline); not a denial
+	// and not a cancellation.
+	OutcomeExpired = "expired"
 )
 
 // InputOption is one choice of an input request.

@@ -17,13 +17,14 @@ type Inputs struct {
 	order   []string // request ids in the order first asked
 	asked   map[string]OpenRequest
 	settled map[string]bool
+	expired map[string]bool
 	ended   map[string]bool // turns that ended
 }
 
 // Add folds one event, at global index i.
 func (in *Inputs) Add(i int, e Event) {
 	if in.asked == nil {
-		in.asked, in.settled, in.ended = map[string]OpenRequest{}, map[string]bool{}, map[string]bool{}
+		in.asked, in.settled, in.ended, in.expired = map[string]OpenRequest{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	switch e.Type {
 	case InputRequested:
@@ -46,6 +47,9 @@ func (in *Inputs) Add(i int, e Event) {
 			// An invalid answer does not settle its request.
 			if r.Outcome != OutcomeInvalid {
 				in.settled[r.RequestID] = true
+			}
+			if r.Outcome == OutcomeExpired {
+				in.expired[r.RequestID] = true
 			}
 		}
 	case TurnCompleted, TurnFailed, TurnCancelled:
@@ -88,3 +92,6 @@ func (in *Inputs) Settled(requestID string) bool { return in.settled[requestID] 
 // TurnEnded reports whether the turn ended (turn.completed, turn.failed or
 // turn.cancelled): its unsettled requests are no longer open.
 func (in *Inputs) TurnEnded(turnID string) bool { return in.ended[turnID] }
+
+// Expired reports whether the request reached its deadline unanswered.
+func (in *Inputs) Expired(requestID string) bool { return in.expired[requestID] }

@@ -158,6 +158,12 @@ type Tool struct {
 	// than raise it: everything a tool returns is recorded in Temporal
 	// history and sent to the model.
 	MaxOutputBytes int
+	// InputDeadline is how long a person has to answer this tool's
+	// approval or question: at the deadline the request settles as
+	// expired, and the model reads that nobody answered in time. 0 takes
+	// the agent's default (agent.Agent.InputDeadline); negative: no
+	// deadline. Between MinInputDeadline and MaxInputDeadline.
+	InputDeadline time.Duration
 	// Approval gates the call (default approval.Never()).
 	Approval approval.Policy
 	// Title names the tool for people, e.g. in "Approve Refund Charge?"
@@ -318,6 +324,9 @@ func (t *Tool) compile() error {
 			t.output = s
 		}
 	}
+	if err := CheckInputDeadline(t.InputDeadline); err != nil {
+		errs = append(errs, fmt.Errorf("InputDeadline: %w", err))
+	}
 	if t.Timeout < 0 || t.HeartbeatTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
 	}
@@ -398,4 +407,20 @@ func (t *Tool) DisplayTitle() string {
 		words[i] = strings.ToUpper(w[:1]) + w[1:]
 	}
 	return strings.Join(words, " ")
+}
+
+// Bounds of an input deadline (tools.Tool.InputDeadline,
+// agent.Agent.InputDeadline).
+const (
+	MinInputDeadline = time.Second
+	MaxInputDeadline = 365 * 24 * time.Hour
+)
+
+// CheckInputDeadline checks an input deadline: 0 (the default), negative
+// (none), or between MinInputDeadline and MaxInputDeadline.
+func CheckInputDeadline(d time.Duration) error {
+	if d > 0 && (d < MinInputDeadline || d > MaxInputDeadline) {
+		return fmt.Errorf("%v is out of range: give between %v and %v, 0 for the default, or a negative value for none", d, MinInputDeadline, MaxInputDeadline)
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ const (
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnknownRequest   = "unknown_request"
 	CodeInputNotPending  = "input_not_pending"
+	CodeInputExpired     = "input_expired"
 	CodeRejected         = "rejected"
 	CodeUnavailable      = "unavailable"
 	CodeSessionBusy      = "session_busy"

@@ -219,6 +219,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.session(s.compact)))
 	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.session(s.reset)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
+	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))
+	m.HandleFunc("POST /eve/v1/inbox/{id}", s.authed(s.inboxAnswer))
 	if s.opts.Actions != nil {
 		m.Handle("/eve/v1/actions/", s.opts.Actions)
 	}

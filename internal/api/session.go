@@ -358,6 +358,11 @@ func (s *Server) refused(ctx context.Context, id string, active *signals.ActiveT
 			return errorf(http.StatusBadRequest, CodeUnknownRequest, "session %s has no input request %q: answer a requestId from an input.requested event", id, resp.RequestID)
 		}
 	}
+	for _, resp := range rs {
+		if inputs.Expired(resp.RequestID) {
+			return errorf(http.StatusGone, CodeInputExpired, "input request %s of session %s expired at its deadline: nobody answered in time, and the turn went on without it", resp.RequestID, id)
+		}
+	}
 	settled := false
 	for _, resp := range rs {
 		q, _ := inputs.Asked(resp.RequestID)

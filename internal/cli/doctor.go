@@ -82,9 +82,9 @@ func runDoctor(ctx context.Context, out io.Writer, bin string, tc config.Tempora
 	case err != nil:
 		bad("grant the operator API, or register them in the Temporal Cloud console: "+strings.Join(visibility.Commands(tc.Namespace), "; "), "search attributes: %v", err)
 	case len(missing) > 0:
-		bad(strings.Join(visibility.Commands(tc.Namespace), "; "), "search attributes missing: %s (parked sessions cannot be found by status)", strings.Join(missing, ", "))
+		bad(strings.Join(visibility.Commands(tc.Namespace), "; "), "search attributes missing: %s (parked sessions cannot be found by status, and the inbox answers 503)", strings.Join(missing, ", "))
 	default:
-		ok("search attributes EveStatus, EveTools, EveSessionId are registered")
+		ok("eve's search attributes are registered (EveStatus, EveTools, EveSessionId and the inbox's)")
 	}
 	for _, kind := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
 		resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{

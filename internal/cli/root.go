@@ -83,6 +83,7 @@ func NewRootCommand(app App) *cobra.Command {
 		newWorkerCommand(app, "worker"),
 		newDoctorCommand(app),
 		newSessionCommand(app),
+		newInboxCommand(app),
 		newServeCommand(app),
 		newActionCommand(app),
 		newToolsCommand(app),

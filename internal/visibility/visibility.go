@@ -17,6 +17,7 @@ import (
 var types = map[string]enumspb.IndexedValueType{
 	"Keyword":     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	"KeywordList": enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	"Datetime":    enumspb.INDEXED_VALUE_TYPE_DATETIME,
 }
 
 // Missing lists eve's search attributes the namespace lacks.

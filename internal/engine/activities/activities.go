@@ -120,6 +120,9 @@ type CallPlan struct {
 	// completions and client answers against it; 0 (a plan recorded before
 	// the field existed) means not known, and nothing is checked.
 	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// InputDeadline is the tool's own deadline for a person's answer
+	// (tools.Tool.InputDeadline: 0 the agent's, negative none).
+	InputDeadline time.Duration `json:"inputDeadline,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
@@ -200,6 +203,7 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		HeartbeatTimeout: t.HeartbeatTimeout,
 		Retry:            t.EffectiveRetry(),
 		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
+		InputDeadline:    t.InputDeadline,
 	}
 	if err := t.ValidateInput(c.Input); err != nil {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)

@@ -253,8 +253,10 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 		switch c.stage {
 		case stageAsk:
 			c.req = t.board.add(newApprovalRequest(p, stepIdx, c.reason, t.responses), now)
+			t.watchDeadline(ctx, c.req)
 		case stageAnswer:
 			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)
+			t.watchDeadline(ctx, c.req)
 		case stageUnknown, stageInvalid, stageDenied:
 			c.out = refusal(c)
 		}
@@ -387,6 +389,8 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 		return false
 	}
 	switch {
+	case r.expired:
+		c.out = expiredOutcome(c.tool, r)
 	case r.withdrawn:
 		c.out = withdrawnOutcome(c.plan, r)
 	case c.stage == stageAnswer:

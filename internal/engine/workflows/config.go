@@ -48,6 +48,9 @@ type Config struct {
 	// SessionLifetime ends a session that long after it started, once it
 	// is idle (session.completed); zero: never.
 	SessionLifetime time.Duration `json:"sessionLifetime,omitempty"`
+	// InputDeadline is the agent's default deadline for a person's
+	// answer to an approval or question (0: none).
+	InputDeadline time.Duration `json:"inputDeadline,omitempty"`
 }
 
 // SessionLimits cap what a session spends on its model (eve's "Runtime

@@ -47,6 +47,10 @@ type openRequest struct {
 	// responses its response policy judged.
 	approver   *auth.Principal
 	candidates int
+	// deadline is when the request expires unanswered (zero: never);
+	// expired: it did (changeDeadlines).
+	deadline time.Time
+	expired  bool
 }
 
 // decision is how an answer settles a request.
@@ -367,6 +371,9 @@ func (b *inputBoard) checkOne(resp protocol.InputResponse, seen map[string]bool)
 	}
 	seen[resp.RequestID] = true
 	if r.settled {
+		if r.expired {
+			return fmt.Errorf("expired at its deadline (%s): nobody answered in time, and the turn went on without it", r.deadline.UTC().Format(time.RFC3339))
+		}
 		if r.res.Response != nil && *r.res.Response == resp {
 			return nil // a repeat of the applied answer: accepted, changes nothing
 		}

@@ -20,6 +20,11 @@ var SearchAttributeTypes = map[string]string{
 	"EveStatus":    "Keyword",
 	"EveTools":     "KeywordList",
 	"EveSessionId": "Keyword",
+	// The inbox (inbox.go).
+	"EveInbox":        "Keyword",
+	"EveRequester":    "Keyword",
+	"EveRequestKinds": "KeywordList",
+	"EveParkedAt":     "Datetime",
 }
 
 // Statuses of EveStatus.

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/eve-temporal/eve/protocol"
+)
+
+// InboxFilter narrows Inbox; every field is optional.
+type InboxFilter struct {
+	Tool      string
+	SessionID string
+	// Requester is the requester's principal id.
+	Requester string
+	// Kind is tool-approval, question or session-limit.
+	Kind string
+	// MinAge lists only requests open at least this long.
+	MinAge time.Duration
+	// Limit is the turns one page reads (default 100).
+	Limit int
+	// Cursor is the previous page's NextCursor.
+	Cursor string
+}
+
+// InboxPage is a page of the inbox.
+type InboxPage = protocol.InboxPage
+
+// InboxItem is one open request.
+type InboxItem = protocol.InboxItem
+
+// Inbox lists the open requests the caller may settle, across sessions
+// (GET /eve/v1/inbox). A page may hold fewer items than the turns it read
+// (those the caller may not settle are left out): follow NextCursor until
+// it is empty.
+func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("tool", f.Tool)
+	set("session", f.SessionID)
+	set("requester", f.Requester)
+	set("kind", f.Kind)
+	set("cursor", f.Cursor)
+	if f.MinAge > 0 {
+		q.Set("minAge", f.MinAge.String())
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, "/eve/v1/inbox", q, nil)
+	if err != nil {
+		return InboxPage{}, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return InboxPage{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return InboxPage{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return InboxPage{}, decodeError(resp.StatusCode, data)
+	}
+	var p InboxPage
+	if err := json.Unmarshal(data, &p); err != nil {
+		return InboxPage{}, fmt.Errorf("GET /eve/v1/inbox: decode answer: %w", err)
+	}
+	return p, nil
+}
+
+// AnswerInbox settles one inbox item (POST /eve/v1/inbox/{id}) as the
+// session's inputResponses would: approve with OptionID "approve", deny
+// with "cancel" and the reason in Text, answer a question with an option
+// or text.
+func (c *Client) AnswerInbox(ctx context.Context, id string, a protocol.InboxAnswer) (Accepted, error) {
+	var out Accepted
+	_, err := c.do(ctx, http.MethodPost, "/eve/v1/inbox/"+url.PathEscape(id), a, &out)
+	return out, err
+}

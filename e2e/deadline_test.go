@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// Input deadlines (issue 26): an approval and a question whose deadlines
+// pass while the worker is down settle as expired when it is back (the
+// timers fired on the server meanwhile); the model reads that nobody
+// answered and the turns go on; a late answer is refused with 410.
+func TestInputDeadlineWhileWorkerDown(t *testing.T) {
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deadline = 3 * time.Second
+	a.InputDeadline = deadline
+	stop := env.StartWorker(a)
+	e := newAPIEnv(t, env, nil)
+	ctx := e.Ctx(90 * time.Second)
+	refund := parkOver(t, ctx, e.C, "", "refund ch_9 9")
+	question := parkOver(t, ctx, e.C, "", "choose a plan")
+	stop()
+	down := time.Now()
+	time.Sleep(deadline + time.Second) // the scenario: the worker is down when the deadlines pass
+	restarted := time.Now()
+	env.StartWorker(a)
+
+	for _, turn := range []struct {
+		id, kind string
+	}{{refund.SessionID, protocol.KindToolApproval}, {question.SessionID, protocol.KindQuestion}} {
+		evs := env.WaitIdle(turn.id)
+		var res protocol.InputResolvedData
+		if rs := evetest.Of(evs, protocol.InputResolved); len(rs) != 1 || rs[0].Decode(&res) != nil ||
+			res.Resolutions[0].Outcome != protocol.OutcomeExpired || res.Resolutions[0].Kind != turn.kind {
+			t.Fatalf("%s: resolutions %+v; events %s", turn.kind, res, evetest.Join(evs))
+		}
+		var ar protocol.ActionResultData
+		if rs := evetest.Of(evs, protocol.ActionResult); len(rs) != 1 || rs[0].Decode(&ar) != nil || !strings.Contains(string(ar.Result.Output), protocol.CodeInputExpired) {
+			t.Fatalf("%s: action.result %+v", turn.kind, ar)
+		}
+		if len(evetest.Of(evs, protocol.TurnCompleted)) != 1 {
+			t.Fatalf("%s: the turn did not go on: %s", turn.kind, evetest.Join(evs))
+		}
+		// The timer fired on the server while no worker ran.
+		it := env.Client.GetWorkflowHistory(ctx, signals.TurnWorkflowID(turn.id, "turn_0"), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		fired := false
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_FIRED {
+				at := ev.GetEventTime().AsTime()
+				if at.Before(down) || !at.Before(restarted) {
+					t.Fatalf("%s: the timer fired at %v, want while the worker was down (%v to %v)", turn.kind, at, down, restarted)
+				}
+				fired = true
+			}
+		}
+		if !fired {
+			t.Fatalf("%s: no timer fired", turn.kind)
+		}
+	}
+	if r := env.Reply(refund.SessionID); !strings.Contains(r, "Nobody answered the approval for refund_charge before its deadline (3s)") {
+		t.Fatalf("the model read: %q", r)
+	}
+	// A late answer is refused, saying it expired; nothing is recorded.
+	before := len(env.Events(ctx, refund.SessionID))
+	r := e.do(t, "POST", "/eve/v1/session/"+refund.SessionID, map[string]any{"inputResponses": []map[string]any{{"requestId": refund.Open[0].RequestID, "optionId": "approve"}}}, nil)
+	wantError(t, r, http.StatusGone, "input_expired", "expired at its deadline")
+	if after := len(env.Events(ctx, refund.SessionID)); after != before {
+		t.Fatalf("a late answer recorded %d events", after-before)
+	}
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eve-temporal/eve/client"
+	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/protocol"
+)
+
+// newInboxCommand lists and settles open requests across sessions
+// (GET/POST /eve/v1/inbox).
+func newInboxCommand(app App) *cobra.Command {
+	f := sessionFlags{bin: app.name()}
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "inbox",
+		Short: "Every open request you may settle, across sessions: list, approve, deny, answer",
+		Long: app.text(`{bin} inbox reads GET /eve/v1/inbox of an eve API server: the approvals, questions and
+session-limit prompts of every parked turn that the key's principal may settle.`),
+	}
+	cmd.PersistentFlags().StringVar(&f.url, "url", config.Env("EVE_URL", client.DefaultURL), "eve API server base URL (env EVE_URL)")
+	cmd.PersistentFlags().StringVar(&f.apiKey, "api-key", config.Env("EVE_API_KEY", ""), "eve API key, sent as a bearer token (env EVE_API_KEY)")
+	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the server")
+
+	var filter client.InboxFilter
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List open requests (nearest deadline, then oldest, first); every page",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			out := cmd.OutOrStdout()
+			fl := filter
+			for {
+				p, err := f.client().Inbox(ctx, fl)
+				if err != nil {
+					return err
+				}
+				for _, it := range p.Items {
+					if asJSON {
+						b, _ := json.Marshal(it)
+						fmt.Fprintln(out, string(b))
+						continue
+					}
+					due := ""
+					if it.Deadline != nil {
+						due = " due " + it.Deadline.Format(time.RFC3339)
+					}
+					fmt.Fprintf(out, "%s  %s %s by %s, open %s%s: %s\n", it.ID, it.Kind, it.ToolName, it.RequesterPrincipalID,
+						time.Since(it.OpenedAt).Round(time.Second), due, it.Request.Prompt)
+				}
+				if p.NextCursor == "" {
+					return nil
+				}
+				fl.Cursor = p.NextCursor
+			}
+		},
+	}
+	list.Flags().StringVar(&filter.Tool, "tool", "", "only this tool's requests")
+	list.Flags().StringVar(&filter.SessionID, "session", "", "only this session's requests")
+	list.Flags().StringVar(&filter.Requester, "requester", "", "only requests of this principal id")
+	list.Flags().StringVar(&filter.Kind, "kind", "", "tool-approval, question or session-limit")
+	list.Flags().DurationVar(&filter.MinAge, "min-age", 0, "only requests open at least this long")
+	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
+
+	show := &cobra.Command{
+		Use:   "show <inbox-id>",
+		Short: "Show one open request in full (its tool input, options and prompt)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			sid, _, ok := protocol.SplitInboxID(args[0])
+			if !ok {
+				return fmt.Errorf("%q is no inbox id: pass one from %s inbox list (<sessionId>:<requestId>)", args[0], f.bin)
+			}
+			fl := client.InboxFilter{SessionID: sid}
+			for {
+				p, err := f.client().Inbox(ctx, fl)
+				if err != nil {
+					return err
+				}
+				for _, it := range p.Items {
+					if it.ID == args[0] {
+						b, _ := json.MarshalIndent(it, "", "  ")
+						fmt.Fprintln(cmd.OutOrStdout(), string(b))
+						return nil
+					}
+				}
+				if p.NextCursor == "" {
+					return fmt.Errorf("%s is not open, or not yours to settle (see: %s inbox list)", args[0], f.bin)
+				}
+				fl.Cursor = p.NextCursor
+			}
+		},
+	}
+
+	settle := func(use, short, option string, withReason bool) *cobra.Command {
+		var reason, opt, text string
+		c := &cobra.Command{
+			Use:   use + " <inbox-id>",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				defer cancel()
+				a := protocol.InboxAnswer{OptionID: option, Text: reason}
+				if option == "" {
+					a = protocol.InboxAnswer{OptionID: opt, Text: text}
+				}
+				acc, err := f.client().AnswerInbox(ctx, args[0], a)
+				if err != nil {
+					return err
+				}
+				for _, r := range acc.Resolutions {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", r.RequestID, r.Outcome)
+				}
+				if len(acc.Resolutions) == 0 && len(acc.Duplicates) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "accepted: the tool's response policy judges it (see the session's approval.candidate events)")
+				}
+				return nil
+			},
+		}
+		if withReason {
+			c.Flags().StringVar(&reason, "reason", "", "why (sent with the denial)")
+		}
+		if option == "" {
+			c.Flags().StringVar(&opt, "option", "", "an option id")
+			c.Flags().StringVar(&text, "text", "", "free text, or an option's label or number")
+		}
+		return c
+	}
+	cmd.AddCommand(list, show,
+		settle("approve", "Approve a tool call", "approve", false),
+		settle("deny", "Deny a tool call", "cancel", true),
+		settle("answer", "Answer a question (--option or --text)", "", false),
+	)
+	return cmd
+}

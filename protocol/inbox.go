@@ -1,0 +1,50 @@
+package protocol
+
+import (
+	"strings"
+	"time"
+)
+
+// InboxItem is one open request in GET /eve/v1/inbox: an approval, a
+// question or a session-limit prompt of a parked turn, which the caller may
+// settle with POST /eve/v1/inbox/{id}.
+type InboxItem struct {
+	// ID names the request across sessions: InboxID(SessionID, RequestID).
+	ID        string       `json:"id"`
+	SessionID string       `json:"sessionId"`
+	TurnID    string       `json:"turnId"`
+	Kind      string       `json:"kind"`
+	ToolName  string       `json:"toolName,omitempty"`
+	Request   InputRequest `json:"request"`
+	// The requester: the caller of the turn that asked (empty when
+	// anonymous).
+	RequesterPrincipalID   string    `json:"requesterPrincipalId,omitempty"`
+	RequesterPrincipalType string    `json:"requesterPrincipalType,omitempty"`
+	OpenedAt               time.Time `json:"openedAt"`
+	// Deadline is when the request expires unanswered (absent: never).
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+// InboxPage is a page of the inbox; NextCursor (empty on the last page)
+// asks for the next.
+type InboxPage struct {
+	Items      []InboxItem `json:"items"`
+	NextCursor string      `json:"nextCursor,omitempty"`
+}
+
+// InboxAnswer is the body of POST /eve/v1/inbox/{id}: an InputResponse
+// without its requestId (the id names it).
+type InboxAnswer struct {
+	OptionID string `json:"optionId,omitempty"`
+	Text     string `json:"text,omitempty"`
+}
+
+// InboxID joins a session id and a request id ("ses_…:apr_…"); session ids
+// never contain ':'.
+func InboxID(sessionID, requestID string) string { return sessionID + ":" + requestID }
+
+// SplitInboxID reverses InboxID.
+func SplitInboxID(id string) (sessionID, requestID string, ok bool) {
+	s, r, ok := strings.Cut(id, ":")
+	return s, r, ok && s != "" && r != ""
+}

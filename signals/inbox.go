@@ -1,0 +1,47 @@
+package signals
+
+import (
+	"time"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/protocol"
+)
+
+// The inbox (GET /eve/v1/inbox) is read from Temporal Visibility: a parked
+// turn keeps its open requests in its memo (MemoInbox) and marks itself
+// with search attributes (SearchInbox* in the engine), so listing every open
+// request across sessions is one Visibility query per page.
+
+// MemoInbox is the memo key of a turn's open requests (an InboxMemo); a
+// turn with none leaves it empty (no items).
+const MemoInbox = "eveInbox"
+
+// InboxMemo is what a parked turn publishes about its open requests.
+type InboxMemo struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+	// Owner is the session's initiator; Requester the caller of the turn
+	// (auth.current), whom the default response rule lets settle an
+	// approval. Nil for anonymous.
+	Owner     *auth.Principal `json:"owner,omitempty"`
+	Requester *auth.Principal `json:"requester,omitempty"`
+	Items     []InboxEntry    `json:"items"`
+}
+
+// InboxEntry is one open request of a parked turn.
+type InboxEntry struct {
+	Request  protocol.InputRequest `json:"request"`
+	OpenedAt time.Time             `json:"openedAt"`
+	// Deadline is when it expires unanswered (nil: never).
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Judged: a response policy (application code, run by the turn)
+	// decides who may settle this approval, so the inbox shows it to
+	// everyone who may answer the session and the policy judges the answer.
+	Judged bool `json:"judged,omitempty"`
+}
+
+// MaxInboxEntryBytes bounds one entry in the memo: a larger request is
+// published without its tool input (Request.Action.Input), which the
+// session's stream still carries, so a huge input can never make the turn's
+// memo exceed Temporal's blob limit.
+const MaxInboxEntryBytes = 16 << 10
