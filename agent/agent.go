@@ -58,6 +58,10 @@ type Agent struct {
 	// SearchAttributes records session status in eve's search attributes
 	// (set it only when the namespace has them; workerhost checks).
 	SearchAttributes bool
+	// InboxAttributes lists parked turns' open requests in the inbox's
+	// search attributes (with SearchAttributes; set it only when the
+	// namespace has them too; workerhost checks).
+	InboxAttributes bool
 	// Actions signs completion URLs of delegated tools.
 	Actions *Actions
 	Logger  *slog.Logger
@@ -282,6 +286,7 @@ func Register(w worker.Registry, a *Agent) error {
 		InputDeadline:           max(a.InputDeadline, 0),
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
+		NoInbox:                 !a.InboxAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
 		StreamText:              a.StreamText && a.Client != nil && !a.LocalModel,
 		AgentName:               a.Name,

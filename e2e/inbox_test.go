@@ -29,7 +29,7 @@ func inboxAPI(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SearchAttributes = true
+	a.SearchAttributes, a.InboxAttributes = true, true
 	env.StartWorker(a)
 	return newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys })
 }

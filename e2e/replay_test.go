@@ -309,7 +309,7 @@ func TestRecordHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ia.SearchAttributes = true
+	ia.SearchAttributes, ia.InboxAttributes = true, true
 	ienv.StartWorker(ia)
 	iid, id8 := startParked(t, ienv, "refund ch_8 8")
 	respond(t, ienv, iid, protocol.InputResponse{RequestID: id8.Requests[0].RequestID, OptionID: "approve"})

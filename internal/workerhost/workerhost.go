@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
+	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/visibility"
 )
 
@@ -146,10 +148,14 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits,
 	switch {
 	case err != nil:
 		slog.Warn("cannot check eve's search attributes; sessions will not record their status (the doctor command checks them)", "err", err)
-	case len(missing) > 0:
+	case len(missing) > 0 && !onlyInbox(missing):
 		slog.Warn("namespace lacks eve's search attributes; sessions will not record their status", "missing", missing, "fix", strings.Join(visibility.Commands(namespace), "; "))
-	default:
+	case len(missing) > 0:
+		// A namespace registered before the inbox: status still records.
 		a.SearchAttributes = true
+		slog.Warn("namespace lacks the inbox's search attributes; parked requests are not listed in the inbox", "missing", missing, "fix", strings.Join(visibility.Commands(namespace), "; "))
+	default:
+		a.SearchAttributes, a.InboxAttributes = true, true
 	}
 	if a.Client == nil {
 		a.Client = c
@@ -253,4 +259,15 @@ func (w *Worker) Run(interruptCh <-chan any) error {
 		return failed
 	}
 	return err
+}
+
+// onlyInbox reports whether every missing attribute is one only the inbox
+// needs.
+func onlyInbox(missing []string) bool {
+	for _, m := range missing {
+		if !slices.Contains(workflows.InboxAttributes, m) {
+			return false
+		}
+	}
+	return true
 }

@@ -30,6 +30,9 @@ type Config struct {
 	// SearchAttributes: the namespace has eve's search attributes, so
 	// workflows record their status in them.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// NoInbox: the namespace lacks the inbox's attributes (InboxAttributes),
+	// so parked turns do not list their requests (the status still records).
+	NoInbox bool `json:"noInbox,omitempty"`
 	// ContinueAsNewAfterTurns, when positive, continues the session as new
 	// after that many turns in one run, besides when the SDK suggests it.
 	ContinueAsNewAfterTurns int `json:"continueAsNewAfterTurns,omitempty"`

@@ -213,7 +213,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
-	if t.cfg.SearchAttributes && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1 {
+	if t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1 {
 		t.publishInbox(ctx)
 	}
 	if err := t.registerInputHandlers(ctx); err != nil {

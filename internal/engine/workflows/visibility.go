@@ -27,6 +27,11 @@ var SearchAttributeTypes = map[string]string{
 	"EveParkedAt":     "Datetime",
 }
 
+// InboxAttributes are the attributes only the inbox needs: a namespace
+// that has the others but not these records session status, and its
+// parked turns are not listed in the inbox.
+var InboxAttributes = []string{"EveInbox", "EveRequester", "EveRequestKinds", "EveParkedAt"}
+
 // Statuses of EveStatus.
 const (
 	StatusIdle         = "idle"
