@@ -15,7 +15,7 @@ temporal operator namespace describe -n "$ns" --address "$addr" >/dev/null 2>&1 
   temporal operator namespace create -n "$ns" --retention 72h --address "$addr"
 # eve's search attributes (workflows.SearchAttributeTypes; test/cluster checks
 # this list against it). Workers enable them only when they are registered.
-for sa in EveSessionId:Keyword EveStatus:Keyword EveTools:KeywordList; do
+for sa in EveSessionId:Keyword EveStatus:Keyword EveTools:KeywordList EveInbox:Keyword EveRequester:Keyword EveRequestKinds:KeywordList EveParkedAt:Datetime; do
   name=${sa%%:*} type=${sa##*:}
   # A namespace just created may take a few seconds to reach every service.
   i=0
