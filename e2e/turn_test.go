@@ -17,7 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if workerMain() {
+	if workerMain() || mcpMain() {
 		return
 	}
 	devtest.Main(m)
