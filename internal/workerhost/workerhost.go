@@ -21,20 +21,23 @@ import (
 	"github.com/eve-temporal/eve/internal/visibility"
 )
 
-// Limits bound what one worker process runs at once.
+// Limits bound what one worker process runs at once. It is eve.Limits;
+// LimitsFromEnv reads it and Bind binds the worker command's flags onto it.
 type Limits struct {
-	Activities      int
-	LocalActivities int
-	WorkflowTasks   int
-	// CachedWorkflows bounds the sticky workflow cache (process-wide). A
-	// parked session costs nothing once evicted; it is replayed on resume.
+	Activities      int // EVE_MAX_CONCURRENT_ACTIVITIES, default 200
+	LocalActivities int // EVE_MAX_CONCURRENT_LOCAL_ACTIVITIES, default 200
+	WorkflowTasks   int // EVE_MAX_CONCURRENT_WORKFLOW_TASKS, default 100
+	// CachedWorkflows bounds the sticky workflow cache (process-wide;
+	// EVE_MAX_CACHED_WORKFLOWS, default 2000). A parked session costs
+	// nothing once evicted; it is replayed on resume.
 	CachedWorkflows int
 	// StopTimeout is how long a stopping worker (SIGINT/SIGTERM) lets
 	// in-flight activities finish before it cancels them (Temporal's
 	// WorkerStopTimeout). A tool that finishes in time reports its result,
 	// so it does not run again on another worker. 0 means
-	// DefaultStopTimeout. Give the process manager's grace period (e.g.
-	// Kubernetes' terminationGracePeriodSeconds) a few seconds more.
+	// DefaultStopTimeout (EVE_WORKER_STOP_TIMEOUT, 30s). Give the process
+	// manager's grace period (e.g. Kubernetes'
+	// terminationGracePeriodSeconds) a few seconds more.
 	StopTimeout time.Duration
 }
 
