@@ -6,14 +6,18 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/internal/workerhost"
 )
 
 // Without the inbox's search attributes on the namespace, the inbox says
@@ -47,4 +51,49 @@ func TestInboxWithoutSearchAttributes(t *testing.T) {
 	}
 	e := newAPIEnv(t, env, func(o *api.Options) { o.Sessions = svc })
 	wantError(t, e.do(t, "GET", "/eve/v1/inbox", nil, nil), http.StatusServiceUnavailable, "inbox_unavailable", "eve doctor")
+}
+
+// A namespace registered before the inbox (the three status attributes,
+// none of the inbox's): a worker still records session status there, and
+// only the inbox is off.
+func TestWorkerOnANamespaceWithoutTheInboxAttributes(t *testing.T) {
+	env := evetest.New(t)
+	ctx := env.Ctx(60 * time.Second)
+	const ns = "eve-status-only"
+	_, err := env.Client.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour)})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		t.Fatal(err)
+	}
+	status := map[string]enumspb.IndexedValueType{
+		"EveStatus": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "EveSessionId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"EveTools": enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err = env.Client.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns, SearchAttributes: status})
+		var nf *serviceerror.NamespaceNotFound
+		if !errors.As(err, &nf) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // the new namespace reaches the frontend's cache
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.Server.Dial(client.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Store = env.Server.PayloadStore()
+	if _, err := workerhost.New(c, ns, env.TaskQueue, a, workerhost.LimitsFromEnv(), workerhost.Deployment{}); err != nil {
+		t.Fatal(err)
+	}
+	if !a.SearchAttributes || a.InboxAttributes {
+		t.Fatalf("status attributes only: SearchAttributes %v, InboxAttributes %v; want status on, inbox off", a.SearchAttributes, a.InboxAttributes)
+	}
 }
