@@ -35,11 +35,14 @@ type Session struct {
 	Auth Auth   `json:"auth"`
 }
 
-// Principal types. A keys file may name only TypeUser (its default) and
-// TypeService; TypeAnonymous is every caller of an open API server.
+// Principal types. A keys file may name TypeUser (its default),
+// TypeService and TypeOperator; TypeAnonymous is every caller of an open
+// API server. An operator reads every session's decision record (an
+// audit role); it acts on sessions only as any other principal would.
 const (
 	TypeUser      = "user"
 	TypeService   = "service"
+	TypeOperator  = "operator"
 	TypeAnonymous = "anonymous"
 )
 

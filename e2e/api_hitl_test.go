@@ -187,7 +187,7 @@ func TestAPICancelParkedTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := joinTypes(rest.Events); got != "input.resolved action.result turn.cancelled session.waiting" || rest.Status != client.TurnCancelled {
+	if got := joinTypes(rest.Events); got != "input.resolved decision.recorded action.result turn.cancelled session.waiting" || rest.Status != client.TurnCancelled {
 		t.Fatalf("after cancel: %s (%s)", got, rest.Status)
 	}
 	if res, err := e.C.Cancel(ctx, id, ""); err != nil || res.Status != "no_active_turn" {

@@ -149,7 +149,7 @@ func TestInboxAcrossSessions(t *testing.T) {
 		t.Fatalf("alice approves from the inbox: %+v, %v", acc, err)
 	}
 	evs := e.WaitIdle(refund.SessionID)
-	if !strings.Contains(evetest.Join(evs), "approval.settled input.resolved action.result") || e.Reply(refund.SessionID) != "Refund of ch_1: 5" {
+	if !strings.Contains(evetest.Join(evs), "approval.settled input.resolved decision.recorded action.result") || e.Reply(refund.SessionID) != "Refund of ch_1: 5" {
 		t.Fatalf("events: %s reply %q", evetest.Join(evs), e.Reply(refund.SessionID))
 	}
 	// Settled: gone from the inbox; a second answer is the session's 409.

@@ -72,7 +72,7 @@ func TestSessionLimitContinueStop(t *testing.T) {
 	}
 	evs = waitFor(t, env, id, idle(1))
 	got := evetest.Join(evs)
-	if len(evetest.Of(evs, protocol.TurnStarted)) != 1 || !strings.Contains(got, "turn.waiting input.resolved message.received step.started") {
+	if len(evetest.Of(evs, protocol.TurnStarted)) != 1 || !strings.Contains(got, "turn.waiting input.resolved decision.recorded message.received step.started") {
 		t.Fatalf("events after continue: %s", got)
 	}
 	// The next turn is past the fresh window at once; Stop cancels it.
@@ -89,7 +89,7 @@ func TestSessionLimitContinueStop(t *testing.T) {
 		t.Fatalf("stop: %+v", stop.Outcome)
 	}
 	evs = waitFor(t, env, id, idle(2))
-	if !strings.HasSuffix(evetest.Join(evs), "input.requested turn.waiting input.resolved turn.cancelled session.waiting") {
+	if !strings.HasSuffix(evetest.Join(evs), "input.requested turn.waiting input.resolved decision.recorded turn.cancelled session.waiting") {
 		t.Fatalf("events after stop: %s", evetest.Join(evs))
 	}
 }

@@ -75,7 +75,7 @@ func TestFourEyesTransfer(t *testing.T) {
 	}
 	evs = env.WaitIdle(id)
 	got := strings.Join(evetest.Types(evs), " ")
-	if !strings.Contains(got, "turn.waiting approval.candidate approval.settled input.resolved action.result") {
+	if !strings.Contains(got, "turn.waiting approval.candidate approval.settled input.resolved decision.recorded action.result") {
 		t.Fatalf("events: %s", got)
 	}
 	var st protocol.ApprovalSettledData
@@ -109,7 +109,7 @@ func TestRequesterOnlyByDefault(t *testing.T) {
 		t.Fatalf("alice: %+v, %v", res, err)
 	}
 	evs := env.WaitIdle(id)
-	if len(evetest.Of(evs, protocol.ApprovalCandidate)) != 0 || !strings.Contains(evetest.Join(evs), "turn.waiting approval.settled input.resolved action.result") {
+	if len(evetest.Of(evs, protocol.ApprovalCandidate)) != 0 || !strings.Contains(evetest.Join(evs), "turn.waiting approval.settled input.resolved decision.recorded action.result") {
 		t.Fatalf("events: %s", evetest.Join(evs))
 	}
 }

@@ -106,7 +106,7 @@ func TestMessageAnswersApproval(t *testing.T) {
 		}
 		// message.received (with the delivery id), then input.resolved.
 		got := evetest.Join(evs)
-		if !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved action.result") {
+		if !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved decision.recorded action.result") {
 			t.Fatalf("%q: events %s", tc.text, got)
 		}
 		mr := evetest.Of(evs, protocol.MessageReceived)
@@ -139,7 +139,7 @@ func TestMessageAnswersFirstOpenPromptOnly(t *testing.T) {
 		t.Fatalf("first message resolved %+v", rs)
 	}
 	// The turn parks again on the second approval.
-	if got := evetest.Join(evs); !strings.Contains(got, "input.resolved turn.waiting") || strings.Contains(got, "step.completed") {
+	if got := evetest.Join(evs); !strings.Contains(got, "input.resolved decision.recorded turn.waiting") || strings.Contains(got, "step.completed") {
 		t.Fatalf("the second approval is no longer open: %s", got)
 	}
 	send(t, env, id, signals.SendRequest{Message: "approve"})

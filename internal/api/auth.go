@@ -179,9 +179,9 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		switch p.Type {
 		case "":
 			p.Type = auth.TypeUser
-		case auth.TypeUser, auth.TypeService:
+		case auth.TypeUser, auth.TypeService, auth.TypeOperator:
 		default:
-			return nil, fmt.Errorf("the key ending %q (principal %q): unknown principalType %q: want %q (the default) or %q", tail(k), e.PrincipalID, e.PrincipalType, auth.TypeUser, auth.TypeService)
+			return nil, fmt.Errorf("the key ending %q (principal %q): unknown principalType %q: want %q (the default), %q or %q", tail(k), e.PrincipalID, e.PrincipalType, auth.TypeUser, auth.TypeService, auth.TypeOperator)
 		}
 		if len(e.CanActFor) > 0 {
 			if p.Type != auth.TypeService {

@@ -221,6 +221,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
 	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))
 	m.HandleFunc("POST /eve/v1/inbox/{id}", s.authed(s.inboxAnswer))
+	m.HandleFunc("GET /eve/v1/decisions", s.authed(s.decisions))
 	if s.opts.Actions != nil {
 		m.Handle("/eve/v1/actions/", s.opts.Actions)
 	}

@@ -84,6 +84,7 @@ func NewRootCommand(app App) *cobra.Command {
 		newDoctorCommand(app),
 		newSessionCommand(app),
 		newInboxCommand(app),
+		newDecisionsCommand(app),
 		newServeCommand(app),
 		newActionCommand(app),
 		newToolsCommand(app),

@@ -384,6 +384,7 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 	if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil {
 		if res, ok := t.board.cancel(r); ok {
 			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
+			t.recordDecisions(ctx, []protocol.InputResolution{res})
 		}
 		c.out = activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false

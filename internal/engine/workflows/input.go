@@ -51,6 +51,10 @@ type openRequest struct {
 	// expired: it did (changeDeadlines).
 	deadline time.Time
 	expired  bool
+	// decider settled it; refused are the responses its response policy
+	// refused first (changeDecisions: the decision record).
+	decider *auth.Principal
+	refused []protocol.DecisionCandidate
 }
 
 // decision is how an answer settles a request.
@@ -436,6 +440,7 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 	}
 	step := t.board.byID[resolutions[0].RequestID].stepIdx
 	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
+	t.recordDecisions(ctx, resolutions)
 	if len(t.board.open()) > 0 {
 		t.waitForInput(ctx)
 	} else {

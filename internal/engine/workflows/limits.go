@@ -94,6 +94,7 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 	if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil || ctx.Err() != nil {
 		if res, ok := t.board.cancel(r); ok {
 			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(stepIdx)})
+			t.recordDecisions(ctx, []protocol.InputResolution{res})
 		}
 		out, _ := t.cancelled(ctx)
 		return out, true

@@ -112,6 +112,11 @@ func (t *turn) emitCandidate(ctx workflow.Context, c *candidate, outcome, reason
 		CandidateID: c.id, Outcome: outcome, RequestID: c.r.req.RequestID,
 		ResponderPrincipalID: principalID(c.responder), Reason: reason, StepRef: t.step(c.r.stepIdx),
 	})
+	if outcome != protocol.CandidatePending {
+		c.r.refused = append(c.r.refused, protocol.DecisionCandidate{
+			CandidateID: c.id, Principal: principalRef(c.responder), Outcome: outcome, Reason: reason, At: stamp(workflow.Now(ctx)),
+		})
+	}
 }
 
 // settleBy settles r with a person's decision: the approver is recorded
@@ -119,6 +124,7 @@ func (t *turn) emitCandidate(ctx workflow.Context, c *candidate, outcome, reason
 // precedes input.resolved.
 func (t *turn) settleBy(ctx workflow.Context, r *openRequest, d decision, responder *auth.Principal) {
 	t.board.settle(r, d)
+	r.decider = responder
 	if !t.responses || r.req.Kind != protocol.KindToolApproval {
 		return
 	}

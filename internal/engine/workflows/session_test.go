@@ -214,7 +214,7 @@ func TestSessionCancel(t *testing.T) {
 		t.Fatalf("turns %+v", h.turns)
 	}
 	evs := h.sessionEvents(0).Events
-	if got := join(evs); !strings.HasSuffix(got, "turn.waiting input.resolved action.result turn.cancelled session.waiting") {
+	if got := join(evs); !strings.HasSuffix(got, "turn.waiting input.resolved decision.recorded action.result turn.cancelled session.waiting") {
 		t.Fatalf("events %s", got)
 	}
 	if rs := resolutions(t, evs); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeCancelled {
@@ -245,7 +245,7 @@ func TestSessionMessageAnswersPrompt(t *testing.T) {
 	if n := len(of(evs, protocol.TurnStarted)); n != 1 {
 		t.Fatalf("%d turns: %s", n, join(evs))
 	}
-	if got := join(evs); !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved action.result") {
+	if got := join(evs); !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved decision.recorded action.result") {
 		t.Fatalf("events %s", got)
 	}
 	mr := of(evs, protocol.MessageReceived)

@@ -36,7 +36,7 @@ func TestSessionRunsTurnsAsChildren(t *testing.T) {
 		t.Fatalf("send %+v", sent)
 	}
 	evs := h.sessionEvents(0).Events
-	if got := join(evs); !strings.Contains(got, "input.requested turn.waiting approval.settled input.resolved action.result") || !strings.HasSuffix(got, "turn.completed session.waiting") {
+	if got := join(evs); !strings.Contains(got, "input.requested turn.waiting approval.settled input.resolved decision.recorded action.result") || !strings.HasSuffix(got, "turn.completed session.waiting") {
 		t.Fatalf("events %s", got)
 	}
 }

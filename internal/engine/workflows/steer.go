@@ -124,7 +124,7 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 				}
 				t.taken = append(t.taken, m.DeliveryID)
 				t.messageReceived(ctx, m.DeliveryID, m.Message)
-				t.board.settle(r, d)
+				t.settleBy(ctx, r, d, sender)
 				t.recordResolutions(ctx, []protocol.InputResolution{d.res})
 				return
 			}

@@ -34,7 +34,7 @@ func TestTurnApprove(t *testing.T) {
 	wantTypes(t, out.Events,
 		protocol.TurnStarted, protocol.MessageReceived,
 		protocol.StepStarted, protocol.ActionsRequested, protocol.InputRequested, protocol.TurnWaiting,
-		protocol.ApprovalSettled, protocol.InputResolved, protocol.ActionResult, protocol.StepCompleted,
+		protocol.ApprovalSettled, protocol.InputResolved, protocol.DecisionRecorded, protocol.ActionResult, protocol.StepCompleted,
 		protocol.StepStarted, protocol.MessageAppended, protocol.MessageCompleted, protocol.StepCompleted,
 		protocol.TurnCompleted)
 	if len(reqs) != 1 {
@@ -241,7 +241,7 @@ func TestTurnQuestion(t *testing.T) {
 		protocol.TurnStarted, protocol.MessageReceived,
 		protocol.StepStarted, protocol.ActionsRequested, protocol.InputRequested, protocol.TurnWaiting,
 		protocol.InputResolved, protocol.TurnWaiting, // the invalid signal
-		protocol.InputResolved, protocol.ActionResult, protocol.StepCompleted,
+		protocol.InputResolved, protocol.DecisionRecorded, protocol.ActionResult, protocol.StepCompleted,
 		protocol.StepStarted, protocol.MessageAppended, protocol.MessageCompleted, protocol.StepCompleted,
 		protocol.TurnCompleted)
 	r := reqs[0]

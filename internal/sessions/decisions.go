@@ -1,0 +1,96 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// Decisions reads a session's decision record: its decision.recorded
+// events, in the order they were recorded. A closed session (ended,
+// terminated) is read from its last run's history, for as long as the
+// namespace retains it.
+func (s *Service) Decisions(ctx context.Context, id string) ([]protocol.Decision, error) {
+	evs, err := s.Events(ctx, id, 0)
+	var ended *EndedError
+	if errors.As(err, &ended) {
+		evs, err = s.closedEvents(ctx, id, ended.RunID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.Decision
+	for _, e := range evs {
+		if e.Type != protocol.DecisionRecorded {
+			continue
+		}
+		var d protocol.Decision
+		if err := e.Decode(&d); err != nil {
+			return nil, fmt.Errorf("decode %s %s of session %s: %w", e.Type, e.Meta.ID, id, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// closedEvents reads every event of a closed session: its earlier runs,
+// then the closed run itself, page by page (a closed run answers queries
+// from its history).
+func (s *Service) closedEvents(ctx context.Context, id, runID string) ([]protocol.Event, error) {
+	last, err := s.page(ctx, id, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	var evs []protocol.Event
+	for _, r := range last.Runs {
+		for next := r.From; next < r.To; {
+			p, err := s.page(ctx, id, r.RunID, next)
+			if err != nil {
+				return nil, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
+			}
+			if len(p.Events) == 0 {
+				break
+			}
+			evs = append(evs, p.Events...)
+			next += len(p.Events)
+		}
+	}
+	p := last
+	for {
+		evs = append(evs, p.Events...)
+		next := p.From + len(p.Events)
+		if len(p.Events) == 0 || next >= p.Total {
+			return evs, nil
+		}
+		if p, err = s.page(ctx, id, runID, next); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// DecisionSessions lists, a Visibility page at a time, the sessions that
+// may hold decisions made in [since, until]: every run (continued-as-new
+// runs too) open at some time in the range. Ids may repeat across runs
+// and pages; the caller de-duplicates.
+func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, cursor []byte) ([]string, []byte, error) {
+	q := `WorkflowType = ` + quote(signals.SessionWorkflow) +
+		` AND (ExecutionStatus = "Running" OR CloseTime >= ` + quote(since.UTC().Format(time.RFC3339Nano)) + `)`
+	if !until.IsZero() {
+		q += ` AND StartTime <= ` + quote(until.UTC().Format(time.RFC3339Nano))
+	}
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 500, NextPageToken: cursor})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sessions from Visibility: %w", err)
+	}
+	ids := make([]string, 0, len(resp.GetExecutions()))
+	for _, e := range resp.GetExecutions() {
+		ids = append(ids, e.GetExecution().GetWorkflowId())
+	}
+	return ids, resp.GetNextPageToken(), nil
+}

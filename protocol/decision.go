@@ -1,0 +1,69 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DecisionRecorded is the stream event a turn records right after each
+// input.resolved: the whole settlement of one request (data Decision). It
+// is eve for Go's own event; eve's clients skip event types they do not
+// know. GET /eve/v1/decisions exports these records.
+const DecisionRecorded = "decision.recorded"
+
+// PrincipalRef names a principal in the decision record.
+type PrincipalRef struct {
+	ID   string `json:"id"`
+	Type string `json:"type,omitempty"`
+}
+
+// DecisionCandidate is one response a response policy judged and did not
+// let settle the request (rejected, failed, timed-out or stale); the one
+// that settled it is the decision itself.
+type DecisionCandidate struct {
+	CandidateID string        `json:"candidateId"`
+	Principal   *PrincipalRef `json:"principal,omitempty"`
+	Outcome     string        `json:"outcome"`
+	Reason      string        `json:"reason,omitempty"`
+	At          time.Time     `json:"at"`
+}
+
+// Decision is the record of one settled input request: what was asked,
+// who asked, who decided, when and how.
+type Decision struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+	RequestID string `json:"requestId"`
+	// Kind is the request's kind (tool-approval, question, session-limit).
+	Kind     string `json:"kind"`
+	ToolName string `json:"toolName,omitempty"`
+	CallID   string `json:"callId,omitempty"`
+	Prompt   string `json:"prompt"`
+	// Input is the call's input as the model asked for it.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Requester is the caller of the turn that asked (absent: anonymous).
+	Requester *PrincipalRef `json:"requester,omitempty"`
+	// Decider is who settled it: absent when nobody did (expired, the
+	// turn was cancelled, a steering message withdrew it).
+	Decider   *PrincipalRef `json:"decider,omitempty"`
+	AskedAt   time.Time     `json:"askedAt"`
+	DecidedAt time.Time     `json:"decidedAt"`
+	Deadline  *time.Time    `json:"deadline,omitempty"`
+	// Outcome is the resolution's outcome: approved, denied, answered,
+	// expired, cancelled or ignored (see input.resolved).
+	Outcome  string `json:"outcome"`
+	OptionID string `json:"optionId,omitempty"`
+	// Text is a question's free-text answer.
+	Text string `json:"text,omitempty"`
+	// Note is the reason a person gave with a denial.
+	Note string `json:"note,omitempty"`
+	// Withdrawn: a steering message settled the request, not a person's
+	// answer.
+	Withdrawn bool `json:"withdrawn,omitempty"`
+	// EditedInput is the input the reviewer approved in place of Input.
+	EditedInput json.RawMessage `json:"editedInput,omitempty"`
+	// Candidates are the responses refused before the decision.
+	Candidates []DecisionCandidate `json:"candidates,omitempty"`
+	// EscalatedAt is when the request's eligible responders widened.
+	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
+}
