@@ -67,11 +67,17 @@ func (c *Client) Decisions(ctx context.Context, f DecisionFilter, fn func(Decisi
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var d Decision
+		var d struct {
+			Decision
+			protocol.DecisionsIncomplete
+		}
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			return fmt.Errorf("GET /eve/v1/decisions: decode a line: %w", err)
 		}
-		if err := fn(d); err != nil {
+		if d.Incomplete {
+			return &IncompleteDecisionsError{Sessions: d.Sessions, Message: d.DecisionsIncomplete.Error}
+		}
+		if err := fn(d.Decision); err != nil {
 			return err
 		}
 	}
@@ -80,3 +86,13 @@ func (c *Client) Decisions(ctx context.Context, f DecisionFilter, fn func(Decisi
 	}
 	return nil
 }
+
+// IncompleteDecisionsError ends an export across sessions that could not
+// read some of them: every record passed to fn before it is true, but
+// those sessions' are missing.
+type IncompleteDecisionsError struct {
+	Sessions []string
+	Message  string
+}
+
+func (e *IncompleteDecisionsError) Error() string { return "decisions export incomplete: " + e.Message }

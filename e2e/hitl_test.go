@@ -88,7 +88,7 @@ func TestApprovalApproved(t *testing.T) {
 	}
 	// The turn has ended; the session records session.waiting right after.
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
-	tail := evetest.Types(evs[len(evs)-11:])
+	tail := evetest.Types(evs[len(evs)-12:])
 	want := "approval.settled input.resolved decision.recorded action.result step.completed step.started message.appended message.completed step.completed turn.completed session.waiting"
 	if got := strings.Join(tail[1:], " "); got != want {
 		t.Fatalf("events after approval: %s\nwant %s", got, want)
@@ -445,7 +445,7 @@ func TestCancelParkedTurn(t *testing.T) {
 		t.Fatalf("cancel: %+v %v", res, err)
 	}
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
-	tail := evetest.Join(evs[len(evs)-4:])
+	tail := evetest.Join(evs[len(evs)-5:])
 	if tail != "input.resolved decision.recorded action.result turn.cancelled session.waiting" {
 		t.Fatalf("events: %s", evetest.Join(evs))
 	}

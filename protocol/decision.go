@@ -67,3 +67,13 @@ type Decision struct {
 	// EscalatedAt is when the request's eligible responders widened.
 	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
 }
+
+// DecisionsIncomplete is the last line of a decision export across
+// sessions that could not read some of them (their worker did not answer
+// in time, say): the lines before it are true, but not all. Read again
+// later, or per session.
+type DecisionsIncomplete struct {
+	Incomplete bool     `json:"incomplete"`
+	Error      string   `json:"error"`
+	Sessions   []string `json:"unreadableSessions"`
+}

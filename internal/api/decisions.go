@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -96,7 +97,8 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	// Across sessions: a Visibility page of sessions at a time, each read
 	// once (a session may list once per run), those the caller may not
 	// read skipped. Lines stream as they are found.
-	var out func(protocol.Decision)
+	var out func(any)
+	var unreadable []string
 	seen := map[string]bool{}
 	var cursor []byte
 	for {
@@ -117,12 +119,15 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 			if _, ok, err := s.mayReadDecisions(ctx, caller, id); err != nil || !ok {
 				continue
 			}
-			ds, err := s.opts.Sessions.Decisions(ctx, id)
+			rctx, cancel := context.WithTimeout(ctx, s.decisionsTimeout())
+			ds, err := s.opts.Sessions.Decisions(rctx, id)
+			cancel()
 			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				s.log.Warn("api: decisions of a session unreadable; export goes on without them", "session", id, "err", err)
+				s.log.Warn("api: decisions of a session unreadable; the export says so in its last line", "session", id, "err", err)
+				unreadable = append(unreadable, id)
 				continue
 			}
 			for _, d := range ds {
@@ -140,8 +145,23 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 		cursor = next
 	}
 	if out == nil {
-		s.decisionWriter(w) // an empty export: headers, no lines
+		out = s.decisionWriter(w) // headers; no lines unless incomplete
 	}
+	if len(unreadable) > 0 {
+		out(protocol.DecisionsIncomplete{Incomplete: true, Sessions: unreadable,
+			Error: fmt.Sprintf("%d sessions did not answer within %s (is a worker serving their task queue?); their decisions are missing: export them again later, or one session at a time", len(unreadable), s.decisionsTimeout())})
+	}
+}
+
+// DecisionsSessionTimeout bounds reading one session's record in an
+// export across sessions (a query its worker answers).
+const DecisionsSessionTimeout = 15 * time.Second
+
+func (s *Server) decisionsTimeout() time.Duration {
+	if d := s.opts.DecisionsSessionTimeout; d > 0 {
+		return d
+	}
+	return DecisionsSessionTimeout
 }
 
 // mayReadDecisions: an operator reads any session's record; anyone else
@@ -169,15 +189,15 @@ func (s *Server) mayReadDecisions(ctx context.Context, caller *auth.Principal, i
 }
 
 // decisionWriter starts a JSON-lines answer and returns its line writer.
-func (s *Server) decisionWriter(w http.ResponseWriter) func(protocol.Decision) {
+func (s *Server) decisionWriter(w http.ResponseWriter) func(any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	fl, _ := w.(http.Flusher)
-	return func(d protocol.Decision) {
-		_ = enc.Encode(d)
+	return func(line any) {
+		_ = enc.Encode(line)
 		if fl != nil {
 			fl.Flush()
 		}

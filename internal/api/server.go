@@ -57,7 +57,7 @@ type Options struct {
 	// AuthorizeSession decides whether a caller other than the session's
 	// owner (its initiator, or a service whose keys-file canActFor names
 	// the owner) may act on it: send, respond, stream, cancel, clear,
-	// compact or reset (SessionAccess.Action). Nil: nobody else may. It
+	// compact or reset, or read its decision record (SessionAccess.Action). Nil: nobody else may. It
 	// runs in the request, before anything reaches the workflow, so it must
 	// not block for long; a refusal answers 403 and records nothing.
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
@@ -95,6 +95,9 @@ type Options struct {
 	// server wakes the session's reader at once.
 	PollInterval     time.Duration
 	IdlePollInterval time.Duration
+	// DecisionsSessionTimeout bounds reading one session's decision record
+	// in an export across sessions (default DecisionsSessionTimeout).
+	DecisionsSessionTimeout time.Duration
 	// RequestTimeout bounds a write's Temporal calls (default 20 s, under
 	// the 30 s most HTTP clients wait): past it the answer is 503 with
 	// Retry-After.
