@@ -68,7 +68,13 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 		anon.Auth = nil
 		conn = &anon
 	}
-	cs, release, err := r.mcpSession(ctx, conn, p, nil)
+	var opts *mcp.ClientOptions
+	if conn.MCP.URL != "" {
+		// Declared as the calls declare it, so that servers list the
+		// tools that elicit.
+		opts = &mcp.ClientOptions{ElicitationHandler: declineElicitation}
+	}
+	cs, release, err := r.mcpSession(ctx, conn, p, opts)
 	if err != nil && perr != nil {
 		// A server that lists nothing anonymously offers this session
 		// nothing; a user's session gets its tools.
@@ -147,8 +153,14 @@ func (r *runtime) callMCP(ctx *tools.Context, c *Connection, remote string, inpu
 	}
 	var opts *mcp.ClientOptions
 	if c.MCP.URL != "" {
-		// Progress from a long tool keeps the call's activity alive.
-		opts = &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { ctx.Heartbeat() }}
+		// Progress from a long tool keeps the call's activity alive; an
+		// elicitation asks the session's person.
+		opts = &mcp.ClientOptions{
+			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { ctx.Heartbeat() },
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return elicit(ctx, c, req)
+			},
+		}
 	}
 	cs, release, err := r.mcpSession(ctx, c, p, opts)
 	if err != nil {

@@ -137,6 +137,14 @@ rules:
     steps:
       - calls: [{tool: everything__get-resource-reference, input: {resourceId: 0}}]
       - reply: "{{result.everything__get-resource-reference.code}}: {{result.everything__get-resource-reference.error}}"
+  - match: elicit
+    steps:
+      - calls: [{tool: everything__trigger-elicitation-request}]
+      - reply: "{{result.everything__trigger-elicitation-request.content}}"
+  - match: long
+    steps:
+      - calls: [{tool: everything__trigger-long-running-operation, input: {duration: 3, steps: 3}}]
+      - reply: "{{result.everything__trigger-long-running-operation.content}}"
 `
 
 type content struct {
@@ -256,6 +264,85 @@ func TestConnectionMCPEverything(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A remote elicitation becomes the session person's question: the server
+// asks for a form in the middle of a call over streamable HTTP, the turn
+// records input.requested and waits; an answer that breaks the requested
+// schema is asked again, a valid one goes back to the server, which the
+// tool's result shows; a decline reaches it too. A long-running tool with
+// progress completes through its turn.
+func TestConnectionMCPElicitation(t *testing.T) {
+	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := evetest.New(t)
+	env.StartWorker(connectionAgent(t, everythingRules, set))
+	ctx := env.Ctx(120 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "elicit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := res.SessionID
+	// asked waits for the n-th question of the call and returns it.
+	asked := func(n int) protocol.InputRequest {
+		t.Helper()
+		var req protocol.InputRequest
+		waitFor(t, env, sid, func(evs []protocol.Event) bool {
+			var got []protocol.InputRequest
+			for _, e := range evetest.Of(evs, protocol.InputRequested) {
+				var d protocol.InputRequestedData
+				e.Decode(&d)
+				got = append(got, d.Requests...)
+			}
+			if len(got) < n || evs[len(evs)-1].Type != protocol.TurnWaiting {
+				return false
+			}
+			req = got[n-1]
+			return true
+		})
+		return req
+	}
+	answer := func(r protocol.InputRequest, resp protocol.InputResponse) {
+		t.Helper()
+		resp.RequestID = r.RequestID
+		if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{resp}, Responder: alice, Wait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := asked(1)
+	if q.Kind != protocol.KindQuestion || !strings.HasPrefix(q.RequestID, "ask_") || q.Action.ToolName != "everything__trigger-elicitation-request" ||
+		!strings.Contains(q.Prompt, "everything asks: Please provide inputs") || !strings.Contains(q.Prompt, "- name (string, required): Your full, legal name") {
+		t.Fatalf("the elicitation's question: %+v", q)
+	}
+	answer(q, protocol.InputResponse{Text: `{"name": 5}`})
+	q2 := asked(2)
+	if q2.RequestID == q.RequestID || !strings.HasPrefix(q2.Prompt, "That answer does not fit") {
+		t.Fatalf("asked again: %+v", q2)
+	}
+	answer(q2, protocol.InputResponse{Text: "Ada Lovelace"})
+	evs := env.WaitIdle(sid)
+	reply := env.Reply(sid)
+	if !strings.Contains(reply, "User provided the requested information") || !strings.Contains(reply, "- Name: Ada Lovelace") {
+		t.Fatalf("reply %q\nevents %s", reply, evetest.Join(evs))
+	}
+	if got := evetest.Join(evs); !strings.Contains(got, "input.requested turn.waiting input.resolved decision.recorded input.requested turn.waiting input.resolved decision.recorded action.result") {
+		t.Fatalf("events: %s", got)
+	}
+	// A decline reaches the server.
+	if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "elicit"}); err != nil {
+		t.Fatal(err)
+	}
+	answer(asked(3), protocol.InputResponse{OptionID: "decline"})
+	env.WaitIdle(sid)
+	if reply := env.Reply(sid); !strings.Contains(reply, "User declined") {
+		t.Fatalf("declined: %q", reply)
+	}
+	// A long-running tool (3 s, with progress) completes.
+	if r := env.SendAndWait(ctx, sid, "long").Outcome.Reply; !strings.Contains(r, "Long running operation completed. Duration: 3 seconds, Steps: 3.") {
+		t.Fatalf("long-running tool: %q", r)
 	}
 }
 

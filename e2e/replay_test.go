@@ -299,6 +299,26 @@ func TestRecordHistories(t *testing.T) {
 	saveOn(autoEnv.Client, "turn-auto-clear", ares.SessionID+"/turn_0")
 	saveOn(autoEnv.Client, "turn-auto-caution", aid+"/turn_0")
 
+	// A call that asks its person (0.4): answered, then cancelled while
+	// it asks.
+	askEnv := evetest.New(t)
+	askEnv.StartWorker(askingAgent(t))
+	ask, err := askEnv.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "greet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := waitAsked(t, askEnv, ask.SessionID)
+	respond(t, askEnv, ask.SessionID, protocol.InputResponse{RequestID: q.RequestID, Text: "Ada"})
+	askEnv.WaitIdle(ask.SessionID)
+	if _, err := askEnv.Sessions.Send(ctx, ask.SessionID, signals.SendRequest{Message: "greet"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAsked(t, askEnv, ask.SessionID)
+	askEnv.Sessions.Control(ctx, ask.SessionID, signals.ControlRequest{Op: signals.ControlCancel})
+	waitFor(t, askEnv, ask.SessionID, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	saveOn(askEnv.Client, "turn-ask-answered", ask.SessionID+"/turn_0")
+	saveOn(askEnv.Client, "turn-ask-cancelled", ask.SessionID+"/turn_1")
+
 	// The inbox (0.3): a turn with search attributes publishes its open
 	// request (memo and attributes) and clears them once it is answered.
 	ienv := evetest.New(t)

@@ -258,6 +258,30 @@ type TurnMessage struct {
 // recorded as message.appended.
 const SignalTextDelta = "eve.turn.delta"
 
+// SignalAsk (tool activity → turn) asks the session's person a question
+// in the middle of a call (tools.Context.Ask); QueryAsked reads the
+// answer (AskState) by request id.
+const (
+	SignalAsk  = "eve.turn.ask"
+	QueryAsked = "eve.turn.asked"
+)
+
+// AskRequest is SignalAsk's payload: the request (kind question) of the
+// running call CallID. Its RequestID derives from the call and the
+// question's place in it, so a retried attempt asks the same request.
+type AskRequest struct {
+	CallID  string                `json:"callId"`
+	Request protocol.InputRequest `json:"request"`
+}
+
+// AskState is QueryAsked's answer: Known once the turn holds the request,
+// Settled once it is settled (Resolution says how).
+type AskState struct {
+	Known      bool                     `json:"known"`
+	Settled    bool                     `json:"settled"`
+	Resolution protocol.InputResolution `json:"resolution"`
+}
+
 // TextDelta is coalesced streamed text of one step.
 type TextDelta struct {
 	StepIndex int    `json:"stepIndex"`

@@ -47,6 +47,7 @@ type Context struct {
 	// the tool means to.
 	Approver  *auth.Principal
 	heartbeat func(details ...any)
+	ask       Asker
 }
 
 // Heartbeat reports progress. Long tools should call it more often than

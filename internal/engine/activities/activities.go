@@ -383,6 +383,9 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	}
 	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
 	tctx.Approver = in.Approver
+	if ask := a.asker(in); ask != nil {
+		tctx.SetAsker(ask)
+	}
 	if t.Delegated != nil {
 		return a.delegate(ctx, tctx, t, in)
 	}

@@ -406,7 +406,9 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 
 // execute runs a call that passed the gate and its person.
 func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
+	t.startRunning(c, t.stepIdx)
 	c.out = execute(ctx, t, c)
+	t.stopRunning(ctx, c)
 }
 
 func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {

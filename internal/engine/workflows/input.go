@@ -55,6 +55,8 @@ type openRequest struct {
 	// refused first (changeDecisions: the decision record).
 	decider *auth.Principal
 	refused []protocol.DecisionCandidate
+	// asked: a running call asked it (changeAsk).
+	asked bool
 }
 
 // decision is how an answer settles a request.
@@ -504,7 +506,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			}
 		}
 	})
-	return nil
+	return t.registerAsks(ctx)
 }
 
 // applySignal applies what is valid and records the rest as invalid; a

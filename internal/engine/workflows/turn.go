@@ -97,6 +97,8 @@ type turn struct {
 	// counts those waiting for their jobs.
 	actions       map[string]*actionState
 	delegatedOpen int
+	// running are the calls whose tools run, by call id (they may ask).
+	running map[string]runningCall
 
 	// steering are messages the model reads before its next step; taken
 	// the offered messages used; closing: the turn takes no more messages.

@@ -1,0 +1,135 @@
+package connections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// maxElicitTries is how often a person is asked again after an answer
+// that breaks the server's requested schema, before the call declines.
+const maxElicitTries = 3
+
+// declineElicitation answers an elicitation outside a call (discovery):
+// declaring the capability there lets servers offer the tools that elicit.
+func declineElicitation(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return &mcp.ElicitResult{Action: "decline"}, nil
+}
+
+// elicit asks the session's person what a server's elicitation/create asks
+// (form mode), as a question of the call (tools.Context.Ask): they answer
+// with a JSON object of the requested fields (or, when the form has one
+// required field, its value alone), or decline or cancel. An answer that
+// breaks the requested schema is asked again, with the error.
+func elicit(ctx *tools.Context, c *Connection, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	p := req.Params
+	if p.Mode == "url" {
+		// A URL elicitation sends the person to a page eve does not see;
+		// declined until eve can tell when they are done.
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	raw, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return nil, fmt.Errorf("elicitation: the requested schema is not JSON: %w", err)
+	}
+	var form struct {
+		Properties map[string]map[string]any `json:"properties"`
+		Required   []string                  `json:"required"`
+	}
+	_ = json.Unmarshal(raw, &form)
+	sch, err := schema.Compile(c.Name+"/elicitation", raw)
+	if err != nil {
+		return nil, fmt.Errorf("elicitation: the requested schema does not compile: %w", err)
+	}
+	prompt := elicitPrompt(c, p.Message, form.Properties, form.Required)
+	q := tools.InputRequest{Prompt: prompt, Display: protocol.DisplayText, AllowFreeform: true,
+		Options: []protocol.InputOption{{ID: "decline", Label: "Decline"}, {ID: "cancel", Label: "Cancel"}}}
+	for try := 1; ; try++ {
+		ans, err := ctx.Ask(q)
+		if err != nil {
+			return nil, fmt.Errorf("elicitation: %w", err)
+		}
+		switch {
+		case ans.Outcome != protocol.OutcomeAnswered || ans.OptionID == "cancel":
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		case ans.OptionID == "decline":
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		content, err := elicitContent(ans.Text, form.Required, form.Properties)
+		if err == nil {
+			err = sch.ValidateValue(content)
+		}
+		if err == nil {
+			return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+		}
+		if try == maxElicitTries {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		q.Prompt = fmt.Sprintf("That answer does not fit: %v\n\n%s", err, prompt)
+	}
+}
+
+// elicitPrompt is the person's question: the server's message and the
+// fields it asks for.
+func elicitPrompt(c *Connection, msg string, props map[string]map[string]any, required []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s asks: %s\n", c.Name, msg)
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f := props[n]
+		line := "- " + n
+		if t, _ := f["type"].(string); t != "" {
+			line += " (" + t
+			if contains(required, n) {
+				line += ", required"
+			}
+			line += ")"
+		}
+		if d, _ := f["description"].(string); d != "" {
+			line += ": " + d
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(required) == 1 {
+		fmt.Fprintf(&b, "Answer with a JSON object of these fields, or with the value of %q alone; or decline.", required[0])
+	} else {
+		b.WriteString("Answer with a JSON object of these fields; or decline.")
+	}
+	return b.String()
+}
+
+// elicitContent reads an answer: a JSON object, or the one required
+// field's value.
+func elicitContent(text string, required []string, props map[string]map[string]any) (map[string]any, error) {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "{") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			return nil, fmt.Errorf("not a JSON object: %v", err)
+		}
+		return m, nil
+	}
+	if len(required) != 1 {
+		return nil, fmt.Errorf("answer with a JSON object of the fields")
+	}
+	name := required[0]
+	var v any = text
+	if t, _ := props[name]["type"].(string); t != "string" {
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return nil, fmt.Errorf("%s: %q is not a %s", name, text, t)
+		}
+	}
+	return map[string]any{name: v}, nil
+}
