@@ -203,7 +203,7 @@ func connectionAgent(t *testing.T, rules string, set *connections.Set) *agent.Ag
 // The official MCP reference server, over stdio and streamable HTTP,
 // through turns on the real dev server: its tools are listed under the
 // connection's prefix, called with the model's input, an image comes back
-// as MCP image content, and input that breaks the published schema never
+// as MCP image content, a long-running tool completes, and input that breaks the published schema never
 // reaches the server.
 func TestConnectionMCPEverything(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
@@ -255,6 +255,10 @@ func TestConnectionMCPEverything(t *testing.T) {
 				!strings.HasPrefix(out.Reply, protocol.CodeToolExecution+": ") || !strings.Contains(out.Reply, "Invalid resourceId") {
 				t.Fatalf("a remote error: %+v", out)
 			}
+			// A long-running tool (3 s, with progress over HTTP) completes.
+			if r := env.SendAndWait(ctx, sid, "long").Outcome.Reply; !strings.Contains(r, "Long running operation completed. Duration: 3 seconds, Steps: 3.") {
+				t.Fatalf("long-running tool: %q", r)
+			}
 			// Discovery was recorded: the session's history holds the
 			// listed descriptors, with their connection's identity.
 			h := historyText(t, ctx, env.Client, sid)
@@ -271,8 +275,7 @@ func TestConnectionMCPEverything(t *testing.T) {
 // asks for a form in the middle of a call over streamable HTTP, the turn
 // records input.requested and waits; an answer that breaks the requested
 // schema is asked again, a valid one goes back to the server, which the
-// tool's result shows; a decline reaches it too. A long-running tool with
-// progress completes through its turn.
+// tool's result shows; a decline reaches it too.
 func TestConnectionMCPElicitation(t *testing.T) {
 	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)}})
 	if err != nil {
@@ -339,10 +342,6 @@ func TestConnectionMCPElicitation(t *testing.T) {
 	env.WaitIdle(sid)
 	if reply := env.Reply(sid); !strings.Contains(reply, "User declined") {
 		t.Fatalf("declined: %q", reply)
-	}
-	// A long-running tool (3 s, with progress) completes.
-	if r := env.SendAndWait(ctx, sid, "long").Outcome.Reply; !strings.Contains(r, "Long running operation completed. Duration: 3 seconds, Steps: 3.") {
-		t.Fatalf("long-running tool: %q", r)
 	}
 }
 
