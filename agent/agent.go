@@ -309,6 +309,7 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
 	w.RegisterActivityWithOptions(acts.EvaluateResponse, activity.RegisterOptions{Name: activities.EvaluateResponseName})
 	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
+	w.RegisterActivityWithOptions(acts.ReviseConversation, activity.RegisterOptions{Name: activities.ReviseConversationName})
 	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})
 	return nil

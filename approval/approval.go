@@ -105,6 +105,8 @@ type Policy struct {
 	prompt   func(PromptContext) string
 	// auto configures Auto.
 	auto *AutoConfig
+	// editable lets the reviewer approve with an edited input (Editable).
+	editable bool
 }
 
 // Never runs the tool without asking (the default).

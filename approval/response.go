@@ -20,10 +20,15 @@ const (
 
 // Request is the approval request a response policy judges.
 type Request struct {
-	RequestID string          `json:"requestId"`
-	CallID    string          `json:"callId"`
-	ToolName  string          `json:"toolName"`
+	RequestID string `json:"requestId"`
+	CallID    string `json:"callId"`
+	ToolName  string `json:"toolName"`
+	// ToolInput is the input the call runs with if the response settles
+	// it: the reviewer's edit when they edited it (Policy.Editable).
 	ToolInput json.RawMessage `json:"toolInput"`
+	// OriginalInput is the model's input when the response edits it
+	// (ToolInput is then the edit); absent otherwise.
+	OriginalInput json.RawMessage `json:"originalInput,omitempty"`
 	// Principal asked for the call: the caller of the turn, captured when
 	// the approval was requested. Nil for an anonymous caller.
 	Principal *auth.Principal `json:"principal,omitempty"`

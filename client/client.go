@@ -76,6 +76,9 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Field is the JSON pointer of an edited input's failing field (422
+	// invalid_input).
+	Field string
 }
 
 func (e *Error) Error() string {
@@ -218,7 +221,7 @@ func (c *Client) doWith(ctx context.Context, method, route string, body, out any
 func decodeError(status int, data []byte) error {
 	var b protocol.ErrorBody
 	if json.Unmarshal(data, &b) == nil && b.Error != "" {
-		return &Error{Status: status, Code: b.Code, Message: b.Error}
+		return &Error{Status: status, Code: b.Code, Message: b.Error, Field: b.Field}
 	}
 	msg := strings.TrimSpace(string(data))
 	if msg == "" {

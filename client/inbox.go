@@ -89,3 +89,12 @@ func (c *Client) AnswerInbox(ctx context.Context, id string, a protocol.InboxAns
 	_, err := c.do(ctx, http.MethodPost, "/eve/v1/inbox/"+url.PathEscape(id), a, &out)
 	return out, err
 }
+
+// EditInbox approves one inbox item with an edited tool input (POST
+// /eve/v1/inbox/{id} with optionId "approve" and input), for items whose
+// Editable is set. An input that breaks the tool's input schema is a 422
+// *Error with Code "invalid_input" and Field naming the failing field; the
+// request stays open either way until an edit is accepted.
+func (c *Client) EditInbox(ctx context.Context, id string, input json.RawMessage) (Accepted, error) {
+	return c.AnswerInbox(ctx, id, protocol.InboxAnswer{OptionID: "approve", Input: input})
+}

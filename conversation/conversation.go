@@ -347,3 +347,54 @@ func (c *lru) put(key string, val any, size int64) {
 		c.size -= e.size
 	}
 }
+
+// ReplaceLast returns base with its last message replaced by m: one new
+// message and one new manifest chunk, whatever the conversation's length.
+// A turn uses it to show the model the call that ran when a person edited
+// its input (the model's answer is the last message its step stored).
+func (s *Store) ReplaceLast(ctx context.Context, sessionID string, base Ref, m model.Message) (Ref, error) {
+	if base.Manifest == "" {
+		return Ref{}, fmt.Errorf("replace the last message: the conversation is empty")
+	}
+	cur, err := s.manifest(ctx, base.Manifest)
+	if err != nil {
+		return Ref{}, err
+	}
+	if len(cur.Keys) == 0 {
+		return Ref{}, fmt.Errorf("replace the last message: conversation %s has an empty chunk", base.Manifest)
+	}
+	oldBytes, err := s.messageBytes(ctx, cur.Keys[len(cur.Keys)-1])
+	if err != nil {
+		return Ref{}, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return Ref{}, fmt.Errorf("encode message: %w", err)
+	}
+	prefix := sessionPrefix(sessionID)
+	key := contentKey(prefix, "messages", b)
+	next := manifest{Parent: cur.Parent, Before: cur.Before, Keys: append(append([]string(nil), cur.Keys[:len(cur.Keys)-1]...), key),
+		Bytes: cur.Bytes - int64(len(oldBytes)) + int64(len(b))}
+	var w writes
+	w.add(s, key, b, m, "message")
+	mkey, err := w.addManifest(s, prefix, next)
+	if err != nil {
+		return Ref{}, err
+	}
+	if err := w.run(ctx, s); err != nil {
+		return Ref{}, err
+	}
+	return Ref{Manifest: mkey, Messages: next.Before + len(next.Keys), Bytes: next.Bytes}, nil
+}
+
+// messageBytes is one stored message's encoding (its size counts in Ref.Bytes).
+func (s *Store) messageBytes(ctx context.Context, key string) ([]byte, error) {
+	if v, ok := s.cache.get(key); ok {
+		return json.Marshal(v.(model.Message))
+	}
+	b, err := s.objects.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read message %s from %s: %w", key, s.objects.Location(), err)
+	}
+	return b, nil
+}

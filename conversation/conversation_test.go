@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -220,4 +221,50 @@ func (f *failNth) Put(ctx context.Context, key string, data []byte) error {
 		return errors.New("disk full")
 	}
 	return f.Objects.Put(ctx, key, data)
+}
+
+// ReplaceLast swaps the last message only: the messages before it, the
+// count and the size follow (as if appended so), it writes one message and
+// one chunk, and the base conversation is unchanged.
+func TestReplaceLast(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 3, 256, 258} {
+		objects := openStore(t)
+		s := conversation.New(objects)
+		var msgs []model.Message
+		for i := 0; i < n; i++ {
+			msgs = append(msgs, msg(i))
+		}
+		base, err := s.Append(ctx, "ses_1", conversation.Ref{}, msgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)}}}
+		before := objects.Stats().Puts
+		got, err := conversation.New(objects).ReplaceLast(ctx, "ses_1", base, edited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if puts := objects.Stats().Puts - before; puts != 2 {
+			t.Fatalf("n=%d: %d writes, want 2 (the message and its chunk)", n, puts)
+		}
+		want, err := s.Append(ctx, "ses_1", conversation.Ref{}, append(append([]model.Message(nil), msgs[:n-1]...), edited)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("n=%d: ref %+v, want %+v (the same conversation appended whole)", n, got, want)
+		}
+		fresh := conversation.New(objects)
+		loaded, err := fresh.Load(ctx, got)
+		if err != nil || len(loaded) != n || string(loaded[n-1].ToolCalls[0].Input) != `{"amount":5}` || (n > 1 && loaded[n-2].Text != msgs[n-2].Text) {
+			t.Fatalf("n=%d: loaded %d messages, %v", n, len(loaded), err)
+		}
+		if old, _ := fresh.Load(ctx, base); old[n-1].Text != msgs[n-1].Text {
+			t.Fatalf("n=%d: the base changed: %+v", n, old[n-1])
+		}
+	}
+	if _, err := conversation.New(openStore(t)).ReplaceLast(ctx, "ses_1", conversation.Ref{}, model.Message{}); err == nil {
+		t.Fatal("replacing in an empty conversation succeeded")
+	}
 }

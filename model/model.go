@@ -46,6 +46,10 @@ type ToolResult struct {
 	Name    string          `json:"name"`
 	Output  json.RawMessage `json:"output"`
 	IsError bool            `json:"isError,omitempty"`
+	// Note is the runtime's word to the model beside the output, such as
+	// that a person edited the call's input before it ran. Adapters send it
+	// with the result (a second text block); "" adds nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // ToolDescriptor is a tool as the model sees it.

@@ -34,6 +34,9 @@ type ErrorBody struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error"`
 	Code  string `json:"code,omitempty"`
+	// Field is the JSON pointer of the failing field of an edited input
+	// (code invalid_input, e.g. "/amount"; "" for the whole input).
+	Field string `json:"field,omitempty"`
 }
 
 // Health is the body of GET /eve/v1/health when the server and Temporal

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -23,6 +24,12 @@ type InboxItem struct {
 	OpenedAt               time.Time `json:"openedAt"`
 	// Deadline is when the request expires unanswered (absent: never).
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Editable: the approval may be given with an edited input
+	// (InboxAnswer.Input), which must match InputSchema, the tool's input
+	// schema (absent when too large for the inbox). The original input is
+	// Request.Action.Input.
+	Editable    bool            `json:"editable,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }
 
 // InboxPage is a page of the inbox; NextCursor (empty on the last page)
@@ -37,6 +44,9 @@ type InboxPage struct {
 type InboxAnswer struct {
 	OptionID string `json:"optionId,omitempty"`
 	Text     string `json:"text,omitempty"`
+	// Input approves with an edited input (OptionID "approve", an
+	// Editable item).
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // InboxID joins a session id and a request id ("ses_…:apr_…"); session ids

@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Input request kinds.
 const (
 	KindToolApproval = "tool-approval"
@@ -54,6 +56,10 @@ type InputResponse struct {
 	OptionID  string `json:"optionId,omitempty"`
 	RequestID string `json:"requestId"`
 	Text      string `json:"text,omitempty"`
+	// Input approves a tool call with this input instead of the model's
+	// (only with the approving option, on a tool whose approval is
+	// editable: approval.Policy.Editable). eve's own clients never send it.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // InputResolution is one accepted terminal resolution.
@@ -62,6 +68,17 @@ type InputResolution struct {
 	Outcome   string         `json:"outcome"`
 	RequestID string         `json:"requestId"`
 	Response  *InputResponse `json:"response,omitempty"`
+	// OriginalInput and EditedBy are set when a person approved the call
+	// with an edited input (Response.Input, the input that ran): the
+	// model's input, and who edited it.
+	OriginalInput json.RawMessage `json:"originalInput,omitempty"`
+	EditedBy      *PrincipalRef   `json:"editedBy,omitempty"`
+}
+
+// PrincipalRef names a principal on the wire: its id and type.
+type PrincipalRef struct {
+	ID   string `json:"id"`
+	Type string `json:"type,omitempty"`
 }
 
 type InputRequestedData struct {

@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/eve-temporal/eve/auth"
@@ -38,6 +39,11 @@ type InboxEntry struct {
 	// decides who may settle this approval, so the inbox shows it to
 	// everyone who may answer the session and the policy judges the answer.
 	Judged bool `json:"judged,omitempty"`
+	// Editable: the approval may be given with an edited input, which
+	// must match InputSchema (the tool's; dropped when the entry would
+	// exceed MaxInboxEntryBytes).
+	Editable    bool            `json:"editable,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }
 
 // MaxInboxEntryBytes bounds one entry in the memo: a larger request is

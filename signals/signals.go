@@ -167,6 +167,18 @@ const (
 	SignalRespond = "eve.respond"
 )
 
+// Failure types of the respond Update for an edited input
+// (InputResponse.Input): ErrTypeInvalidEdit, the edit breaks the tool's
+// input schema (the failure's details hold the JSON pointer of the failing
+// field); ErrTypeNotEditable, the request takes no edit; ErrTypeEditRefused,
+// the approval policy or the response policy refused the edited call (the
+// request stays open).
+const (
+	ErrTypeInvalidEdit = "eve.InvalidEdit"
+	ErrTypeNotEditable = "eve.NotEditable"
+	ErrTypeEditRefused = "eve.EditRefused"
+)
+
 // RespondRequest is a batch of answers from one responder.
 type RespondRequest struct {
 	Responses []protocol.InputResponse `json:"responses"`
@@ -183,6 +195,10 @@ type RespondResult struct {
 	Duplicates  []string                   `json:"duplicates,omitempty"`
 	// Outcome is set when Wait was requested.
 	Outcome *TurnOutcome `json:"outcome,omitempty"`
+	// EditRefused says why the approval policy or the response policy
+	// refused the batch's edited inputs when they settled nothing (the
+	// requests stay open; approval.candidate records each refusal).
+	EditRefused string `json:"editRefused,omitempty"`
 }
 
 // Session controls.

@@ -340,6 +340,9 @@ func (t *Tool) compile() error {
 	if t.Local && t.HeartbeatTimeout > 0 {
 		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))
 	}
+	if t.Approval.IsEditable() && (t.Approval.Kind() == approval.KindNever || t.Client != nil) {
+		errs = append(errs, errors.New("an editable approval needs a policy that asks a person (Always, Once, Custom or Auto) on a tool that is not a client tool: drop Editable or change the policy"))
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

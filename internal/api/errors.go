@@ -53,6 +53,8 @@ type httpError struct {
 	status int
 	code   string
 	msg    string
+	// field is ErrorBody.Field (an invalid edit's failing field).
+	field string
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -68,7 +70,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 			// Overload and unavailability are temporary: say when to retry.
 			w.Header().Set("Retry-After", strconv.Itoa(overloadRetryAfter))
 		}
-		writeError(w, he.status, he.code, he.msg)
+		httpjson.Write(w, he.status, protocol.ErrorBody{OK: false, Error: he.msg, Code: he.code, Field: he.field})
 		return
 	}
 	writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())

@@ -132,7 +132,8 @@ func (s *Server) mayAnswer(r *http.Request, caller *auth.Principal, m signals.In
 
 func inboxItem(m signals.InboxMemo, e signals.InboxEntry) protocol.InboxItem {
 	it := protocol.InboxItem{ID: protocol.InboxID(m.SessionID, e.Request.RequestID), SessionID: m.SessionID, TurnID: m.TurnID,
-		Kind: e.Request.Kind, ToolName: e.Request.Action.ToolName, Request: e.Request, OpenedAt: e.OpenedAt, Deadline: e.Deadline}
+		Kind: e.Request.Kind, ToolName: e.Request.Action.ToolName, Request: e.Request, OpenedAt: e.OpenedAt, Deadline: e.Deadline,
+		Editable: e.Editable, InputSchema: e.InputSchema}
 	if m.Requester != nil {
 		it.RequesterPrincipalID, it.RequesterPrincipalType = m.Requester.ID, m.Requester.Type
 	}
@@ -158,8 +159,8 @@ func (s *Server) inboxAnswer(w http.ResponseWriter, r *http.Request) {
 	dec.DisallowUnknownFields()
 	var a protocol.InboxAnswer
 	if err := dec.Decode(&a); err != nil {
-		s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "expected {optionId?, text?}: %v", err))
+		s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "expected {optionId?, text?, input?}: %v", err))
 		return
 	}
-	s.respond(w, r, sid, []protocol.InputResponse{{RequestID: rid, OptionID: a.OptionID, Text: a.Text}})
+	s.respond(w, r, sid, []protocol.InputResponse{{RequestID: rid, OptionID: a.OptionID, Text: a.Text, Input: a.Input}})
 }

@@ -145,7 +145,7 @@ func parseInputResponses(raw json.RawMessage) ([]protocol.InputResponse, error) 
 		dec.DisallowUnknownFields()
 		var r protocol.InputResponse
 		if err := dec.Decode(&r); err != nil {
-			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: expected {requestId, optionId?, text?}: %v", i, err)
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: expected {requestId, optionId?, text?, input?}: %v", i, err)
 		}
 		if r.RequestID == "" {
 			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: 'requestId' is required", i)
@@ -267,7 +267,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		// one round trip when that turn takes the batch.
 		if res, ok := s.opts.Sessions.RespondHinted(ctx, id, signals.RespondRequest{Responses: rs, Responder: caller}); ok {
 			s.hub.wake(id)
-			accepted(w, protocol.Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+			s.respondAccepted(w, id, res)
 			return
 		}
 	}
@@ -311,7 +311,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 		return
 	}
 	s.hub.wake(id)
-	accepted(w, protocol.Accepted{SessionID: id, Resolutions: res.Resolutions, Duplicates: res.Duplicates})
+	s.respondAccepted(w, id, res)
 }
 
 // inputsFor folds the input requests of the session's log that rs answer.
@@ -379,6 +379,9 @@ func (s *Server) refused(ctx context.Context, id string, active *signals.ActiveT
 	var rej *sessions.RejectedError
 	if !errors.As(cause, &rej) {
 		return errorf(http.StatusConflict, CodeInputNotPending, "session %s has no running turn waiting for input", id)
+	}
+	if he := editRejection(rej); he != nil {
+		return he
 	}
 	status, code := http.StatusBadRequest, CodeRejected
 	if settled {

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +22,7 @@ func newInboxCommand(app App) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "inbox",
-		Short: "Every open request you may settle, across sessions: list, approve, deny, answer",
+		Short: "Every open request you may settle, across sessions: list, approve, deny, answer, edit",
 		Long: app.text(`{bin} inbox reads GET /eve/v1/inbox of an eve API server: the approvals, questions and
 session-limit prompts of every parked turn that the key's principal may settle.`),
 	}
@@ -142,6 +144,56 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 		settle("approve", "Approve a tool call", "approve", false),
 		settle("deny", "Deny a tool call", "cancel", true),
 		settle("answer", "Answer a question (--option or --text)", "", false),
+		newInboxEditCommand(&f, &timeout),
 	)
 	return cmd
+}
+
+// newInboxEditCommand approves a tool call with an edited input (an
+// editable approval: approval.Policy.Editable).
+func newInboxEditCommand(f *sessionFlags, timeout *time.Duration) *cobra.Command {
+	var input, file string
+	c := &cobra.Command{
+		Use:   "edit <inbox-id> (--input '{...}' | --file input.json)",
+		Short: "Approve a tool call with an edited input (editable approvals)",
+		Long: `edit approves the call with the input given instead of the model's. The input must match the
+tool's input schema (see inbox show: inputSchema); an invalid one is refused naming the field, and
+the request stays open. The approval and response policies judge the edited call again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := []byte(input)
+			switch {
+			case input != "" && file != "":
+				return fmt.Errorf("give --input or --file, not both")
+			case file != "":
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("read the edited input: %w", err)
+				}
+				raw = b
+			case input == "":
+				return fmt.Errorf("give the edited input: --input '{...}' or --file input.json")
+			}
+			if !json.Valid(raw) {
+				return fmt.Errorf("the edited input is not JSON: pass a JSON object such as '{\"amount\": 5}'")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), *timeout)
+			defer cancel()
+			acc, err := f.client().EditInbox(ctx, args[0], json.RawMessage(raw))
+			var ce *client.Error
+			if errors.As(err, &ce) && ce.Field != "" {
+				return fmt.Errorf("%w (field %s)", err, ce.Field)
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range acc.Resolutions {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (edited)\n", r.RequestID, r.Outcome)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&input, "input", "", "the edited tool input, a JSON object")
+	c.Flags().StringVar(&file, "file", "", "read the edited tool input from this file")
+	return c
 }

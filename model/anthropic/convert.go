@@ -108,6 +108,9 @@ func toolResult(r model.ToolResult) sdk.ContentBlockParamUnion {
 		ToolUseID: r.CallID,
 		Content:   []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: content}}},
 	}
+	if r.Note != "" {
+		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: r.Note}})
+	}
 	if r.IsError {
 		b.IsError = sdk.Bool(true)
 	}

@@ -91,11 +91,16 @@ func toolMessages(calls []model.ToolCall, results []model.ToolResult) []sdk.Chat
 	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(calls))
 	for _, c := range calls {
 		content := missingResult
-		if r, ok := byID[c.ID]; ok {
+		r, ok := byID[c.ID]
+		if ok {
 			content = strings.TrimSpace(string(r.Output))
 			if content == "" {
 				content = "null"
 			}
+		}
+		if ok && r.Note != "" {
+			out = append(out, sdk.ToolMessage([]sdk.ChatCompletionContentPartTextParam{{Text: content}, {Text: r.Note}}, c.ID))
+			continue
 		}
 		out = append(out, sdk.ToolMessage(content, c.ID))
 	}

@@ -8,7 +8,8 @@
 // rule whose last step calls tools repeats it (useful to test max-steps).
 // Templates in inputs and replies use {{name}} or {{1}} for regexp captures
 // and {{result.TOOL}} or {{result.TOOL.path.to.field}} for tool results
-// ({{results.N.field}} is the Nth result of the latest step, in call order).
+// ({{results.N.field}} is the Nth result of the latest step, in call order;
+// {{note.TOOL}} is the runtime's note on a result, such as a person's edit).
 package scripted
 
 import (
@@ -151,6 +152,9 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 			results[r.Name] = r.Output
 			// results.N is the Nth result of the latest step, in call order.
 			results["#"+strconv.Itoa(i)] = r.Output
+			if r.Note != "" {
+				results[noteKey+r.Name], _ = json.Marshal(r.Note)
+			}
 		}
 	}
 	var rule *Rule
@@ -257,6 +261,9 @@ func renderValue(v any, vars map[string]string, results map[string]json.RawMessa
 	}
 }
 
+// noteKey prefixes a tool result's note among the results ({{note.TOOL}}).
+const noteKey = "note:"
+
 var tmpl = regexp.MustCompile(`\{\{\s*([^}]+?)\s*\}\}`)
 
 func render(s string, vars map[string]string, results map[string]json.RawMessage) string {
@@ -272,6 +279,9 @@ func render(s string, vars map[string]string, results map[string]json.RawMessage
 				return ""
 			}
 			return lookup(raw, path)
+		}
+		if tool, ok := strings.CutPrefix(key, "note."); ok {
+			return lookup(results[noteKey+tool], "")
 		}
 		if rest, ok := strings.CutPrefix(key, "result."); ok {
 			tool, path, _ := strings.Cut(rest, ".")

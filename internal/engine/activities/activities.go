@@ -110,6 +110,11 @@ type CallPlan struct {
 	// ResponsePolicy: a response policy decides who may settle the call
 	// (EvaluateResponse); otherwise only the requester may.
 	ResponsePolicy bool `json:"responsePolicy,omitempty"`
+	// Editable: a reviewer may approve with an edited input
+	// (approval.Policy.Editable), checked against InputSchema (the tool's,
+	// set only then) in workflow code.
+	Editable    bool            `json:"editable,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	// Request and OutputSchema are set for client tools.
 	Request      *tools.InputRequest `json:"request,omitempty"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
@@ -213,6 +218,9 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	p.ResponsePolicy = t.Approval.HasResponsePolicy()
 	if p.Approval != approval.KindNever {
 		p.Prompt = t.Approval.Prompt(approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input})
+		if t.Approval.IsEditable() && !t.Kind().Info().AsksPerson {
+			p.Editable, p.InputSchema = true, t.InputSchema
+		}
 	}
 	if t.Kind().Info().NeedsDeadline {
 		p.OutputSchema = t.OutputSchema

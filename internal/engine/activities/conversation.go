@@ -153,3 +153,28 @@ func fitTokens(msgs []model.Message, max int) []model.Message {
 	}
 	return msgs[start:]
 }
+
+// ReviseConversationName replaces the model's answer in the stored
+// conversation (ReviseConversation).
+const ReviseConversationName = "eve.ReviseConversation"
+
+// ReviseInput replaces the last message of a conversation.
+type ReviseInput struct {
+	SessionID    string           `json:"sessionId"`
+	Conversation conversation.Ref `json:"conversation"`
+	Message      model.Message    `json:"message"`
+}
+
+// ReviseConversation stores the conversation with its last message (the
+// model's answer) replaced: after a person edited a call, the model reads
+// the call with the input that ran.
+func (a *Activities) ReviseConversation(ctx context.Context, in ReviseInput) (conversation.Ref, error) {
+	if a.Conversations == nil {
+		return conversation.Ref{}, errNoStore
+	}
+	ref, err := a.Conversations.ReplaceLast(ctx, in.SessionID, in.Conversation, in.Message)
+	if err != nil {
+		return conversation.Ref{}, storeError("revise the conversation", err)
+	}
+	return ref, nil
+}

@@ -416,6 +416,9 @@ func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
 	in := activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
+		if e := c.req.edit; e != nil {
+			in.Input = e.input // a person's edit (changeEdits)
+		}
 	}
 	return in
 }
@@ -453,7 +456,7 @@ func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
 func toolResults(calls []*pendingCall) []model.ToolResult {
 	results := make([]model.ToolResult, len(calls))
 	for i, c := range calls {
-		results[i] = model.ToolResult{CallID: c.plan.Call.ID, Name: c.plan.Call.Name, Output: c.out.Output, IsError: c.out.Status != protocol.StatusCompleted}
+		results[i] = model.ToolResult{CallID: c.plan.Call.ID, Name: c.plan.Call.Name, Output: c.out.Output, IsError: c.out.Status != protocol.StatusCompleted, Note: editNote(c)}
 	}
 	return results
 }

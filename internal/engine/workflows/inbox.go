@@ -64,10 +64,13 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 		if r.settled {
 			continue
 		}
-		e := signals.InboxEntry{Request: r.req, OpenedAt: r.opened, Judged: t.judged(r)}
+		e := signals.InboxEntry{Request: r.req, OpenedAt: r.opened, Judged: t.judged(r), Editable: r.plan.Editable, InputSchema: r.plan.InputSchema}
 		if !r.deadline.IsZero() {
 			d := r.deadline
 			e.Deadline = &d
+		}
+		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
+			e.InputSchema = nil // the tool's schema goes first
 		}
 		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
 			e.Request.Action.Input = json.RawMessage(`{}`)

@@ -57,6 +57,10 @@ type openRequest struct {
 	refused []protocol.DecisionCandidate
 	// asked: a running call asked it (changeAsk).
 	asked bool
+	// editSchema checks edits (compiled once); editRefusal is why the
+	// policies last refused an edit of it (edits.go).
+	editSchema  *schema.Schema
+	editRefusal string
 }
 
 // decision is how an answer settles a request.
@@ -66,6 +70,8 @@ type decision struct {
 	output json.RawMessage
 	// reason is why a person denied an approval.
 	reason string
+	// edit is a person's edit of the call's input (approval.Policy.Editable).
+	edit *inputEdit
 }
 
 // Request ids derive from the call, so a crash between emitting and
@@ -241,6 +247,9 @@ func (r *openRequest) decide(resp protocol.InputResponse) (decision, error) {
 	if resp.OptionID == "" && strings.TrimSpace(resp.Text) == "" {
 		return decision{}, errors.New("give an optionId or text")
 	}
+	if err := r.checkEditable(resp); err != nil {
+		return decision{}, err
+	}
 	if r.req.Kind == protocol.KindSessionLimit {
 		return r.decideLimit(resp)
 	}
@@ -268,7 +277,7 @@ func (r *openRequest) decide(resp protocol.InputResponse) (decision, error) {
 		default:
 			return decision{}, fmt.Errorf("unknown option %q: a tool approval takes approve, or cancel/deny", opt)
 		}
-		return decision{res: res}, nil
+		return r.withEdit(decision{res: res}, resp)
 	}
 	q := r.plan.Request
 	out := map[string]any{}
@@ -380,7 +389,7 @@ func (b *inputBoard) checkOne(resp protocol.InputResponse, seen map[string]bool)
 		if r.expired {
 			return fmt.Errorf("expired at its deadline (%s): nobody answered in time, and the turn went on without it", r.deadline.UTC().Format(time.RFC3339))
 		}
-		if r.res.Response != nil && *r.res.Response == resp {
+		if r.res.Response != nil && sameResponse(*r.res.Response, resp) {
 			return nil // a repeat of the applied answer: accepted, changes nothing
 		}
 		return fmt.Errorf("already settled (%s)", r.res.Outcome)
@@ -417,8 +426,8 @@ func (t *turn) apply(ctx workflow.Context, req signals.RespondRequest) signals.R
 		if err != nil {
 			continue // checked before; cannot happen for updates
 		}
-		if t.judged(r) {
-			judged = append(judged, t.newCandidate(r, d, resp, responder))
+		if t.candidateVia(r, d) {
+			judged = append(judged, t.newCandidate(r, t.admitEdit(ctx, d, responder), resp, responder))
 			continue
 		}
 		t.settleBy(ctx, r, d, responder)
@@ -459,6 +468,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 		func(ctx workflow.Context, req signals.RespondRequest) (signals.RespondResult, error) {
 			parks := t.parks
 			res := t.apply(ctx, req)
+			res.EditRefused = t.refusedEdit(req.Responses)
 			if req.Wait {
 				if err := workflow.Await(ctx, func() bool { return t.finished || t.parks > parks }); err != nil {
 					return res, err
@@ -470,7 +480,7 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.RespondRequest) error {
 			if err := t.board.check(req); err != nil {
-				return err
+				return editFailure(err)
 			}
 			return t.checkResponders(req)
 		}}); err != nil {
@@ -535,13 +545,14 @@ func (t *turn) applySignal(ctx workflow.Context, req signals.RespondRequest) {
 			continue
 		}
 		d, _ := r.decide(resp)
+		d = t.admitEdit(ctx, d, responder)
 		if why := t.refusedResponder(r, responder); why != "" {
 			c := t.newCandidate(r, d, resp, responder)
 			c.refused = why
 			judged = append(judged, c)
 			continue
 		}
-		if t.judged(r) {
+		if t.candidateVia(r, d) {
 			judged = append(judged, t.newCandidate(r, d, resp, responder))
 			continue
 		}

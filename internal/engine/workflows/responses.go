@@ -150,7 +150,7 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputReso
 	for i, c := range cs {
 		t.emitCandidate(ctx, c, protocol.CandidatePending, "")
 		if c.refused == "" {
-			futures[i] = t.evaluateResponse(ctx, c)
+			futures[i] = t.evaluateCandidate(ctx, c)
 		}
 	}
 	var settled []protocol.InputResolution
@@ -179,6 +179,9 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputReso
 		}
 		if c.r.settled && outcome == protocol.CandidateRejected {
 			outcome = protocol.CandidateStale
+		}
+		if c.d.edit != nil {
+			c.r.editRefusal = reason
 		}
 		t.emitCandidate(ctx, c, outcome, reason)
 		rejected = true
@@ -216,6 +219,7 @@ func (t *turn) evaluateResponse(ctx workflow.Context, c *candidate) workflow.Fut
 		Session:  t.session(),
 		TurnID:   t.in.TurnID,
 	}, Dynamic: t.dynamicFor(p.Call.Name)}
+	c.editedRequest(&in.Context.Request)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: activities.ResponsePolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},

@@ -196,6 +196,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				t.execute(ctx, c)
 			}
 		})
+		t.reviseEdited(ctx, resp, calls)
 		t.conv.add(model.Message{Role: model.RoleTool, ToolResults: toolResults(calls)})
 		if ctx.Err() != nil {
 			return t.cancelled(ctx)
