@@ -110,7 +110,9 @@ func TenantPolicy() approval.Policy {
 	})
 }
 
-// IssueCredit credits a tenant's account under the tenant policy.
+// IssueCredit credits a tenant's account under the tenant policy. Its
+// approvals are editable: the reviewer may approve another amount, which
+// the policy judges again (another tenant is still denied).
 func IssueCredit() *tools.Tool {
 	t := tools.Func("issue_credit", "Issue account credit to a tenant.",
 		func(ctx *tools.Context, in CreditInput) (map[string]any, error) {
@@ -122,7 +124,7 @@ func IssueCredit() *tools.Tool {
 		})
 	t.InputSchema = json.RawMessage(`{"type":"object","properties":{"tenantId":{"type":"string","minLength":1},"amount":{"type":"number","exclusiveMinimum":0}},"required":["tenantId","amount"],"additionalProperties":false}`)
 	t.OutputSchema = nil
-	t.Approval = TenantPolicy()
+	t.Approval = TenantPolicy().Editable()
 	return t
 }
 

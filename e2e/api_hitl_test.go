@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -140,7 +141,7 @@ func TestAPIResponderPolicy(t *testing.T) {
 	defer mu.Unlock()
 	if len(checks) != 2 || checks[0].Caller.ID != "bob" || checks[1].Caller.ID != "manager" ||
 		checks[1].Owner.ID != "alice" || checks[1].SessionID != turn.SessionID ||
-		len(checks[1].Requests) != 1 || checks[1].Requests[0].RequestID != req.RequestID || checks[1].Responses[0] != deny {
+		len(checks[1].Requests) != 1 || checks[1].Requests[0].RequestID != req.RequestID || !reflect.DeepEqual(checks[1].Responses[0], deny) {
 		t.Fatalf("policy checks = %+v", checks)
 	}
 }
