@@ -356,6 +356,23 @@ func TestRecordHistories(t *testing.T) {
 		saveOn(denv.Client, c.name, did+"/turn_0")
 	}
 
+	// Approve with edits (0.4): an edit the tenant policy denies is
+	// refused, then an edited amount is approved and runs.
+	acme := &auth.Principal{ID: "alice", Type: auth.TypeUser, Attributes: map[string]string{"tenantId": "acme"}}
+	eres, err := env.Sessions.CreateAndSend(ctx, "ses_history_edit", acme, signals.SendRequest{Message: "credit acme 1500", Wait: true})
+	if err != nil || eres.Outcome == nil || eres.Outcome.Status != signals.TurnStatusWaiting {
+		t.Fatalf("edit: %+v, %v", eres.Outcome, err)
+	}
+	erq := lastRequest(t, env.Events(ctx, eres.SessionID)).RequestID
+	for _, in := range []string{`{"tenantId":"globex","amount":1500}`, `{"tenantId":"acme","amount":1200}`} {
+		if _, err := env.Sessions.Respond(ctx, eres.SessionID, signals.RespondRequest{Responder: acme, Wait: true,
+			Responses: []protocol.InputResponse{{RequestID: erq, OptionID: "approve", Input: json.RawMessage(in)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitIdle(eres.SessionID)
+	save("turn-approval-edited", eres.SessionID+"/turn_0")
+
 	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
 	// the session.
 	lenv := limitedEnv(t, func(a *agent.Agent) { a.MaxInputTokensPerSession = 1; a.SessionLifetime = 3 * time.Second })
