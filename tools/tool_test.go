@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/eve-temporal/eve/approval"
 )
 
 func noop(*Context, json.RawMessage) (any, error) { return nil, nil }
@@ -105,5 +107,27 @@ func TestClientAndDelegatedDefinitions(t *testing.T) {
 	r, err := q.RequestFor(json.RawMessage(`{"question":"Colour?","options":["red","blue"]}`))
 	if err != nil || r.Display != "select" || !r.AllowFreeform || r.Options[1].ID != "blue" {
 		t.Fatalf("ask_question request = %+v, %v", r, err)
+	}
+}
+
+// Only a policy that asks a person can be editable.
+func TestEditableApprovalNeedsAPerson(t *testing.T) {
+	mk := func(p approval.Policy) *Tool {
+		return &Tool{Name: "pay", Description: "Pay.", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+			Execute: func(*Context, json.RawMessage) (any, error) { return nil, nil }, Approval: p}
+	}
+	for _, p := range []approval.Policy{approval.Always().Editable(), approval.Once().Editable(),
+		approval.Custom(func(approval.Context) approval.Status { return approval.Ask() }).Editable()} {
+		if err := NewRegistry().Register(mk(p)); err != nil {
+			t.Errorf("%s, editable: %v", p.Kind(), err)
+		}
+	}
+	if err := NewRegistry().Register(mk(approval.Never().Editable())); err == nil || !strings.Contains(err.Error(), "editable approval needs a policy that asks a person") {
+		t.Errorf("an editable Never registered: %v", err)
+	}
+	client := DefineClient("pick", "Pick.", json.RawMessage(`{"type":"object","properties":{}}`), Client{Request: InputRequest{Prompt: "Pick"}})
+	client.Approval = approval.Always().Editable()
+	if err := NewRegistry().Register(client); err == nil || !strings.Contains(err.Error(), "editable") {
+		t.Errorf("an editable client tool registered: %v", err)
 	}
 }

@@ -152,7 +152,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 				{ID: "toolu_3", Name: "delete_files", Input: json.RawMessage(`{}`)},
 			}},
 			{Role: model.RoleTool, ToolResults: []model.ToolResult{
-				{CallID: "toolu_1", Name: "get_weather", Output: json.RawMessage(`{"tempF":61}`)},
+				{CallID: "toolu_1", Name: "get_weather", Output: json.RawMessage(`{"tempF":61}`), Note: "Note: a person edited this call."},
 				{CallID: "toolu_2", Name: "get_weather", Output: json.RawMessage(`{"error":"weather service unavailable","code":"tool.execution_failed"}`), IsError: true},
 				{CallID: "toolu_3", Name: "delete_files", Output: json.RawMessage(`{"error":"The call to delete_files was denied","code":"tool.denied","reason":"not allowed"}`), IsError: true},
 			}},
@@ -181,7 +181,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 			map[string]any{"type": "tool_use", "id": "toolu_3", "name": "delete_files", "input": map[string]any{}},
 		}},
 		map[string]any{"role": "user", "content": []any{
-			map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": []any{text(`{"tempF":61}`)}},
+			map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": []any{text(`{"tempF":61}`), text("Note: a person edited this call.")}},
 			map[string]any{"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
 				"content": []any{text(`{"error":"weather service unavailable","code":"tool.execution_failed"}`)}},
 			map[string]any{"type": "tool_result", "tool_use_id": "toolu_3", "is_error": true,

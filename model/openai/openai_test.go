@@ -214,7 +214,7 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 				{ID: "call_4", Name: "get_time", Input: json.RawMessage(`{}`)},
 			}},
 			{Role: model.RoleTool, ToolResults: []model.ToolResult{
-				{CallID: "call_1", Name: "get_weather", Output: json.RawMessage(`{"tempF":61}`)},
+				{CallID: "call_1", Name: "get_weather", Output: json.RawMessage(`{"tempF":61}`), Note: "Note: a person edited this call."},
 				{CallID: "call_2", Name: "get_weather", Output: json.RawMessage(`{"error":"weather service unavailable","code":"tool.execution_failed"}`), IsError: true},
 				{CallID: "call_3", Name: "delete_files", Output: json.RawMessage(`{"error":"The call to delete_files was denied","code":"tool.denied","reason":"not allowed"}`), IsError: true},
 				// call_4 has no result.
@@ -257,7 +257,8 @@ func TestRequestEncodesToolsResultsAndDenials(t *testing.T) {
 			call("call_3", "delete_files", `{}`),
 			call("call_4", "get_time", `{}`),
 		}},
-		tool("call_1", `{"tempF":61}`),
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": []any{
+			map[string]any{"type": "text", "text": `{"tempF":61}`}, map[string]any{"type": "text", "text": "Note: a person edited this call."}}},
 		tool("call_2", `{"error":"weather service unavailable","code":"tool.execution_failed"}`),
 		tool("call_3", `{"error":"The call to delete_files was denied","code":"tool.denied","reason":"not allowed"}`),
 		tool("call_4", missingResult),

@@ -78,3 +78,26 @@ func TestPlanCallPinned(t *testing.T) {
 		}
 	}
 }
+
+// An editable approval's plan carries the tool's input schema (the turn
+// checks edits against it); a plain approval's does not.
+func TestPlanCallEditable(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	pay := &tools.Tool{Name: "pay", Description: "Pay.", InputSchema: obj, Approval: approval.Always().Editable(),
+		Execute: func(*tools.Context, json.RawMessage) (any, error) { return map[string]int{}, nil }}
+	if err := tools.NewRegistry().Register(pay); err != nil {
+		t.Fatal(err)
+	}
+	p := PlanCall(pay, model.ToolCall{ID: "c1", Name: "pay", Input: json.RawMessage(`{"n":1}`)})
+	if !p.Editable || string(p.InputSchema) != string(obj) {
+		t.Fatalf("plan %+v", p)
+	}
+	if p := PlanCall(pay, model.ToolCall{ID: "c2", Name: "pay", Input: json.RawMessage(`{"n":"x"}`)}); p.Editable || p.InputSchema != nil || p.InputError == "" {
+		t.Fatalf("plan of invalid input %+v", p)
+	}
+	for _, tl := range planTools() {
+		if p := PlanCall(tl, model.ToolCall{ID: "c3", Name: tl.Name, Input: json.RawMessage(`{"n":1}`)}); p.Editable || p.InputSchema != nil {
+			t.Fatalf("%s: plan %+v", tl.Name, p)
+		}
+	}
+}
