@@ -151,6 +151,48 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     }
   });
 
+  test("an edited approval (beyond eve): eve's client sends it as given, and eve's reducer reads the edited resolution", async () => {
+    // issue_credit's approval is editable: alice approves another amount.
+    // eve's client passes inputResponses through, and the additive fields
+    // of input.resolved (response.input, originalInput, editedBy) break
+    // neither the client nor the reducer.
+    const keyed = await stack.serve({
+      keys: { sk_node_alice_0123456789: { principalId: "alice", principalType: "user", attributes: { tenantId: "acme" } } },
+    });
+    try {
+      const auth = { bearer: "sk_node_alice_0123456789" };
+      const errors = [];
+      const store = new EveAgentStore({ host: keyed.url, auth, reducer: conversationReducer });
+      store.setCallbacks({ onError: (e) => errors.push(e) });
+      await store.send({ message: "credit acme 1500" });
+      let snap = store.snapshot;
+      const open = openConversationInputs(snap.conversation);
+      assert.equal(open.length, 1, `open inputs: ${JSON.stringify(open)}`);
+      const req = open[0].request ?? open[0];
+      assert.equal(req.action.toolName, "issue_credit");
+
+      const client = new Client({ host: keyed.url, auth });
+      const edit = { requestId: req.requestId, optionId: "approve", input: { tenantId: "acme", amount: 1200 } };
+      const done = await (await client.sessions.attach(snap.session.sessionId, { streamIndex: snap.events.length }).respond([edit])).result();
+      assert.equal(done.message, "Credit for acme: 1200", `${done.status} ${types(done.events ?? []).join(" ")}`);
+      const res = done.events.find((e) => e.type === "input.resolved")?.data.resolutions[0];
+      assert.deepEqual(res?.response?.input, { tenantId: "acme", amount: 1200 });
+      assert.deepEqual(res?.originalInput, { tenantId: "acme", amount: 1500 });
+      assert.deepEqual(res?.editedBy, { id: "alice", type: "user" });
+
+      for (let i = 0; i < 200 && lastAssistantText(store.snapshot.events) !== "Credit for acme: 1200"; i++) await sleep(25);
+      snap = store.snapshot;
+      assert.notEqual(snap.status, "error", String(snap.error));
+      assert.equal(lastAssistantText(snap.events), "Credit for acme: 1200");
+      assert.equal(openConversationInputs(snap.conversation).length, 0);
+      assertUniqueIds(snap.events);
+      assert.deepEqual(errors, []);
+      store.reset();
+    } finally {
+      await keyed.stop();
+    }
+  });
+
   test("a delegated call the turn's cancel stopped reads as cancelled, not failed, in eve's reducer", async () => {
     // run_report is delegated: the turn waits on its job (turn.waiting
     // {on: "tasks"}) inside task.started / task.settled, as eve's tasks.

@@ -279,7 +279,7 @@ func (t *turn) reviseEdited(ctx workflow.Context, resp model.Response, calls []*
 			}
 		}
 	}
-	if !edited || len(t.conv.pending) > 0 || t.conv.ref.Empty() {
+	if !edited || len(t.conv.pending) > 0 || t.conv.ref.Empty() || ctx.Err() != nil {
 		return
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
