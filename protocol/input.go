@@ -75,11 +75,6 @@ type InputResolution struct {
 	EditedBy      *PrincipalRef   `json:"editedBy,omitempty"`
 }
 
-// PrincipalRef names a principal on the wire: its id and type.
-type PrincipalRef struct {
-	ID   string `json:"id"`
-	Type string `json:"type,omitempty"`
-}
 
 type InputRequestedData struct {
 	Requests []InputRequest `json:"requests"`

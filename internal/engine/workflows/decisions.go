@@ -60,6 +60,9 @@ func (t *turn) decisionOf(ctx workflow.Context, r *openRequest, res protocol.Inp
 	if !r.expired && !r.withdrawn && res.Response != nil {
 		d.Decider = principalRef(t.responder(r.decider))
 	}
+	if r.edit != nil {
+		d.EditedInput = r.edit.input // approved with edits (changeEdits)
+	}
 	d.Candidates = append(d.Candidates, r.refused...)
 	return d
 }

@@ -153,9 +153,8 @@ func (t *turn) admitEdit(ctx workflow.Context, d decision, responder *auth.Princ
 	e := *d.edit
 	e.by = responder
 	d.edit = &e
-	if responder != nil {
-		d.res.EditedBy = &protocol.PrincipalRef{ID: responder.ID, Type: responder.Type}
-	} else {
+	d.res.EditedBy = principalRef(responder)
+	if d.res.EditedBy == nil {
 		d.res.EditedBy = &protocol.PrincipalRef{ID: auth.TypeAnonymous, Type: auth.TypeAnonymous}
 	}
 	return d

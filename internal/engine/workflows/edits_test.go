@@ -154,7 +154,7 @@ func TestTurnApproveWithEdit(t *testing.T) {
 	wantTypes(t, out.Events,
 		protocol.TurnStarted, protocol.MessageReceived,
 		protocol.StepStarted, protocol.ActionsRequested, protocol.InputRequested, protocol.TurnWaiting,
-		protocol.ApprovalCandidate, protocol.ApprovalSettled, protocol.InputResolved, protocol.ActionResult, protocol.StepCompleted,
+		protocol.ApprovalCandidate, protocol.ApprovalSettled, protocol.InputResolved, protocol.DecisionRecorded, protocol.ActionResult, protocol.StepCompleted,
 		protocol.StepStarted, protocol.MessageAppended, protocol.MessageCompleted, protocol.StepCompleted,
 		protocol.TurnCompleted)
 	rs := resolutions(t, out.Events)
@@ -162,6 +162,11 @@ func TestTurnApproveWithEdit(t *testing.T) {
 		string(rs[0].Response.Input) != `{"to":"carol","amount":20}` || string(rs[0].OriginalInput) != `{"to":"bob","amount":400}` ||
 		rs[0].EditedBy == nil || rs[0].EditedBy.ID != "alice" || rs[0].EditedBy.Type != "user" {
 		t.Fatalf("input.resolved %+v", rs)
+	}
+	var dec protocol.Decision
+	decode(t, of(out.Events, protocol.DecisionRecorded)[0], &dec)
+	if string(dec.EditedInput) != `{"to":"carol","amount":20}` || string(dec.Input) != `{"to":"bob","amount":400}` || dec.Decider == nil || dec.Decider.ID != "alice" {
+		t.Fatalf("decision %+v", dec)
 	}
 	want := "paid 20 to carol | Note: a person (user alice) edited this call's input before approving it. " +
 		`It ran with {"to":"carol","amount":20}, not with the input you proposed, {"to":"bob","amount":400}.`
