@@ -134,5 +134,14 @@ func TestApproveWithEdits(t *testing.T) {
 	if !sawCall || !sawNote {
 		t.Fatalf("conversation (call %v, note %v): %+v", sawCall, sawNote, msgs)
 	}
+	// The decision record: the model's input, the edit, the refused edit.
+	var decs []protocol.Decision
+	if err := alice.Decisions(ctx, client.DecisionFilter{SessionID: id}, func(d protocol.Decision) error { decs = append(decs, d); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(decs) != 1 || string(decs[0].Input) != `{"tenantId":"acme","amount":1500}` || string(decs[0].EditedInput) != `{"tenantId":"acme","amount":1200}` ||
+		decs[0].Decider == nil || decs[0].Decider.ID != "alice" || len(decs[0].Candidates) != 1 || decs[0].Candidates[0].Outcome != protocol.CandidateRejected {
+		t.Fatalf("decisions %+v", decs)
+	}
 	waitInbox(t, e, alice, client.InboxFilter{SessionID: id})
 }
