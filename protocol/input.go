@@ -75,7 +75,6 @@ type InputResolution struct {
 	EditedBy      *PrincipalRef   `json:"editedBy,omitempty"`
 }
 
-
 type InputRequestedData struct {
 	Requests []InputRequest `json:"requests"`
 	StepRef
