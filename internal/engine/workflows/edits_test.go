@@ -278,3 +278,30 @@ func TestTurnEditResponsePolicy(t *testing.T) {
 		t.Fatalf("reply %q", got)
 	}
 }
+
+// Edits by signal (senders that cannot wait): an invalid edit is recorded
+// as an invalid answer and the request stays open; a valid one settles it
+// through the policies, and the call runs with it.
+func TestTurnEditBySignal(t *testing.T) {
+	h, _ := editHarness(t)
+	wid := turnWorkflowID(0)
+	var id string
+	h.at(time.Minute, func() {
+		id = h.parkedOn(wid, "input")[0].RequestID
+		h.SignalWorkflow(signals.SignalRespond, signals.RespondRequest{Responses: []protocol.InputResponse{edit(id, `{"to":""}`)}, Responder: alice})
+	})
+	h.at(2*time.Minute, func() {
+		if open := h.parkedOn(wid, "input"); len(open) != 1 {
+			t.Errorf("after the invalid edit: open %+v", open)
+		}
+		h.SignalWorkflow(signals.SignalRespond, signals.RespondRequest{Responses: []protocol.InputResponse{edit(id, `{"to":"dan","amount":7}`)}, Responder: alice})
+	})
+	out := h.runTurn(turnInput("pay bob 400"))
+	rs := resolutions(t, out.Events)
+	if len(rs) != 2 || rs[0].Outcome != protocol.OutcomeInvalid || rs[1].Outcome != protocol.OutcomeApproved || string(rs[1].OriginalInput) != `{"to":"bob","amount":400}` {
+		t.Fatalf("resolutions %+v", rs)
+	}
+	if got := h.executed(); !slices.Equal(got, []string{`pay:{"to":"dan","amount":7}`}) {
+		t.Fatalf("executed %v", got)
+	}
+}
