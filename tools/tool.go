@@ -16,6 +16,7 @@ import (
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/internal/schema"
 )
 
@@ -57,6 +58,21 @@ func (c *Context) Heartbeat(details ...any) {
 	if c.heartbeat != nil {
 		c.heartbeat(details...)
 	}
+}
+
+// ReportProgress heartbeats with how far the call got: progress counts up
+// (each report at least the last), total is what it counts to (0: not
+// known), message says what it does now. Callers that asked for progress
+// receive it (MCP clients as notifications/progress). Temporal records
+// heartbeats at most every 80% of HeartbeatTimeout (30 s without one), so
+// set HeartbeatTimeout to what callers should see; reports in between
+// are merged into the latest.
+func (c *Context) ReportProgress(progress, total float64, message string) {
+	p := protocol.Progress{Progress: progress, Message: message}
+	if total > 0 {
+		p.Total = &total
+	}
+	c.Heartbeat(p)
 }
 
 // NewContext builds a Context. The runtime calls it; tests of tools may too.

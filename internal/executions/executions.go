@@ -9,6 +9,7 @@ package executions
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -116,6 +118,9 @@ type State struct {
 	// zero while it runs).
 	StartedAt time.Time
 	ClosedAt  time.Time
+	// Progress is the running tool's latest report (its activity's last
+	// heartbeat, tools.Context.ReportProgress), nil without one.
+	Progress *protocol.Progress
 }
 
 // Owner is the principal the execution runs for.
@@ -171,6 +176,7 @@ func (d *Driver) Describe(ctx context.Context, id, runID string) (State, signals
 			// Started and a first task scheduled: no worker has picked it up.
 			st.Result.Status = protocol.ExecutionQueued
 		}
+		st.Progress = progressOf(resp.GetPendingActivities(), dc)
 		return st, out, nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if err := d.Client.GetWorkflow(ctx, id, st.RunID).Get(ctx, &out); err != nil {
@@ -358,4 +364,25 @@ func errorMessage(err error) string {
 		return appErr.Message()
 	}
 	return err.Error()
+}
+
+// progressOf reads a progress report from the pending activities'
+// heartbeats: the first detail of the last heartbeat that decodes as one
+// (other heartbeat details are not progress).
+func progressOf(acts []*workflowpb.PendingActivityInfo, dc converter.DataConverter) *protocol.Progress {
+	for _, a := range acts {
+		ps := a.GetHeartbeatDetails().GetPayloads()
+		if len(ps) == 0 {
+			continue
+		}
+		var probe map[string]json.RawMessage
+		if dc.FromPayload(ps[0], &probe) != nil || probe["progress"] == nil {
+			continue
+		}
+		var p protocol.Progress
+		if dc.FromPayload(ps[0], &p) == nil {
+			return &p
+		}
+	}
+	return nil
 }

@@ -380,6 +380,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if e.asks && multiRoundTrip(req) {
 		return s.callAsking(ctx, e, user, req)
 	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil && !e.asks {
+		return s.callWithProgress(ctx, e, user, req, tok)
+	}
 	res, err := s.svc.RunResult(ctx, e.canonical, req.Params.Arguments, toolsapi.RunOptions{UserID: user, Timeout: s.opts.CallTimeout})
 	return callResult(res, err)
 }

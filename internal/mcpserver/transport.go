@@ -165,7 +165,13 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	so := o
 	so.Stateless = true
 	modern := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &so)
-	return &httpTasks{s: s, inner: inner, modern: modern, sessions: map[string]*httpSession{},
+	// A stateless request has no other stream than its own response: one
+	// that asks for progress is answered as server-sent events, so its
+	// notifications/progress travel before the result.
+	sse := so
+	sse.JSONResponse = false
+	modernSSE := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &sse)
+	return &httpTasks{s: s, inner: inner, modern: modern, modernSSE: modernSSE, sessions: map[string]*httpSession{},
 		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
 }
 
@@ -178,6 +184,7 @@ type httpTasks struct {
 	s         *Server
 	inner     http.Handler  // sessions (2025-11-25 and older)
 	modern    http.Handler  // stateless requests (2026-07-28 and newer)
+	modernSSE http.Handler  // the same, answering as server-sent events
 	timeout   time.Duration // idle sessions expire; <= 0: never
 	origin    *http.CrossOriginProtection
 	checkHost bool
@@ -387,6 +394,10 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.serveTasksExt(w, r, req) {
 			return
 		}
+		if wantsProgress(req) {
+			h.modernSSE.ServeHTTP(w, r)
+			return
+		}
 		h.modern.ServeHTTP(w, r)
 		return
 	}
@@ -533,3 +544,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 func (r *recorder) Flush() {}
+
+// wantsProgress reports a request that carries _meta.progressToken.
+func wantsProgress(req *jsonrpc.Request) bool {
+	var p struct {
+		Meta struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(req.Params, &p) == nil && len(p.Meta.Token) > 0 && string(p.Meta.Token) != "null"
+}
