@@ -16,8 +16,8 @@ import (
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // NamePattern is the rule for model-facing tool names (Anthropic's and OpenAI's).

@@ -9,8 +9,8 @@ package executions
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
