@@ -84,6 +84,9 @@ type ExecutionInput struct {
 	// (UpdateExecutionApproval) instead of being refused: the starter can
 	// put the question to its caller (MCP tasks, as input_required).
 	AskApproval bool `json:"askApproval,omitempty"`
+	// Client is the round of the MCP client that called, for tools that
+	// ask it for input (tools.Tool.ClientInput); nil otherwise.
+	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
 // ExecutionApproval is the approval an execution waits for.

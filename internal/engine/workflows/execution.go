@@ -41,7 +41,13 @@ type ExecutionInput struct {
 	Plan         activities.CallPlan `json:"plan"`
 	SkipApproval bool                `json:"skipApproval,omitempty"`
 	AskApproval  bool                `json:"askApproval,omitempty"`
+	// Client is the MCP client's round (signals.ExecutionInput.Client).
+	Client *protocol.ClientRound `json:"client,omitempty"`
 }
+
+// changeClientInput versions client input rounds (eve 0.4): the round
+// reaches the tool, and a round that asks keeps its requests as output.
+const changeClientInput = "eve-client-input"
 
 // ExecutionOutput is signals.ExecutionOutput.
 type ExecutionOutput = signals.ExecutionOutput
@@ -64,6 +70,8 @@ type execution struct {
 	out    ExecutionOutput
 	action *actionState // delegated tools only
 	answer *signals.ExecutionApprovalAnswer
+	// client is the MCP client's round, once versioned in.
+	client *protocol.ClientRound
 }
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
@@ -81,6 +89,11 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 	}}
 	if err := e.registerHandlers(ctx); err != nil {
 		return ExecutionOutput{}, err
+	}
+	// Only executions started with a round ask for the version: the
+	// others record (and replay) nothing new.
+	if in.Client != nil && workflow.GetVersion(ctx, changeClientInput, workflow.DefaultVersion, 1) == 1 {
+		e.client = in.Client
 	}
 	outcome := e.run(ctx)
 	e.settle(ctx, outcome)
@@ -222,7 +235,7 @@ func (e *execution) plan() activities.CallPlan {
 
 func (e *execution) toolInput(c *pendingCall) activities.ExecuteToolInput {
 	p := c.plan
-	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
 }
 
 func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
@@ -249,6 +262,9 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 	}
 	e.out.Status, code = ExecutionStatusOf(code)
 	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
+	if code == protocol.CodeClientInputRequired && e.client != nil {
+		e.out.Output = o.Output // the requests, for the MCP server
+	}
 }
 
 // ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a

@@ -119,7 +119,7 @@ func fixtures() []*tools.Tool {
 			return "progress reported: 0, 50, 100", nil
 		})
 	progress.HeartbeatTimeout = 2 * time.Second
-	return []*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers, progress}
+	return append([]*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers, progress}, roundFixtures()...)
 }
 
 func newAgent() (*agent.Agent, error) {
