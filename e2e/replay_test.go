@@ -28,6 +28,7 @@ import (
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // Saved workflow histories guard running sessions against incompatible
@@ -459,6 +460,46 @@ func TestRecordHistories(t *testing.T) {
 		}
 		save(map[bool]string{true: "execution-approval-approved", false: "execution-approval-denied"}[approve], res.ID)
 	}
+
+	// Client input rounds (MCP multi round-trip): a round that asks the
+	// client, then the round its answer starts.
+	cenv := evetest.New(t)
+	ca := evetest.Agent(t, `rules: []`, askNameTool())
+	startExecutionWorker(t, cenv, ca)
+	csvc, err := toolsapi.New(toolsapi.Options{Client: cenv.Client, TaskQueue: cenv.TaskQueue, Agent: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := json.RawMessage(`{"elicitation":{}}`)
+	for i, round := range []*protocol.ClientRound{
+		{Capabilities: caps},
+		{Capabilities: caps, State: json.RawMessage(`{"asked":1}`), Responses: map[string]json.RawMessage{"user_name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}},
+	} {
+		res, err := csvc.StartRound(ctx, "test.ask_name", "alice", json.RawMessage(`{}`), round, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err = csvc.Wait(ctx, res.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		save([]string{"execution-client-round-asks", "execution-client-round-answered"}[i], res.ID)
+	}
+}
+
+// askNameTool asks its MCP client for a name, then greets it.
+func askNameTool() *tools.Tool {
+	t := tools.Func("ask_name", "Asks the client for a name.", func(ctx *tools.Context, _ struct{}) (string, error) {
+		var a struct {
+			Action  string            `json:"action"`
+			Content map[string]string `json:"content"`
+		}
+		if ctx.Client.Response("user_name", &a) && a.Action == "accept" {
+			return "Hello, " + a.Content["name"], nil
+		}
+		return "", tools.AskClient(map[string]protocol.ClientRequest{"user_name": tools.Elicit("What is your name?", map[string]any{"type": "object"})}, map[string]int{"asked": 1})
+	})
+	t.ClientInput = true
+	return t
 }
 
 func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {

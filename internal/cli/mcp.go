@@ -89,8 +89,12 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if idle == 0 {
 				idle = -1 // 0 on the command line: never expire
 			}
+			stateKey, err := mcpStateKey()
+			if err != nil {
+				return err
+			}
 			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, BareNames: bareNames, Logger: logger,
-				SessionTimeout: idle, TrustedOrigins: origins, TaskTools: taskTools})
+				SessionTimeout: idle, TrustedOrigins: origins, TaskTools: taskTools, StateKey: stateKey})
 			if err != nil {
 				return err
 			}
@@ -124,6 +128,23 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().StringToStringVar(&taskTools, "task-tool", nil, "a tool (its MCP name) that runs as a task for clients that negotiate MCP Tasks: NAME=optional or NAME=required (repeatable; async tools are always required)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "with --http: a browser origin (https://app.example.com) whose cross-origin requests are accepted (repeatable)")
 	return cmd
+}
+
+// minStateKey is the shortest EVE_MCP_STATE_KEY accepted.
+const minStateKey = 32
+
+// mcpStateKey reads EVE_MCP_STATE_KEY, the secret that signs client input
+// rounds' requestState (nil: a random key per process). An environment
+// variable only: a secret on the command line shows in process lists.
+func mcpStateKey() ([]byte, error) {
+	k := config.Env("EVE_MCP_STATE_KEY", "")
+	if k == "" {
+		return nil, nil
+	}
+	if len(k) < minStateKey {
+		return nil, fmt.Errorf("EVE_MCP_STATE_KEY is %d bytes: give it at least %d random bytes (openssl rand -hex 32), the same on every eve mcp instance", len(k), minStateKey)
+	}
+	return []byte(k), nil
 }
 
 type nopWriteCloser struct{ io.Writer }

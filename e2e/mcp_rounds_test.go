@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/toolsapi"
+)
+
+// roundsEnv serves a tool that asks its MCP client for a name
+// (tools.AskClient) from instances that share a state key.
+func roundsEnv(t *testing.T) (*evetest.Env, func(key string) *mcpserver.Server) {
+	t.Helper()
+	env := evetest.New(t)
+	a := evetest.Agent(t, `rules: []`, askNameTool())
+	startExecutionWorker(t, env, a)
+	return env, func(key string) *mcpserver.Server {
+		svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice", StateKey: []byte(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+func roundCall(t *testing.T, url string, caps map[string]any, extra map[string]any) (int, map[string]any, map[string]any) {
+	t.Helper()
+	params := map[string]any{"name": "test.ask_name", "arguments": map[string]any{}, "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	return post2026(t, url, "tools/call", "test.ask_name", params)
+}
+
+// A 2026-07-28 client gets an InputRequiredResult, answers it on another
+// instance that shares the state key, and gets the tool's result; an
+// altered requestState, one of another key, and a client that cannot
+// elicit are refused.
+func TestMCPClientInputRounds(t *testing.T) {
+	_, instance := roundsEnv(t)
+	key := "0123456789abcdef0123456789abcdef"
+	serve := func(s *mcpserver.Server) string {
+		hs := httptest.NewServer(s.HTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	a, b, other := serve(instance(key)), serve(instance(key)), serve(instance("another key, 32 bytes long......"))
+	elicit := map[string]any{"elicitation": map[string]any{}}
+	st, res, rerr := roundCall(t, a, elicit, nil)
+	if st != 200 || rerr != nil || res["resultType"] != "input_required" {
+		t.Fatalf("round 1: %d %v %v", st, res, rerr)
+	}
+	reqs, _ := res["inputRequests"].(map[string]any)
+	ask, _ := reqs["user_name"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if ask["method"] != "elicitation/create" || state == "" {
+		t.Fatalf("round 1 asks %v with state %q", reqs, state)
+	}
+	answer := map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+	if _, res, rerr = roundCall(t, b, elicit, map[string]any{"inputResponses": answer, "requestState": state}); rerr != nil || res["resultType"] != "complete" {
+		t.Fatalf("round 2 on another instance: %v %v", res, rerr)
+	}
+	if content, _ := res["content"].([]any); len(content) != 1 || content[0].(map[string]any)["text"] != "Hello, Ada" {
+		t.Fatalf("round 2 content: %v", res)
+	}
+	for name, s := range map[string]string{"altered": state + "x", "another key": state} {
+		url := a
+		if name == "another key" {
+			url = other
+		}
+		if st, res, rerr := roundCall(t, url, elicit, map[string]any{"inputResponses": answer, "requestState": s}); rpcCode(rerr) != -32602 || res != nil {
+			t.Fatalf("%s state: %d %v %v", name, st, res, rerr)
+		}
+	}
+	// A client that cannot elicit is told which capability the tool needs.
+	st, res, rerr = roundCall(t, a, map[string]any{}, nil)
+	data, _ := json.Marshal(rerr["data"])
+	if st != 400 || rpcCode(rerr) != -32021 || string(data) != `{"requiredCapabilities":{"elicitation":{}}}` {
+		t.Fatalf("no elicitation: %d %v %v", st, res, rerr)
+	}
+}
+
+// A session client (2025-11-25) that can elicit is asked by the server
+// itself, mid-call (elicitation/create), over HTTP and stdio; the tool's
+// next round gets its answer.
+func TestMCPClientInputOverSessions(t *testing.T) {
+	env, instance := roundsEnv(t)
+	s := instance("")
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			ctx := env.Ctx(60 * time.Second)
+			asked := 0
+			cs := mcpConnectWith(t, ctx, s, transport, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked++
+				if r.Params.Message != "What is your name?" {
+					t.Errorf("asked %q", r.Params.Message)
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
+			}})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test.ask_name", Arguments: map[string]any{}})
+			if err != nil || res.IsError || mcpText(res) != "Hello, Grace" || asked != 1 {
+				t.Fatalf("call: %+v %v (asked %d times)", res, err, asked)
+			}
+			// Without the elicitation capability the call is refused, and
+			// nobody is asked.
+			plain := mcpConnect(t, ctx, s, transport, nil)
+			if res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: "test.ask_name", Arguments: map[string]any{}}); err == nil {
+				t.Fatalf("a client that cannot elicit: %+v", res)
+			}
+		})
+	}
+}
