@@ -63,7 +63,9 @@ func Sample(text string, maxTokens int) protocol.ClientRequest {
 }
 
 // ListRoots asks the client for its roots.
-func ListRoots() protocol.ClientRequest { return clientRequest(protocol.ClientListRoots, map[string]any{}) }
+func ListRoots() protocol.ClientRequest {
+	return clientRequest(protocol.ClientListRoots, map[string]any{})
+}
 
 func clientRequest(method string, params any) protocol.ClientRequest {
 	b, _ := json.Marshal(params) // maps of JSON values always encode
