@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -103,6 +105,51 @@ func clientCapabilities(req *mcp.CallToolRequest) json.RawMessage {
 		}
 	}
 	return json.RawMessage("{}")
+}
+
+// taskRound is a task-augmented tools/call of a client-input tool
+// (SEP-2663 with SEP-2322): its rounds ask synchronously, with
+// InputRequiredResult, and the round that does not ask becomes the task
+// (CreateTaskResult), so the task carries no requestState. The answer
+// waits until the round asks or ends, at most askWait; a round still
+// running then is the task.
+func (s *Server) taskRound(ctx context.Context, e *entry, user string, p modernParams) (any, error) {
+	round := &protocol.ClientRound{Capabilities: p.Meta[metaClientCapabilities], Responses: p.InputResponses}
+	if p.RequestState != "" {
+		st, err := s.openState(p.RequestState, e.canonical, user)
+		if err != nil {
+			return nil, err
+		}
+		round.State = st
+	}
+	res, err := s.svc.StartRound(ctx, e.canonical, user, p.Arguments, round, true)
+	if err != nil {
+		var apiErr *toolsapi.Error
+		if errors.As(err, &apiErr) && apiErr.Status < 500 {
+			return nil, rpcError(jsonrpc.CodeInvalidParams, "%s", apiErr.Message)
+		}
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, askWait)
+	defer cancel()
+	if done, err := s.svc.Wait(wctx, res.ID, 0); err == nil {
+		if ask, ok := askedClient(done); ok {
+			out, err := s.inputRequired(e, user, round, ask)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"resultType": "input_required", "inputRequests": out.InputRequests, "requestState": out.RequestState}, nil
+		}
+	} else if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	st, _, err := s.ownedTask(ctx, user, res.ID)
+	if err != nil {
+		return nil, err
+	}
+	t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
+	t["resultType"] = "task"
+	return t, nil
 }
 
 // roundOf is the round a tools/call starts: its verified state, its

@@ -47,6 +47,7 @@ type modernParams struct {
 	Arguments      json.RawMessage            `json:"arguments"`
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	RequestState   string                     `json:"requestState"`
 	Meta           map[string]json.RawMessage `json:"_meta"`
 }
 
@@ -124,7 +125,7 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 		status := http.StatusOK
-		if we.Code == jsonrpc.CodeInvalidParams {
+		if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeMissingRequiredCapability {
 			status = http.StatusBadRequest
 		}
 		writeRPC(w, status, req.ID, nil, we)
@@ -159,6 +160,9 @@ func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr
 func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
 	switch method {
 	case "tools/call":
+		if e.clientInput {
+			return s.taskRound(ctx, e, user, p)
+		}
 		res, err := s.svc.StartAsking(ctx, e.canonical, user, p.Arguments)
 		if err != nil {
 			var apiErr *toolsapi.Error

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
@@ -189,5 +190,18 @@ func roundFixtures() []*tools.Tool {
 			}
 			return "", tools.AskClient(map[string]protocol.ClientRequest{"sample": tools.Sample("Say hello", 20)}, nil)
 		})
-	return []*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing}
+	// Gathers a name in a round, then works on as a task (run.mjs marks it
+	// a required task tool).
+	withTask := roundTool("test_tool_with_task", "Asks for a name, then works on it as a task.",
+		func(ctx *tools.Context, c *protocol.ClientRound) (string, error) {
+			name, ok := answer(c, "user_name", "name")
+			if !ok {
+				return "", tools.AskClient(askName, nil)
+			}
+			if err := sleep(ctx, time.Second); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Hello, %s! (asked before the task began)", name), nil
+		})
+	return []*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing, withTask}
 }
