@@ -31,6 +31,8 @@ type ClientRequest struct {
 type ClientInputRequest struct {
 	InputRequests map[string]ClientRequest `json:"inputRequests"`
 	State         json.RawMessage          `json:"state,omitempty"`
+	// BeforeTask: asked before any task exists (tools.AskClientBeforeTask).
+	BeforeTask bool `json:"beforeTask,omitempty"`
 }
 
 // ClientRound is what a round's tool learns of its client: the answers to
@@ -41,6 +43,10 @@ type ClientRound struct {
 	Responses    map[string]json.RawMessage `json:"responses,omitempty"`
 	State        json.RawMessage            `json:"state,omitempty"`
 	Capabilities json.RawMessage            `json:"capabilities,omitempty"`
+	// Task: the call runs as an MCP task, which waits (input_required)
+	// for the answers to what a round asks and then runs the next round in
+	// the same execution; otherwise each round is its own execution.
+	Task bool `json:"task,omitempty"`
 }
 
 // Declares reports whether the client declared capability name

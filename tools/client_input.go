@@ -18,6 +18,8 @@ import (
 type ClientInputRequired struct {
 	Requests map[string]protocol.ClientRequest
 	State    json.RawMessage
+	// BeforeTask: see AskClientBeforeTask.
+	BeforeTask bool
 }
 
 func (e *ClientInputRequired) Error() string {
@@ -46,6 +48,20 @@ func AskClient(requests map[string]protocol.ClientRequest, state any) error {
 		e.State = b
 	}
 	return e
+}
+
+// AskClientBeforeTask is AskClient for input a task needs before it
+// begins: a task-augmented call is answered with the requests (an
+// InputRequiredResult) instead of a task, and the task begins with the
+// round that does not ask. AskClient in a task instead keeps the task
+// waiting (input_required) until the client answers through tasks/update.
+// Outside tasks the two are the same.
+func AskClientBeforeTask(requests map[string]protocol.ClientRequest, state any) error {
+	err := AskClient(requests, state)
+	if e, ok := err.(*ClientInputRequired); ok {
+		e.BeforeTask = true
+	}
+	return err
 }
 
 // Elicit is an elicitation request: a message and the schema of the

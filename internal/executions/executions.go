@@ -295,9 +295,14 @@ func (d *Driver) Query(ctx context.Context, id, runID string, wait time.Duration
 // workflow has taken it (or refused it: it waits for nothing, or the
 // answer is not its owner's).
 func (d *Driver) Answer(ctx context.Context, id, runID string, a signals.ExecutionApprovalAnswer) error {
+	return d.update(ctx, id, runID, signals.UpdateExecutionApproval, a, "answer execution approval")
+}
+
+// update runs one update of an execution; a refusal is a *RefusedError.
+func (d *Driver) update(ctx context.Context, id, runID, name string, arg any, op string) error {
 	h, err := d.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, RunID: runID, UpdateName: signals.UpdateExecutionApproval,
-		Args: []any{a}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, RunID: runID, UpdateName: name,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		var nf *serviceerror.NotFound
@@ -308,16 +313,22 @@ func (d *Driver) Answer(ctx context.Context, id, runID string, a signals.Executi
 		if errors.As(err, &appErr) {
 			return &RefusedError{Message: appErr.Message()}
 		}
-		return d.temporalError("answer execution approval", err)
+		return d.temporalError(op, err)
 	}
 	if err := h.Get(ctx, nil); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			return &RefusedError{Message: appErr.Message()}
 		}
-		return d.temporalError("answer execution approval", err)
+		return d.temporalError(op, err)
 	}
 	return nil
+}
+
+// AnswerClient delivers answers to a task's pending client requests and
+// returns once the workflow has taken them (or refused them).
+func (d *Driver) AnswerClient(ctx context.Context, id, runID string, a signals.ExecutionClientAnswer) error {
+	return d.update(ctx, id, runID, signals.UpdateExecutionClientInput, a, "answer execution client input")
 }
 
 // RefusedError: the execution refused an answer (its validator's reason).

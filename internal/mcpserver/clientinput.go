@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 )
@@ -114,7 +115,7 @@ func clientCapabilities(req *mcp.CallToolRequest) json.RawMessage {
 // waits until the round asks or ends, at most askWait; a round still
 // running then is the task.
 func (s *Server) taskRound(ctx context.Context, e *entry, user string, p modernParams) (any, error) {
-	round := &protocol.ClientRound{Capabilities: p.Meta[metaClientCapabilities], Responses: p.InputResponses}
+	round := &protocol.ClientRound{Capabilities: p.Meta[metaClientCapabilities], Responses: p.InputResponses, Task: true}
 	if p.RequestState != "" {
 		st, err := s.openState(p.RequestState, e.canonical, user)
 		if err != nil {
@@ -130,26 +131,52 @@ func (s *Server) taskRound(ctx context.Context, e *entry, user string, p modernP
 		}
 		return nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, askWait)
-	defer cancel()
-	if done, err := s.svc.Wait(wctx, res.ID, 0); err == nil {
-		if ask, ok := askedClient(done); ok {
-			out, err := s.inputRequired(e, user, round, ask)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"resultType": "input_required", "inputRequests": out.InputRequests, "requestState": out.RequestState}, nil
-		}
-	} else if ctx.Err() != nil {
-		return nil, ctx.Err()
+	st, err := s.awaitRound(ctx, res.ID)
+	if err != nil {
+		return nil, err
 	}
-	st, _, err := s.ownedTask(ctx, user, res.ID)
+	if ask, ok := askedClient(st.Result); ok && ask.BeforeTask {
+		out, err := s.inputRequired(e, user, round, ask)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"resultType": "input_required", "inputRequests": out.InputRequests, "requestState": out.RequestState}, nil
+	}
+	st, _, err = s.ownedTask(ctx, user, res.ID)
 	if err != nil {
 		return nil, err
 	}
 	t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
 	t["resultType"] = "task"
 	return t, nil
+}
+
+// awaitRound waits until a task's first round ends or asks its client
+// within the task, at most askWait, and returns the execution's state.
+func (s *Server) awaitRound(ctx context.Context, id string) (executions.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, askWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, _, err := s.svc.Describe(ctx, id)
+		if err != nil && ctx.Err() == nil {
+			return st, err
+		}
+		if err == nil && st.Result.Status.Terminal() {
+			return st, nil
+		}
+		if err == nil {
+			if out, err := s.svc.Pending(ctx, id, st.RunID); err == nil && len(out.ClientInput) > 0 {
+				return st, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil // still running: the task answers
+		case <-tick.C:
+		}
+	}
 }
 
 // roundOf is the round a tools/call starts: its verified state, its

@@ -188,12 +188,19 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 		t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
 		t["resultType"] = "complete"
 		if !st.Result.Status.Terminal() {
-			// Only the workflow knows whether it waits for a person: ask it.
-			pending, err := s.svc.PendingApproval(ctx, p.TaskID, st.RunID)
-			if err == nil && pending != nil {
+			// Only the workflow knows whether it waits for a person or for
+			// the client: ask it.
+			out, err := s.svc.Pending(ctx, p.TaskID, st.RunID)
+			switch {
+			case err != nil:
+			case out.Approval != nil:
 				t["status"] = taskStatusInputRequired
 				t["statusMessage"] = "waiting for your approval"
-				t["inputRequests"] = map[string]any{pending.RequestID: approvalElicitation(pending)}
+				t["inputRequests"] = map[string]any{out.Approval.RequestID: approvalElicitation(out.Approval)}
+			case len(out.ClientInput) > 0:
+				t["status"] = taskStatusInputRequired
+				t["statusMessage"] = "waiting for your input"
+				t["inputRequests"] = out.ClientInput
 			}
 		}
 		return t, nil
@@ -211,6 +218,9 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 	default: // tasks/update
 		st, _, err := s.ownedTask(ctx, user, p.TaskID)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.answerTaskInput(ctx, user, p.TaskID, st.RunID, p.InputResponses); err != nil {
 			return nil, err
 		}
 		raw, ok := p.InputResponses[signals.ExecutionApprovalRequestID]
@@ -321,4 +331,30 @@ func (s *Server) extTask(res catalog.ExecutionResult, created, closed time.Time)
 		delete(t, "statusMessage")
 	}
 	return t
+}
+
+// answerTaskInput delivers the responses to a task's pending client
+// requests (all but the approval's). Answers to requests the task no
+// longer waits for are dropped, as a retried tasks/update's are: the ack
+// stands, and tasks/get tells the state.
+func (s *Server) answerTaskInput(ctx context.Context, user, id, runID string, responses map[string]json.RawMessage) error {
+	out, err := s.svc.Pending(ctx, id, runID)
+	if err != nil || len(out.ClientInput) == 0 {
+		return nil
+	}
+	mine := map[string]json.RawMessage{}
+	for k, v := range responses {
+		if _, ok := out.ClientInput[k]; ok {
+			mine[k] = v
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	err = s.svc.AnswerClientInput(ctx, id, runID, mine, s.svc.UserOf(user))
+	var apiErr *toolsapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == "input_refused" {
+		return nil
+	}
+	return err
 }

@@ -354,14 +354,37 @@ type startExtra struct {
 // request, or nil. It asks the workflow (a query), waiting at most 5 s for
 // a worker.
 func (s *Service) PendingApproval(ctx context.Context, id, runID string) (*signals.ExecutionApproval, error) {
-	if err := s.reachable(id); err != nil {
+	out, err := s.Pending(ctx, id, runID)
+	if err != nil {
 		return nil, err
 	}
-	out, err := s.driver.Query(ctx, id, runID, 5*time.Second)
-	if err != nil {
-		return nil, s.driverError(err)
-	}
 	return out.Approval, nil
+}
+
+// Pending reads what a running execution waits for: its approval request
+// and its task's pending client requests (signals.ExecutionOutput's
+// Approval and ClientInput). It asks the workflow (a query), waiting at
+// most 5 s for a worker.
+func (s *Service) Pending(ctx context.Context, id, runID string) (signals.ExecutionOutput, error) {
+	if err := s.reachable(id); err != nil {
+		return signals.ExecutionOutput{}, err
+	}
+	out, err := s.driver.Query(ctx, id, runID, 5*time.Second)
+	return out, s.driverError(err)
+}
+
+// AnswerClientInput delivers answers, by request id, to a task's pending
+// client requests, as by.
+func (s *Service) AnswerClientInput(ctx context.Context, id, runID string, responses map[string]json.RawMessage, by auth.Principal) error {
+	if err := s.reachable(id); err != nil {
+		return err
+	}
+	err := s.driver.AnswerClient(ctx, id, runID, signals.ExecutionClientAnswer{Responses: responses, By: &by})
+	var refused *executions.RefusedError
+	if errors.As(err, &refused) {
+		return &Error{Status: http.StatusConflict, Code: "input_refused", Message: refused.Message}
+	}
+	return s.driverError(err)
 }
 
 // AnswerApproval answers the approval an execution waits for, as by.

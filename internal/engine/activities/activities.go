@@ -446,7 +446,7 @@ func clientInputOutcome(t *tools.Tool, in ExecuteToolInput, ask *tools.ClientInp
 		}
 		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked for client input, which it cannot do here: %s", t.Name, why))
 	}
-	out, err := json.Marshal(protocol.ClientInputRequest{InputRequests: ask.Requests, State: ask.State})
+	out, err := json.Marshal(protocol.ClientInputRequest{InputRequests: ask.Requests, State: ask.State, BeforeTask: ask.BeforeTask})
 	if err != nil {
 		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked for client input that does not encode: %v", t.Name, err))
 	}

@@ -72,6 +72,10 @@ type execution struct {
 	answer *signals.ExecutionApprovalAnswer
 	// client is the MCP client's round, once versioned in.
 	client *protocol.ClientRound
+	// call is the call that ran (re-run by a task's next client round);
+	// answers collects the client's answers to the pending round.
+	call    *pendingCall
+	answers map[string]json.RawMessage
 }
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
@@ -96,6 +100,9 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 		e.client = in.Client
 	}
 	outcome := e.run(ctx)
+	if e.client != nil && e.client.Task {
+		outcome = e.clientRounds(ctx, outcome)
+	}
 	e.settle(ctx, outcome)
 	// Let a settle update in flight answer before the workflow closes.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -116,6 +123,16 @@ func (e *execution) registerHandlers(ctx workflow.Context) error {
 			e.answer = &a
 			return nil
 		}, workflow.UpdateHandlerOptions{Validator: e.validateAnswer}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateExecutionClientInput,
+		func(ctx workflow.Context, a signals.ExecutionClientAnswer) error {
+			for id, r := range a.Responses {
+				e.answers[id] = r
+				delete(e.out.ClientInput, id)
+			}
+			return nil
+		}, workflow.UpdateHandlerOptions{Validator: e.validateClientAnswer}); err != nil {
 		return err
 	}
 	return registerActionHandlers(ctx, func(id string) *actionState {
@@ -175,6 +192,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		}
 		return activities.FailedOutcome(CodeApprovalRequired, msg)
 	}
+	e.call = c
 	return execute(ctx, e, c)
 }
 
@@ -196,7 +214,57 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
 	}
 	c.stage = stageRun
+	e.call = c
 	return execute(ctx, e, c)
+}
+
+// clientRounds keeps a task's execution going while its tool asks the
+// client (tools.AskClient): the requests wait in the state
+// (ClientInput, input_required to MCP) until UpdateExecutionClientInput
+// has answered all of them, possibly over several updates; then the tool
+// runs again with the answers and its state.
+func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome) activities.ToolOutcome {
+	for round := 1; ; round++ {
+		var ask protocol.ClientInputRequest
+		if e.call == nil || o.Error == nil || o.Error.Code != protocol.CodeClientInputRequired ||
+			json.Unmarshal(o.Output, &ask) != nil || ask.BeforeTask || len(ask.InputRequests) == 0 {
+			return o
+		}
+		if round > signals.MaxClientRounds {
+			return activities.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
+		}
+		e.out.ClientInput = map[string]protocol.ClientRequest{}
+		for id, r := range ask.InputRequests {
+			e.out.ClientInput[id] = r
+		}
+		e.answers = map[string]json.RawMessage{}
+		if err := workflow.Await(ctx, func() bool { return len(e.out.ClientInput) == 0 }); err != nil {
+			e.out.ClientInput = nil
+			return cancelledOutcome(e.in.Tool)
+		}
+		e.out.ClientInput = nil
+		e.client = &protocol.ClientRound{Responses: e.answers, State: ask.State, Capabilities: e.client.Capabilities, Task: true}
+		o = execute(ctx, e, e.call)
+	}
+}
+
+// validateClientAnswer accepts answers only to pending requests, from the
+// principal the execution runs for.
+func (e *execution) validateClientAnswer(a signals.ExecutionClientAnswer) error {
+	switch {
+	case len(e.out.ClientInput) == 0:
+		return fmt.Errorf("execution %s waits for no client input", e.in.ExecutionID)
+	case len(a.Responses) == 0:
+		return fmt.Errorf("execution %s: the answer carries no responses", e.in.ExecutionID)
+	case a.By == nil || a.By.ID != e.in.UserID || (e.in.Caller != nil && a.By.Type != e.in.Caller.Type):
+		return fmt.Errorf("only the principal execution %s runs for may answer its client input", e.in.ExecutionID)
+	}
+	for id := range a.Responses {
+		if _, ok := e.out.ClientInput[id]; !ok {
+			return fmt.Errorf("execution %s waits for no client input %q", e.in.ExecutionID, id)
+		}
+	}
+	return nil
 }
 
 // validateAnswer accepts only the answer to the approval the execution

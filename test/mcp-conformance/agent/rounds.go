@@ -196,12 +196,26 @@ func roundFixtures() []*tools.Tool {
 		func(ctx *tools.Context, c *protocol.ClientRound) (string, error) {
 			name, ok := answer(c, "user_name", "name")
 			if !ok {
-				return "", tools.AskClient(askName, nil)
+				return "", tools.AskClientBeforeTask(askName, nil)
 			}
 			if err := sleep(ctx, time.Second); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("Hello, %s! (asked before the task began)", name), nil
 		})
-	return []*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing, withTask}
+	// Asks two questions at once inside its task (input_required), which
+	// the client may answer one tasks/update at a time.
+	multiInput := roundTool("multi_input", "Asks two questions at once, as a task.",
+		func(_ *tools.Context, c *protocol.ClientRound) (string, error) {
+			first, ok1 := answer(c, "first", "name")
+			second, ok2 := answer(c, "second", "name")
+			if ok1 && ok2 {
+				return fmt.Sprintf("answers: %s, %s", first, second), nil
+			}
+			return "", tools.AskClient(map[string]protocol.ClientRequest{
+				"first":  tools.Elicit("First: what is your name?", stringSchema("name")),
+				"second": tools.Elicit("Second: what is your friend's name?", stringSchema("name")),
+			}, nil)
+		})
+	return []*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing, withTask, multiInput}
 }
