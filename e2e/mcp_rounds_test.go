@@ -19,14 +19,14 @@ import (
 func roundsEnv(t *testing.T) (*evetest.Env, func(key string) *mcpserver.Server) {
 	t.Helper()
 	env := evetest.New(t)
-	a := evetest.Agent(t, `rules: []`, askNameTool())
+	a := evetest.Agent(t, `rules: []`, askNameTool(), askTwoTool())
 	startExecutionWorker(t, env, a)
 	return env, func(key string) *mcpserver.Server {
 		svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice", StateKey: []byte(key)})
+		s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice", StateKey: []byte(key), TaskTools: map[string]string{"test.ask_two": "required"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,5 +122,65 @@ func TestMCPClientInputOverSessions(t *testing.T) {
 				t.Fatalf("a client that cannot elicit: %+v", res)
 			}
 		})
+	}
+}
+
+// In a task, the tool's questions wait in the execution: tasks/get shows
+// them (input_required), tasks/update answers them one at a time on
+// another instance, and the next round runs in the same task.
+func TestMCPTaskWaitsForClientInput(t *testing.T) {
+	env, instance := roundsEnv(t)
+	serve := func() string {
+		hs := httptest.NewServer(instance("").HTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	a, b := serve(), serve()
+	caps := map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{mcpserver.TasksExtension: map[string]any{}}}
+	call := func(url, method, name string, params map[string]any) (int, map[string]any, map[string]any) {
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps}
+		return post2026(t, url, method, name, params)
+	}
+	st, created, rerr := call(a, "tools/call", "test.ask_two", map[string]any{"name": "test.ask_two", "arguments": map[string]any{}})
+	if st != 200 || rerr != nil || created["resultType"] != "task" {
+		t.Fatalf("create: %d %v %v", st, created, rerr)
+	}
+	id := created["taskId"].(string)
+	pending := func(want ...string) {
+		t.Helper()
+		_, got, rerr := call(b, "tasks/get", id, map[string]any{"taskId": id})
+		reqs, _ := got["inputRequests"].(map[string]any)
+		if rerr != nil || got["status"] != "input_required" || len(reqs) != len(want) {
+			t.Fatalf("tasks/get: %v %v, want pending %v", got, rerr, want)
+		}
+		for _, k := range want {
+			if r, _ := reqs[k].(map[string]any); r["method"] != "elicitation/create" {
+				t.Fatalf("pending %s: %v", k, reqs)
+			}
+		}
+	}
+	pending("first", "second")
+	answer := func(key, name string) {
+		t.Helper()
+		_, ack, rerr := call(b, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": name}}}})
+		if rerr != nil || ack["resultType"] != "complete" || len(ack) != 1 {
+			t.Fatalf("tasks/update %s: %v %v", key, ack, rerr)
+		}
+	}
+	answer("first", "Ada")
+	pending("second")
+	answer("second", "Grace")
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: evetest.Agent(t, `rules: []`, askTwoTool())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := svc.Wait(env.Ctx(30*time.Second), id, 0); err != nil || !res.Status.Terminal() {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	_, got, rerr := call(a, "tasks/get", id, map[string]any{"taskId": id})
+	result, _ := got["result"].(map[string]any)
+	content, _ := result["content"].([]any)
+	if rerr != nil || got["status"] != "completed" || len(content) != 1 || content[0].(map[string]any)["text"] != "Ada and Grace" {
+		t.Fatalf("completed task: %v %v", got, rerr)
 	}
 }
