@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -182,5 +184,76 @@ func TestMCPTaskWaitsForClientInput(t *testing.T) {
 	content, _ := result["content"].([]any)
 	if rerr != nil || got["status"] != "completed" || len(content) != 1 || content[0].(map[string]any)["text"] != "Ada and Grace" {
 		t.Fatalf("completed task: %v %v", got, rerr)
+	}
+}
+
+// The tasks extension over stdio: the same task, created, answered and
+// read with stateless requests on newline-delimited JSON.
+func TestMCPTasksExtensionOverStdio(t *testing.T) {
+	env, instance := roundsEnv(t)
+	s := instance("")
+	ctx := env.Ctx(60 * time.Second)
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	go func() { _ = s.Serve(ctx, &mcp.IOTransport{Reader: c2sR, Writer: s2cW}) }()
+	t.Cleanup(func() { c2sW.Close() })
+	lines := bufio.NewScanner(s2cR)
+	lines.Buffer(make([]byte, 0, 1<<16), 1<<22)
+	next := 0
+	call := func(method string, params map[string]any) (map[string]any, map[string]any) {
+		t.Helper()
+		next++
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{
+			"elicitation": map[string]any{}, "extensions": map[string]any{mcpserver.TasksExtension: map[string]any{}}}}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": next, "method": method, "params": params})
+		if _, err := c2sW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for lines.Scan() {
+			var m struct {
+				ID     int            `json:"id"`
+				Result map[string]any `json:"result"`
+				Error  map[string]any `json:"error"`
+			}
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m.ID == next {
+				return m.Result, m.Error
+			}
+		}
+		t.Fatalf("%s: no answer (%v)", method, lines.Err())
+		return nil, nil
+	}
+	created, rerr := call("tools/call", map[string]any{"name": "test.ask_two", "arguments": map[string]any{}})
+	if rerr != nil || created["resultType"] != "task" {
+		t.Fatalf("create: %v %v", created, rerr)
+	}
+	id := created["taskId"].(string)
+	got, rerr := call("tasks/get", map[string]any{"taskId": id})
+	if reqs, _ := got["inputRequests"].(map[string]any); rerr != nil || got["status"] != "input_required" || len(reqs) != 2 {
+		t.Fatalf("tasks/get: %v %v", got, rerr)
+	}
+	ack, rerr := call("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"first":  map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
+		"second": map[string]any{"action": "accept", "content": map[string]any{"name": "Alan"}},
+	}})
+	if rerr != nil || ack["resultType"] != "complete" {
+		t.Fatalf("tasks/update: %v %v", ack, rerr)
+	}
+	for {
+		got, rerr = call("tasks/get", map[string]any{"taskId": id})
+		if rerr != nil || got["status"] == "completed" {
+			break
+		}
+		if got["status"] != "working" && got["status"] != "input_required" {
+			t.Fatalf("tasks/get: %v", got)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the task did not complete: %v", got)
+		case <-time.After(100 * time.Millisecond): // the client's poll interval
+		}
+	}
+	result, _ := got["result"].(map[string]any)
+	if content, _ := result["content"].([]any); rerr != nil || len(content) != 1 || content[0].(map[string]any)["text"] != "Ada and Alan" {
+		t.Fatalf("completed: %v %v", got, rerr)
 	}
 }

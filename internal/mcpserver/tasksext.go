@@ -69,24 +69,8 @@ var extMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks
 // extension and reports whether it did; every other request goes to the
 // SDK. Its headers are checked as the SDK checks the rest (SEP-2243).
 func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
-	if !req.IsCall() {
-		return false
-	}
-	var p modernParams
-	if json.Unmarshal(req.Params, &p) != nil || p.version() != modernVersion {
-		return false
-	}
-	var e *entry
-	switch {
-	case extMethods[req.Method]:
-	case req.Method == "tools/call":
-		if e = h.s.entries[p.Name]; e == nil || e.taskSupport == "" {
-			return false
-		}
-		if !p.tasksNegotiated() && e.taskSupport == "optional" {
-			return false // a plain call, served by the SDK
-		}
-	default:
+	e, p, ok := h.s.extRoute(req)
+	if !ok {
 		return false
 	}
 	name := p.TaskID
@@ -104,26 +88,14 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header must be %q (the request's %s)", name, map[bool]string{true: "tool name", false: "taskId"}[req.Method == "tools/call"])})
 		return true
 	}
-	if !p.tasksNegotiated() {
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
-		msg := errTasksExtensionNotNegotiated
-		if e != nil {
-			msg = fmt.Sprintf("tool %s runs only as a task: %s", p.Name, errTasksExtensionNotNegotiated)
-		}
-		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data})
-		return true
-	}
 	user, err := h.s.user(r.Header, auth.TokenInfoFromContext(r.Context()))
 	if err != nil {
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 		return true
 	}
-	res, err := h.s.tasksExt(r.Context(), user, req.Method, e, p)
+	res, err := h.s.extAnswer(r.Context(), user, req.Method, e, p)
 	if err != nil {
-		we, ok := err.(*jsonrpc.Error)
-		if !ok {
-			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
+		we := rpcErrorOf(err)
 		status := http.StatusOK
 		if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeMissingRequiredCapability {
 			status = http.StatusBadRequest
@@ -133,6 +105,52 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 	}
 	writeRPC(w, http.StatusOK, req.ID, res, nil)
 	return true
+}
+
+// extRoute reports whether the tasks extension answers req (a stateless
+// request of 2026-07-28: tasks/get, tasks/update, tasks/cancel, or
+// tools/call of a task tool that runs as a task), on any transport.
+func (s *Server) extRoute(req *jsonrpc.Request) (*entry, modernParams, bool) {
+	var p modernParams
+	if !req.IsCall() || json.Unmarshal(req.Params, &p) != nil || p.version() != modernVersion {
+		return nil, p, false
+	}
+	var e *entry
+	switch {
+	case extMethods[req.Method]:
+	case req.Method == "tools/call":
+		if e = s.entries[p.Name]; e == nil || e.taskSupport == "" {
+			return nil, p, false
+		}
+		if !p.tasksNegotiated() && e.taskSupport == "optional" {
+			return nil, p, false // a plain call, served by the SDK
+		}
+	default:
+		return nil, p, false
+	}
+	return e, p, true
+}
+
+// extAnswer answers a routed extension request: MissingRequiredClientCapability
+// unless the request negotiates the extension, else its result.
+func (s *Server) extAnswer(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
+	if !p.tasksNegotiated() {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
+		msg := errTasksExtensionNotNegotiated
+		if e != nil {
+			msg = fmt.Sprintf("tool %s runs only as a task: %s", p.Name, errTasksExtensionNotNegotiated)
+		}
+		return nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data}
+	}
+	return s.tasksExt(ctx, user, method, e, p)
+}
+
+func rpcErrorOf(err error) *jsonrpc.Error {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return we
 }
 
 func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr *jsonrpc.Error) {

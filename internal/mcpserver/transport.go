@@ -84,6 +84,24 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			return req, nil
 		}
+		if e, p, ok := c.s.extRoute(req); ok {
+			// The tasks extension over stdio: the same answers as over HTTP
+			// (no headers to check on this transport).
+			go func() {
+				resp := &jsonrpc.Response{ID: req.ID}
+				res, err := c.s.extAnswer(c.ctx, c.s.opts.UserID, req.Method, e, p)
+				if err == nil {
+					resp.Result, err = json.Marshal(res)
+				}
+				if err != nil {
+					resp.Result, resp.Error = nil, rpcErrorOf(err)
+				}
+				if err := c.Connection.Write(c.ctx, resp); err != nil {
+					c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
+				}
+			}()
+			continue
+		}
 		if !intercepts(req) {
 			return msg, nil
 		}
