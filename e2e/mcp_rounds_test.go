@@ -13,6 +13,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
@@ -255,5 +256,98 @@ func TestMCPTasksExtensionOverStdio(t *testing.T) {
 	result, _ := got["result"].(map[string]any)
 	if content, _ := result["content"].([]any); rerr != nil || len(content) != 1 || content[0].(map[string]any)["text"] != "Ada and Alan" {
 		t.Fatalf("completed: %v %v", got, rerr)
+	}
+}
+
+// With a notify bus, a task created on stdio is followed: each change of
+// its status reaches the client as notifications/tasks/status, pushed by
+// the execution workflow through the bus, without a tasks/get.
+func TestMCPTaskStatusNotificationsOverStdio(t *testing.T) {
+	env := evetest.New(t)
+	bus := notify.NewLocal()
+	a := evetest.Agent(t, `rules: []`, askTwoTool())
+	a.Notifier = bus
+	startExecutionWorker(t, env, a)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice", Bus: bus, TaskTools: map[string]string{"test.ask_two": "required"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := env.Ctx(60 * time.Second)
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	go func() { _ = s.Serve(ctx, &mcp.IOTransport{Reader: c2sR, Writer: s2cW}) }()
+	t.Cleanup(func() { c2sW.Close() })
+	msgs := make(chan map[string]any, 32)
+	go func() {
+		sc := bufio.NewScanner(s2cR)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{
+		"elicitation": map[string]any{}, "extensions": map[string]any{mcpserver.TasksExtension: map[string]any{}}}}
+	send := func(id int, method string, params map[string]any) {
+		params["_meta"] = meta
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := c2sW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next returns the next message: an answer or a status notification.
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m := <-msgs:
+			return m
+		case <-ctx.Done():
+			t.Fatal("no message")
+			return nil
+		}
+	}
+	send(1, "tools/call", map[string]any{"name": "test.ask_two", "arguments": map[string]any{}})
+	created := next()
+	res, _ := created["result"].(map[string]any)
+	if created["id"] != float64(1) || res["resultType"] != "task" {
+		t.Fatalf("create: %v", created)
+	}
+	id := res["taskId"].(string)
+	status := func(want string) map[string]any {
+		t.Helper()
+		for {
+			m := next()
+			if m["method"] != "notifications/tasks/status" {
+				continue // an answer
+			}
+			p, _ := m["params"].(map[string]any)
+			if p["taskId"] != id {
+				t.Fatalf("notification of another task: %v", m)
+			}
+			if p["status"] == want {
+				return p
+			}
+			if p["status"] != "working" {
+				t.Fatalf("status %v, want %s", p["status"], want)
+			}
+		}
+	}
+	p := status("input_required")
+	if reqs, _ := p["inputRequests"].(map[string]any); len(reqs) != 2 {
+		t.Fatalf("input_required without its requests: %v", p)
+	}
+	send(2, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"first":  map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
+		"second": map[string]any{"action": "accept", "content": map[string]any{"name": "Alan"}},
+	}})
+	p = status("completed")
+	result, _ := p["result"].(map[string]any)
+	if content, _ := result["content"].([]any); len(content) != 1 || content[0].(map[string]any)["text"] != "Ada and Alan" {
+		t.Fatalf("completed: %v", p)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -93,7 +94,12 @@ type Options struct {
 	// rounds need the same key (EVE_MCP_STATE_KEY). Default: a random key
 	// of this process.
 	StateKey []byte
-	Logger   *slog.Logger
+	// Bus, when set, carries the execution workflows' state changes
+	// (EVE_NOTIFY, as session streams use it): tasks created on stdio get
+	// notifications/tasks/status as their status changes. Without it
+	// clients poll tasks/get.
+	Bus    notify.Bus
+	Logger *slog.Logger
 }
 
 // Server is an MCP server over a toolsapi.Service.

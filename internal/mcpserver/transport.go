@@ -42,7 +42,9 @@ func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{}}, nil
+	tc := &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{}}
+	tc.status = newStatusWatch(tctx, t.s, t.s.opts.UserID, c.Write)
+	return tc, nil
 }
 
 // SupportsProtocolVersion forwards to the wrapped transport.
@@ -62,6 +64,7 @@ type taskConn struct {
 	tasks   atomic.Bool // the client announced Tasks in initialize
 	mu      sync.Mutex
 	initIDs map[any]bool
+	status  *statusWatch // pushes the status of the tasks created here
 }
 
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -99,6 +102,9 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				if err := c.Connection.Write(c.ctx, resp); err != nil {
 					c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
 				}
+				if m, ok := res.(map[string]any); ok && resp.Error == nil && m["resultType"] == "task" {
+					c.status.watch(m["taskId"].(string), m["status"].(string), true) // after the answer
+				}
 			}()
 			continue
 		}
@@ -110,6 +116,12 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			resp := c.s.handleTask(c.ctx, c.s.opts.UserID, negotiated, req)
 			if err := c.Connection.Write(c.ctx, resp); err != nil {
 				c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
+			}
+			var created struct {
+				Task *Task `json:"task"`
+			}
+			if req.Method == "tools/call" && resp.Error == nil && json.Unmarshal(resp.Result, &created) == nil && created.Task != nil {
+				c.status.watch(created.Task.TaskID, created.Task.Status, false) // after the answer
 			}
 		}()
 	}
@@ -131,6 +143,7 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *taskConn) Close() error {
+	c.status.close()
 	c.cancel()
 	return c.Connection.Close()
 }

@@ -56,8 +56,16 @@ type ExecutionOutput = signals.ExecutionOutput
 // signals.ExecutionWorkflow. It runs the activities agent.Register
 // registers (ExecuteTool, EvaluateApproval), so register both on the same
 // worker. Registering twice is harmless.
-func RegisterExecutions(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{
+func RegisterExecutions(reg WorkflowRegistry) { (*Runtime)(nil).RegisterExecutions(reg) }
+
+// RegisterExecutions registers the execution workflow of this runtime: its
+// Notifier, when set, hears each change of an execution's state (under the
+// execution id, the count of changes), so MCP servers push task status
+// instead of polling.
+func (r *Runtime) RegisterExecutions(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+		return execution{rt: r}.runWorkflow(ctx, in)
+	}, workflow.RegisterOptions{
 		Name:                          signals.ExecutionWorkflow,
 		DisableAlreadyRegisteredCheck: true,
 		VersioningBehavior:            ExecutionBehavior,
@@ -66,7 +74,9 @@ func RegisterExecutions(reg WorkflowRegistry) {
 
 // execution is one running execution workflow.
 type execution struct {
-	in     ExecutionInput
+	rt      *Runtime // its Notifier hears state changes; nil: none
+	changes int
+	in      ExecutionInput
 	out    ExecutionOutput
 	action *actionState // delegated tools only
 	answer *signals.ExecutionApprovalAnswer
@@ -81,11 +91,22 @@ type execution struct {
 // Execution runs one tool call outside a session. Tool failures, timeouts
 // and cancellation are results (Status), never a failed workflow.
 func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+	return execution{}.runWorkflow(ctx, in)
+}
+
+// changed tells the runtime's Notifier that the execution's state changed
+// (outside replay; nothing is recorded).
+func (e *execution) changed(ctx workflow.Context) {
+	e.changes++
+	e.rt.notify(ctx, e.in.ExecutionID, e.changes)
+}
+
+func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
 	info := workflow.GetInfo(ctx)
 	if in.ExecutionID == "" {
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
-	e := &execution{in: in, out: ExecutionOutput{
+	e := &execution{rt: x.rt, in: in, out: ExecutionOutput{
 		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
@@ -99,11 +120,13 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 	if in.Client != nil && workflow.GetVersion(ctx, changeClientInput, workflow.DefaultVersion, 1) == 1 {
 		e.client = in.Client
 	}
+	e.changed(ctx) // running
 	outcome := e.run(ctx)
 	if e.client != nil && e.client.Task {
 		outcome = e.clientRounds(ctx, outcome)
 	}
 	e.settle(ctx, outcome)
+	e.changed(ctx)
 	// Let a settle update in flight answer before the workflow closes.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
@@ -130,6 +153,9 @@ func (e *execution) registerHandlers(ctx workflow.Context) error {
 			for id, r := range a.Responses {
 				e.answers[id] = r
 				delete(e.out.ClientInput, id)
+			}
+			if len(e.out.ClientInput) > 0 {
+				e.changed(ctx) // fewer pending requests
 			}
 			return nil
 		}, workflow.UpdateHandlerOptions{Validator: e.validateClientAnswer}); err != nil {
@@ -201,11 +227,13 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOutcome {
 	p := c.plan
 	e.out.Approval = &signals.ExecutionApproval{RequestID: signals.ExecutionApprovalRequestID, Tool: e.in.Tool, Input: p.Call.Input, Reason: c.reason}
+	e.changed(ctx)
 	if err := workflow.Await(ctx, func() bool { return e.answer != nil }); err != nil {
 		e.out.Approval = nil
 		return cancelledOutcome(e.in.Tool)
 	}
 	e.out.Approval = nil
+	e.changed(ctx)
 	if !e.answer.Approved {
 		msg := fmt.Sprintf("the call to %s was denied by %s", e.in.Tool, e.answer.By.ID)
 		if e.answer.Reason != "" {
@@ -238,11 +266,13 @@ func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome)
 			e.out.ClientInput[id] = r
 		}
 		e.answers = map[string]json.RawMessage{}
+		e.changed(ctx)
 		if err := workflow.Await(ctx, func() bool { return len(e.out.ClientInput) == 0 }); err != nil {
 			e.out.ClientInput = nil
 			return cancelledOutcome(e.in.Tool)
 		}
 		e.out.ClientInput = nil
+		e.changed(ctx)
 		e.client = &protocol.ClientRound{Responses: e.answers, State: ask.State, Capabilities: e.client.Capabilities, Task: true}
 		o = execute(ctx, e, e.call)
 	}
