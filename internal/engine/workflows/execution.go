@@ -77,9 +77,9 @@ type execution struct {
 	rt      *Runtime // its Notifier hears state changes; nil: none
 	changes int
 	in      ExecutionInput
-	out    ExecutionOutput
-	action *actionState // delegated tools only
-	answer *signals.ExecutionApprovalAnswer
+	out     ExecutionOutput
+	action  *actionState // delegated tools only
+	answer  *signals.ExecutionApprovalAnswer
 	// client is the MCP client's round, once versioned in.
 	client *protocol.ClientRound
 	// call is the call that ran (re-run by a task's next client round);
