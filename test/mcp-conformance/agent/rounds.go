@@ -217,5 +217,95 @@ func roundFixtures() []*tools.Tool {
 				"second": tools.Elicit("Second: what is your friend's name?", stringSchema("name")),
 			}, nil)
 		})
-	return []*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing, withTask, multiInput}
+	return append([]*tools.Tool{elicit, sampling, roots, state, tampered, multiple, multiRound, capabilities, missing, withTask, multiInput}, midCallFixtures()...)
+}
+
+type messageIn struct {
+	Message string `json:"message"`
+}
+
+type promptIn struct {
+	Prompt string `json:"prompt"`
+}
+
+// elicitResult reads an elicitation answer as the suite prints it.
+func elicitResult(c *protocol.ClientRound, id string) (string, bool) {
+	var e elicited
+	if !c.Response(id, &e) {
+		return "", false
+	}
+	b, _ := json.Marshal(e.Content)
+	return fmt.Sprintf("action=%s, content=%s", e.Action, b), true
+}
+
+// midCallFixtures are the suite's tools that ask the client while the
+// call runs (2025-11-25: the SDK puts the request to the session's
+// client; 2026-07-28: an InputRequiredResult).
+func midCallFixtures() []*tools.Tool {
+	elicit := tools.Func("test_elicitation", "Asks the user the given message.", func(ctx *tools.Context, in messageIn) (string, error) {
+		if err := needClient(ctx); err != nil {
+			return "", err
+		}
+		if r, ok := elicitResult(ctx.Client, "user"); ok {
+			return "User response: " + r, nil
+		}
+		return "", tools.AskClient(map[string]protocol.ClientRequest{"user": tools.Elicit(in.Message, map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"username": map[string]any{"type": "string", "description": "User's response"},
+				"email":    map[string]any{"type": "string", "description": "User's email address"},
+			},
+			"required": []string{"username", "email"},
+		})}, nil)
+	})
+	elicit.ClientInput = true
+	sample := tools.Func("test_sampling", "Asks the client's model the given prompt.", func(ctx *tools.Context, in promptIn) (string, error) {
+		if err := needClient(ctx); err != nil {
+			return "", err
+		}
+		if text, ok := sampled(ctx.Client, "llm"); ok {
+			return "LLM response: " + text, nil
+		}
+		return "", tools.AskClient(map[string]protocol.ClientRequest{"llm": tools.Sample(in.Prompt, 100)}, nil)
+	})
+	sample.ClientInput = true
+	form := func(name, desc string, schema map[string]any) *tools.Tool {
+		return roundTool(name, desc, func(_ *tools.Context, c *protocol.ClientRound) (string, error) {
+			if r, ok := elicitResult(c, "form"); ok {
+				return "Elicitation completed: " + r, nil
+			}
+			return "", tools.AskClient(map[string]protocol.ClientRequest{"form": tools.Elicit("Please fill in the form", schema)}, nil)
+		})
+	}
+	defaults := form("test_elicitation_sep1034_defaults", "Asks with defaults for every primitive type.", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":     map[string]any{"type": "string", "default": "John Doe"},
+			"age":      map[string]any{"type": "integer", "default": 30},
+			"score":    map[string]any{"type": "number", "default": 95.5},
+			"status":   map[string]any{"type": "string", "enum": []string{"active", "inactive", "pending"}, "default": "active"},
+			"verified": map[string]any{"type": "boolean", "default": true},
+		},
+	})
+	titled := func(prefix string, labels ...string) []any {
+		var out []any
+		for i, l := range labels {
+			out = append(out, map[string]any{"const": fmt.Sprintf("%s%d", prefix, i+1), "title": l})
+		}
+		return out
+	}
+	enums := form("test_elicitation_sep1330_enums", "Asks with each enum form.", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"untitledSingle": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}},
+			"titledSingle":   map[string]any{"type": "string", "oneOf": titled("value", "First Option", "Second Option", "Third Option")},
+			"legacyEnum":     map[string]any{"type": "string", "enum": []string{"opt1", "opt2", "opt3"}, "enumNames": []string{"Option One", "Option Two", "Option Three"}},
+			"untitledMulti":  map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}}},
+			"titledMulti":    map[string]any{"type": "array", "items": map[string]any{"anyOf": titled("value", "First Choice", "Second Choice", "Third Choice")}},
+		},
+	})
+	// Asks for input with an InputRequiredResult, never with a request of
+	// its own on the response stream.
+	streaming := roundTool("test_streaming_elicitation", "Asks the user for a name.", greetByName)
+	return []*tools.Tool{elicit, sample, defaults, enums, streaming}
 }
