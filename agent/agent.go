@@ -300,7 +300,7 @@ func Register(w worker.Registry, a *Agent) error {
 		rt.Notifier = a.Notifier
 	}
 	rt.Register(w)
-	workflows.RegisterExecutions(w)
+	rt.RegisterExecutions(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions, CheckTool: toolcatalog.Check,
 		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})

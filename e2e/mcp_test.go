@@ -34,6 +34,12 @@ func newMCPServer(t *testing.T, e *tapiEnv) *mcpserver.Server {
 // (newline-delimited JSON on pipes) or streamable HTTP.
 func mcpConnect(t *testing.T, ctx context.Context, s *mcpserver.Server, transport string, caps *mcp.ClientCapabilities) *mcp.ClientSession {
 	t.Helper()
+	return mcpConnectWith(t, ctx, s, transport, &mcp.ClientOptions{Capabilities: caps})
+}
+
+// mcpConnectWith is mcpConnect with the client's options.
+func mcpConnectWith(t *testing.T, ctx context.Context, s *mcpserver.Server, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	var ct mcp.Transport
 	switch transport {
 	case "stdio":
@@ -46,7 +52,7 @@ func mcpConnect(t *testing.T, ctx context.Context, s *mcpserver.Server, transpor
 		t.Cleanup(hs.Close)
 		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "eve-e2e", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	c := mcp.NewClient(&mcp.Implementation{Name: "eve-e2e", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatalf("%s: connect: %v", transport, err)

@@ -28,6 +28,7 @@ import (
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // Saved workflow histories guard running sessions against incompatible
@@ -476,6 +477,86 @@ func TestRecordHistories(t *testing.T) {
 		}
 		save(map[bool]string{true: "execution-approval-approved", false: "execution-approval-denied"}[approve], res.ID)
 	}
+
+	// Client input rounds (MCP multi round-trip): a round that asks the
+	// client, then the round its answer starts.
+	cenv := evetest.New(t)
+	ca := evetest.Agent(t, `rules: []`, askNameTool(), askTwoTool())
+	startExecutionWorker(t, cenv, ca)
+	csvc, err := toolsapi.New(toolsapi.Options{Client: cenv.Client, TaskQueue: cenv.TaskQueue, Agent: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := json.RawMessage(`{"elicitation":{}}`)
+	for i, round := range []*protocol.ClientRound{
+		{Capabilities: caps},
+		{Capabilities: caps, State: json.RawMessage(`{"asked":1}`), Responses: map[string]json.RawMessage{"user_name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}},
+	} {
+		res, err := csvc.StartRound(ctx, "test.ask_name", "alice", json.RawMessage(`{}`), round, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err = csvc.Wait(ctx, res.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		save([]string{"execution-client-round-asks", "execution-client-round-answered"}[i], res.ID)
+	}
+	// In a task: the execution waits for two answers, given one update at
+	// a time, then runs the next round.
+	task, err := csvc.StartRound(ctx, "test.ask_two", "alice", json.RawMessage(`{}`), &protocol.ClientRound{Capabilities: caps, Task: true}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"first", "second"} {
+		for {
+			out, err := csvc.Pending(ctx, task.ID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := out.ClientInput[id]; ok {
+				break
+			}
+		}
+		if err := csvc.AnswerClientInput(ctx, task.ID, "", map[string]json.RawMessage{id: json.RawMessage(`{"action":"accept","content":{"name":"` + id + `"}}`)}, auth.Principal{ID: "alice", Type: auth.TypeUser}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := csvc.Wait(ctx, task.ID, 0); err != nil || done.Status != catalog.StatusSucceeded {
+		t.Fatalf("task rounds: %+v %v", done, err)
+	}
+	save("execution-client-task-rounds", task.ID)
+}
+
+// askTwoTool asks its client two questions at once, then answers both.
+func askTwoTool() *tools.Tool {
+	t := tools.Func("ask_two", "Asks the client two questions.", func(ctx *tools.Context, _ struct{}) (string, error) {
+		var a, b struct {
+			Content map[string]string `json:"content"`
+		}
+		if ctx.Client.Response("first", &a) && ctx.Client.Response("second", &b) {
+			return a.Content["name"] + " and " + b.Content["name"], nil
+		}
+		q := tools.Elicit("Name?", map[string]any{"type": "object"})
+		return "", tools.AskClient(map[string]protocol.ClientRequest{"first": q, "second": q}, nil)
+	})
+	t.ClientInput = true
+	return t
+}
+
+// askNameTool asks its MCP client for a name, then greets it.
+func askNameTool() *tools.Tool {
+	t := tools.Func("ask_name", "Asks the client for a name.", func(ctx *tools.Context, _ struct{}) (string, error) {
+		var a struct {
+			Action  string            `json:"action"`
+			Content map[string]string `json:"content"`
+		}
+		if ctx.Client.Response("user_name", &a) && a.Action == "accept" {
+			return "Hello, " + a.Content["name"], nil
+		}
+		return "", tools.AskClient(map[string]protocol.ClientRequest{"user_name": tools.Elicit("What is your name?", map[string]any{"type": "object"})}, map[string]int{"asked": 1})
+	})
+	t.ClientInput = true
+	return t
 }
 
 func writeHistory(ctx context.Context, c client.Client, wid, runID, path string) error {

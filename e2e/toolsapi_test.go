@@ -18,7 +18,6 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/catalog"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/signals"
@@ -89,10 +88,9 @@ func startExecutionWorker(t testing.TB, env *evetest.Env, a *agent.Agent) {
 		a.Store = env.Server.PayloadStore()
 	}
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a); err != nil { // executions too, with a.Notifier
 		t.Fatal(err)
 	}
-	workflows.RegisterExecutions(w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -62,3 +62,14 @@ const (
 	ExecCodeTimeout         = "timeout"
 	ExecCodeCanceled        = "canceled"
 )
+
+// Progress is a running tool's report of how far it got
+// (tools.Context.ReportProgress): recorded as its activity's heartbeat, it
+// is relayed to callers that asked for progress, such as MCP clients that
+// send a progressToken (notifications/progress). Total, when known, is
+// what Progress counts up to.
+type Progress struct {
+	Progress float64  `json:"progress"`
+	Total    *float64 `json:"total,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}

@@ -22,7 +22,25 @@ const (
 	// refused unless the execution waits for that request and the answer
 	// comes from the principal the execution runs for.
 	UpdateExecutionApproval = "eve.execution.approve"
+	// UpdateExecutionClientInput delivers an MCP client's answers to what a
+	// task's round asked (protocol.ClientRound.Task). Input
+	// ExecutionClientAnswer; refused unless every answer is to a request
+	// still pending, from the principal the execution runs for. Once all
+	// are answered, the next round runs.
+	UpdateExecutionClientInput = "eve.execution.client-input"
 )
+
+// MaxClientRounds bounds the rounds one task's tool may ask its client
+// for; the round after them fails, saying so. It is fixed: a tool that
+// needs more asks for several inputs in one round.
+const MaxClientRounds = 20
+
+// ExecutionClientAnswer answers some or all of a task's pending client
+// requests, by request id.
+type ExecutionClientAnswer struct {
+	Responses map[string]json.RawMessage `json:"responses"`
+	By        *auth.Principal            `json:"by"`
+}
 
 // ExecutionApprovalRequestID names an execution's one approval request.
 const ExecutionApprovalRequestID = "approval"
@@ -84,6 +102,9 @@ type ExecutionInput struct {
 	// (UpdateExecutionApproval) instead of being refused: the starter can
 	// put the question to its caller (MCP tasks, as input_required).
 	AskApproval bool `json:"askApproval,omitempty"`
+	// Client is the round of the MCP client that called, for tools that
+	// ask it for input (tools.Tool.ClientInput); nil otherwise.
+	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
 // ExecutionApproval is the approval an execution waits for.
@@ -114,7 +135,10 @@ type ExecutionOutput struct {
 	// ActionID names a delegated tool's action (its completion id).
 	ActionID string `json:"actionId,omitempty"`
 	// Approval is set while the execution waits for a person's approval.
-	Approval   *ExecutionApproval `json:"approval,omitempty"`
-	StartedAt  time.Time          `json:"startedAt"`
-	FinishedAt *time.Time         `json:"finishedAt,omitempty"`
+	Approval *ExecutionApproval `json:"approval,omitempty"`
+	// ClientInput is set while a task waits for its MCP client: the
+	// requests not yet answered.
+	ClientInput map[string]protocol.ClientRequest `json:"clientInput,omitempty"`
+	StartedAt   time.Time                         `json:"startedAt"`
+	FinishedAt  *time.Time                        `json:"finishedAt,omitempty"`
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // NamePattern is the rule for model-facing tool names (Anthropic's and OpenAI's).
@@ -45,7 +46,11 @@ type Context struct {
 	// needed no approval. Approval is consent only: the call still runs as
 	// the requester (Session.Auth.Current); act as the approver only when
 	// the tool means to.
-	Approver  *auth.Principal
+	Approver *auth.Principal
+	// Client is what the calling MCP client answered and declared, for a
+	// tool with ClientInput set that an MCP client calls; nil otherwise
+	// (nobody can be asked: fail, or do without). See AskClient.
+	Client    *protocol.ClientRound
 	heartbeat func(details ...any)
 	ask       Asker
 }
@@ -57,6 +62,21 @@ func (c *Context) Heartbeat(details ...any) {
 	if c.heartbeat != nil {
 		c.heartbeat(details...)
 	}
+}
+
+// ReportProgress heartbeats with how far the call got: progress counts up
+// (each report at least the last), total is what it counts to (0: not
+// known), message says what it does now. Callers that asked for progress
+// receive it (MCP clients as notifications/progress). Temporal records
+// heartbeats at most every 80% of HeartbeatTimeout (30 s without one), so
+// set HeartbeatTimeout to what callers should see; reports in between
+// are merged into the latest.
+func (c *Context) ReportProgress(progress, total float64, message string) {
+	p := protocol.Progress{Progress: progress, Message: message}
+	if total > 0 {
+		p.Total = &total
+	}
+	c.Heartbeat(p)
 }
 
 // NewContext builds a Context. The runtime calls it; tests of tools may too.
@@ -138,6 +158,11 @@ type Tool struct {
 	Timeout time.Duration
 	// HeartbeatTimeout, when set, fails an attempt that stops heartbeating.
 	HeartbeatTimeout time.Duration
+	// ClientInput lets Execute ask the MCP client that calls it for input
+	// (AskClient: elicitation, sampling, roots), in rounds: each round is
+	// one execution, whose Context.Client carries the last round's answers.
+	// Outside MCP, Context.Client is nil.
+	ClientInput bool
 	// Idempotent says that running the call twice does no harm (or that
 	// Execute de-duplicates by Context.IdempotencyKey). Only then is a
 	// failed attempt retried with DefaultRetry (3 attempts) — including an
@@ -336,6 +361,9 @@ func (t *Tool) compile() error {
 	}
 	if t.Retry != nil && t.Retry.MaximumAttempts < 0 {
 		errs = append(errs, errors.New("retry: MaximumAttempts must not be negative"))
+	}
+	if t.ClientInput && (t.Client != nil || t.Delegated != nil) {
+		errs = append(errs, errors.New("ClientInput is for tools whose Execute runs: a client or delegated tool cannot ask an MCP client"))
 	}
 	if t.Local && t.HeartbeatTimeout > 0 {
 		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
@@ -39,6 +40,7 @@ func newMCPCommand(app App) *cobra.Command {
 		taskTools map[string]string
 		oauth     oauthFlags
 		origins   []string
+		notifyURL string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -89,8 +91,16 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if idle == 0 {
 				idle = -1 // 0 on the command line: never expire
 			}
+			stateKey, err := mcpStateKey()
+			if err != nil {
+				return err
+			}
+			bus, err := notify.Open(ctx, notifyURL, logger)
+			if err != nil {
+				return fmt.Errorf("--notify: %w", err)
+			}
 			srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: user, WireNames: wireNames, BareNames: bareNames, Logger: logger,
-				SessionTimeout: idle, TrustedOrigins: origins, TaskTools: taskTools})
+				SessionTimeout: idle, TrustedOrigins: origins, TaskTools: taskTools, StateKey: stateKey, Bus: bus})
 			if err != nil {
 				return err
 			}
@@ -122,8 +132,26 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 	cmd.Flags().StringVar(&oauth.resource, "oauth-resource", config.Env("EVE_MCP_OAUTH_RESOURCE", ""), "with --oauth-issuer: this server's public URL (https://mcp.example.com/mcp), the audience tokens must name (env EVE_MCP_OAUTH_RESOURCE)")
 	cmd.Flags().StringSliceVar(&oauth.scopes, "oauth-scope", nil, "with --oauth-issuer: a scope every token must carry (repeatable)")
 	cmd.Flags().StringToStringVar(&taskTools, "task-tool", nil, "a tool (its MCP name) that runs as a task for clients that negotiate MCP Tasks: NAME=optional or NAME=required (repeatable; async tools are always required)")
+	cmd.Flags().StringVar(&notifyURL, "notify", config.Env("EVE_NOTIFY", ""), "bus the workers announce execution changes on (postgres://user@host:port/db, as for serve): tasks created on stdio get notifications/tasks/status; empty: clients poll tasks/get (env EVE_NOTIFY)")
 	cmd.Flags().StringSliceVar(&origins, "trusted-origin", nil, "with --http: a browser origin (https://app.example.com) whose cross-origin requests are accepted (repeatable)")
 	return cmd
+}
+
+// minStateKey is the shortest EVE_MCP_STATE_KEY accepted.
+const minStateKey = 32
+
+// mcpStateKey reads EVE_MCP_STATE_KEY, the secret that signs client input
+// rounds' requestState (nil: a random key per process). An environment
+// variable only: a secret on the command line shows in process lists.
+func mcpStateKey() ([]byte, error) {
+	k := config.Env("EVE_MCP_STATE_KEY", "")
+	if k == "" {
+		return nil, nil
+	}
+	if len(k) < minStateKey {
+		return nil, fmt.Errorf("EVE_MCP_STATE_KEY is %d bytes: give it at least %d random bytes (openssl rand -hex 32), the same on every eve mcp instance", len(k), minStateKey)
+	}
+	return []byte(k), nil
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -116,6 +118,9 @@ type State struct {
 	// zero while it runs).
 	StartedAt time.Time
 	ClosedAt  time.Time
+	// Progress is the running tool's latest report (its activity's last
+	// heartbeat, tools.Context.ReportProgress), nil without one.
+	Progress *protocol.Progress
 }
 
 // Owner is the principal the execution runs for.
@@ -171,6 +176,7 @@ func (d *Driver) Describe(ctx context.Context, id, runID string) (State, signals
 			// Started and a first task scheduled: no worker has picked it up.
 			st.Result.Status = protocol.ExecutionQueued
 		}
+		st.Progress = progressOf(resp.GetPendingActivities(), dc)
 		return st, out, nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if err := d.Client.GetWorkflow(ctx, id, st.RunID).Get(ctx, &out); err != nil {
@@ -289,9 +295,14 @@ func (d *Driver) Query(ctx context.Context, id, runID string, wait time.Duration
 // workflow has taken it (or refused it: it waits for nothing, or the
 // answer is not its owner's).
 func (d *Driver) Answer(ctx context.Context, id, runID string, a signals.ExecutionApprovalAnswer) error {
+	return d.update(ctx, id, runID, signals.UpdateExecutionApproval, a, "answer execution approval")
+}
+
+// update runs one update of an execution; a refusal is a *RefusedError.
+func (d *Driver) update(ctx context.Context, id, runID, name string, arg any, op string) error {
 	h, err := d.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, RunID: runID, UpdateName: signals.UpdateExecutionApproval,
-		Args: []any{a}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, RunID: runID, UpdateName: name,
+		Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		var nf *serviceerror.NotFound
@@ -302,16 +313,22 @@ func (d *Driver) Answer(ctx context.Context, id, runID string, a signals.Executi
 		if errors.As(err, &appErr) {
 			return &RefusedError{Message: appErr.Message()}
 		}
-		return d.temporalError("answer execution approval", err)
+		return d.temporalError(op, err)
 	}
 	if err := h.Get(ctx, nil); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			return &RefusedError{Message: appErr.Message()}
 		}
-		return d.temporalError("answer execution approval", err)
+		return d.temporalError(op, err)
 	}
 	return nil
+}
+
+// AnswerClient delivers answers to a task's pending client requests and
+// returns once the workflow has taken them (or refused them).
+func (d *Driver) AnswerClient(ctx context.Context, id, runID string, a signals.ExecutionClientAnswer) error {
+	return d.update(ctx, id, runID, signals.UpdateExecutionClientInput, a, "answer execution client input")
 }
 
 // RefusedError: the execution refused an answer (its validator's reason).
@@ -358,4 +375,25 @@ func errorMessage(err error) string {
 		return appErr.Message()
 	}
 	return err.Error()
+}
+
+// progressOf reads a progress report from the pending activities'
+// heartbeats: the first detail of the last heartbeat that decodes as one
+// (other heartbeat details are not progress).
+func progressOf(acts []*workflowpb.PendingActivityInfo, dc converter.DataConverter) *protocol.Progress {
+	for _, a := range acts {
+		ps := a.GetHeartbeatDetails().GetPayloads()
+		if len(ps) == 0 {
+			continue
+		}
+		var probe map[string]json.RawMessage
+		if dc.FromPayload(ps[0], &probe) != nil || probe["progress"] == nil {
+			continue
+		}
+		var p protocol.Progress
+		if dc.FromPayload(ps[0], &p) == nil {
+			return &p
+		}
+	}
+	return nil
 }

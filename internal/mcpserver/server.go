@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -88,7 +89,17 @@ type Options struct {
 	// cross-origin requests the HTTP handler accepts; by default a
 	// browser's cross-origin request is refused (403).
 	TrustedOrigins []string
-	Logger         *slog.Logger
+	// StateKey signs the requestState of client input rounds
+	// (tools.Tool.ClientInput); instances that continue each other's
+	// rounds need the same key (EVE_MCP_STATE_KEY). Default: a random key
+	// of this process.
+	StateKey []byte
+	// Bus, when set, carries the execution workflows' state changes
+	// (EVE_NOTIFY, as session streams use it): tasks created on stdio get
+	// notifications/tasks/status as their status changes. Without it
+	// clients poll tasks/get.
+	Bus    notify.Bus
+	Logger *slog.Logger
 }
 
 // Server is an MCP server over a toolsapi.Service.
@@ -106,6 +117,8 @@ type entry struct {
 	async     bool
 	// asks: its approval policy asks a person (see callAsking, tasksExt).
 	asks bool
+	// clientInput: it may ask the MCP client for input (callRound).
+	clientInput bool
 	// taskSupport is "required" (async tools, and TaskTools so marked),
 	// "optional", or "" (never a task).
 	taskSupport string
@@ -136,6 +149,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if len(opts.StateKey) == 0 {
+		opts.StateKey = newStateKey()
 	}
 	s := &Server{opts: opts, svc: opts.Tools, log: opts.Logger, entries: map[string]*entry{}}
 	if s.log == nil {
@@ -187,7 +203,7 @@ func New(opts Options) (*Server, error) {
 				return nil, err
 			}
 		}
-		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, asks: asks, taskSupport: support, desc: desc}
+		s.entries[t.Name] = &entry{canonical: def.Name, async: def.Annotations.Async, asks: asks, clientInput: s.svc.ClientInput(def.Name), taskSupport: support, desc: desc}
 		tool := &mcp.Tool{
 			Name:        t.Name,
 			Description: t.Description,
@@ -379,6 +395,12 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	if e.asks && multiRoundTrip(req) {
 		return s.callAsking(ctx, e, user, req)
+	}
+	if e.clientInput {
+		return s.callRound(ctx, e, user, req)
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil && !e.asks {
+		return s.callWithProgress(ctx, e, user, req, tok)
 	}
 	res, err := s.svc.RunResult(ctx, e.canonical, req.Params.Arguments, toolsapi.RunOptions{UserID: user, Timeout: s.opts.CallTimeout})
 	return callResult(res, err)

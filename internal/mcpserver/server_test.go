@@ -100,9 +100,15 @@ func TestCallRefusals(t *testing.T) {
 		t.Fatalf("text = %s", text)
 	}
 	// MCP 2025-11-25: a taskSupport "required" tool called without a task
-	// is -32601 (the SDK words the message itself).
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo.run_report", Arguments: map[string]any{"name": "x"}}); err == nil || !strings.Contains(err.Error(), "method not found") {
-		t.Fatalf("async without task: %v", err)
+	// is -32601 (the SDK words the message itself); 2026-07-28 (the SDK
+	// client's default, on any transport) is -32021 naming the tasks
+	// extension.
+	old := connect(t, s, nil, "2025-11-25")
+	if _, err := old.CallTool(ctx, &mcp.CallToolParams{Name: "demo.run_report", Arguments: map[string]any{"name": "x"}}); err == nil || !strings.Contains(err.Error(), "method not found") {
+		t.Fatalf("async without task (2025-11-25): %v", err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo.run_report", Arguments: map[string]any{"name": "x"}}); err == nil || !strings.Contains(err.Error(), TasksExtension) {
+		t.Fatalf("async without task (2026-07-28): %v", err)
 	}
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo.choose_plan", Arguments: map[string]any{"accountId": "x"}}); err == nil {
 		t.Fatal("a client tool was callable")

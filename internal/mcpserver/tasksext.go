@@ -47,6 +47,7 @@ type modernParams struct {
 	Arguments      json.RawMessage            `json:"arguments"`
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	RequestState   string                     `json:"requestState"`
 	Meta           map[string]json.RawMessage `json:"_meta"`
 }
 
@@ -68,24 +69,8 @@ var extMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks
 // extension and reports whether it did; every other request goes to the
 // SDK. Its headers are checked as the SDK checks the rest (SEP-2243).
 func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
-	if !req.IsCall() {
-		return false
-	}
-	var p modernParams
-	if json.Unmarshal(req.Params, &p) != nil || p.version() != modernVersion {
-		return false
-	}
-	var e *entry
-	switch {
-	case extMethods[req.Method]:
-	case req.Method == "tools/call":
-		if e = h.s.entries[p.Name]; e == nil || e.taskSupport == "" {
-			return false
-		}
-		if !p.tasksNegotiated() && e.taskSupport == "optional" {
-			return false // a plain call, served by the SDK
-		}
-	default:
+	e, p, ok := h.s.extRoute(req)
+	if !ok {
 		return false
 	}
 	name := p.TaskID
@@ -103,28 +88,16 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header must be %q (the request's %s)", name, map[bool]string{true: "tool name", false: "taskId"}[req.Method == "tools/call"])})
 		return true
 	}
-	if !p.tasksNegotiated() {
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
-		msg := errTasksExtensionNotNegotiated
-		if e != nil {
-			msg = fmt.Sprintf("tool %s runs only as a task: %s", p.Name, errTasksExtensionNotNegotiated)
-		}
-		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data})
-		return true
-	}
 	user, err := h.s.user(r.Header, auth.TokenInfoFromContext(r.Context()))
 	if err != nil {
 		writeRPC(w, http.StatusBadRequest, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 		return true
 	}
-	res, err := h.s.tasksExt(r.Context(), user, req.Method, e, p)
+	res, err := h.s.extAnswer(r.Context(), user, req.Method, e, p)
 	if err != nil {
-		we, ok := err.(*jsonrpc.Error)
-		if !ok {
-			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
+		we := rpcErrorOf(err)
 		status := http.StatusOK
-		if we.Code == jsonrpc.CodeInvalidParams {
+		if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeMissingRequiredCapability {
 			status = http.StatusBadRequest
 		}
 		writeRPC(w, status, req.ID, nil, we)
@@ -132,6 +105,52 @@ func (h *httpTasks) serveTasksExt(w http.ResponseWriter, r *http.Request, req *j
 	}
 	writeRPC(w, http.StatusOK, req.ID, res, nil)
 	return true
+}
+
+// extRoute reports whether the tasks extension answers req (a stateless
+// request of 2026-07-28: tasks/get, tasks/update, tasks/cancel, or
+// tools/call of a task tool that runs as a task), on any transport.
+func (s *Server) extRoute(req *jsonrpc.Request) (*entry, modernParams, bool) {
+	var p modernParams
+	if !req.IsCall() || json.Unmarshal(req.Params, &p) != nil || p.version() != modernVersion {
+		return nil, p, false
+	}
+	var e *entry
+	switch {
+	case extMethods[req.Method]:
+	case req.Method == "tools/call":
+		if e = s.entries[p.Name]; e == nil || e.taskSupport == "" {
+			return nil, p, false
+		}
+		if !p.tasksNegotiated() && e.taskSupport == "optional" {
+			return nil, p, false // a plain call, served by the SDK
+		}
+	default:
+		return nil, p, false
+	}
+	return e, p, true
+}
+
+// extAnswer answers a routed extension request: MissingRequiredClientCapability
+// unless the request negotiates the extension, else its result.
+func (s *Server) extAnswer(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
+	if !p.tasksNegotiated() {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
+		msg := errTasksExtensionNotNegotiated
+		if e != nil {
+			msg = fmt.Sprintf("tool %s runs only as a task: %s", p.Name, errTasksExtensionNotNegotiated)
+		}
+		return nil, &jsonrpc.Error{Code: codeMissingRequiredCapability, Message: msg, Data: data}
+	}
+	return s.tasksExt(ctx, user, method, e, p)
+}
+
+func rpcErrorOf(err error) *jsonrpc.Error {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return we
 }
 
 func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr *jsonrpc.Error) {
@@ -159,6 +178,9 @@ func writeRPC(w http.ResponseWriter, status int, id jsonrpc.ID, result any, rerr
 func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p modernParams) (any, error) {
 	switch method {
 	case "tools/call":
+		if e.clientInput {
+			return s.taskRound(ctx, e, user, p)
+		}
 		res, err := s.svc.StartAsking(ctx, e.canonical, user, p.Arguments)
 		if err != nil {
 			var apiErr *toolsapi.Error
@@ -184,12 +206,19 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 		t := s.extTask(st.Result, st.StartedAt, st.ClosedAt)
 		t["resultType"] = "complete"
 		if !st.Result.Status.Terminal() {
-			// Only the workflow knows whether it waits for a person: ask it.
-			pending, err := s.svc.PendingApproval(ctx, p.TaskID, st.RunID)
-			if err == nil && pending != nil {
+			// Only the workflow knows whether it waits for a person or for
+			// the client: ask it.
+			out, err := s.svc.Pending(ctx, p.TaskID, st.RunID)
+			switch {
+			case err != nil:
+			case out.Approval != nil:
 				t["status"] = taskStatusInputRequired
 				t["statusMessage"] = "waiting for your approval"
-				t["inputRequests"] = map[string]any{pending.RequestID: approvalElicitation(pending)}
+				t["inputRequests"] = map[string]any{out.Approval.RequestID: approvalElicitation(out.Approval)}
+			case len(out.ClientInput) > 0:
+				t["status"] = taskStatusInputRequired
+				t["statusMessage"] = "waiting for your input"
+				t["inputRequests"] = out.ClientInput
 			}
 		}
 		return t, nil
@@ -207,6 +236,9 @@ func (s *Server) tasksExt(ctx context.Context, user, method string, e *entry, p 
 	default: // tasks/update
 		st, _, err := s.ownedTask(ctx, user, p.TaskID)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.answerTaskInput(ctx, user, p.TaskID, st.RunID, p.InputResponses); err != nil {
 			return nil, err
 		}
 		raw, ok := p.InputResponses[signals.ExecutionApprovalRequestID]
@@ -317,4 +349,30 @@ func (s *Server) extTask(res catalog.ExecutionResult, created, closed time.Time)
 		delete(t, "statusMessage")
 	}
 	return t
+}
+
+// answerTaskInput delivers the responses to a task's pending client
+// requests (all but the approval's). Answers to requests the task no
+// longer waits for are dropped, as a retried tasks/update's are: the ack
+// stands, and tasks/get tells the state.
+func (s *Server) answerTaskInput(ctx context.Context, user, id, runID string, responses map[string]json.RawMessage) error {
+	out, err := s.svc.Pending(ctx, id, runID)
+	if err != nil || len(out.ClientInput) == 0 {
+		return nil
+	}
+	mine := map[string]json.RawMessage{}
+	for k, v := range responses {
+		if _, ok := out.ClientInput[k]; ok {
+			mine[k] = v
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	err = s.svc.AnswerClientInput(ctx, id, runID, mine, s.svc.UserOf(user))
+	var apiErr *toolsapi.Error
+	if errors.As(err, &apiErr) && apiErr.Code == "input_refused" {
+		return nil
+	}
+	return err
 }

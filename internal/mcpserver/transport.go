@@ -42,7 +42,9 @@ func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{}}, nil
+	tc := &taskConn{Connection: c, s: t.s, ctx: tctx, cancel: cancel, initIDs: map[any]bool{}}
+	tc.status = newStatusWatch(tctx, t.s, t.s.opts.UserID, c.Write)
+	return tc, nil
 }
 
 // SupportsProtocolVersion forwards to the wrapped transport.
@@ -62,6 +64,7 @@ type taskConn struct {
 	tasks   atomic.Bool // the client announced Tasks in initialize
 	mu      sync.Mutex
 	initIDs map[any]bool
+	status  *statusWatch // pushes the status of the tasks created here
 }
 
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -84,6 +87,27 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			return req, nil
 		}
+		if e, p, ok := c.s.extRoute(req); ok {
+			// The tasks extension over stdio: the same answers as over HTTP
+			// (no headers to check on this transport).
+			go func() {
+				resp := &jsonrpc.Response{ID: req.ID}
+				res, err := c.s.extAnswer(c.ctx, c.s.opts.UserID, req.Method, e, p)
+				if err == nil {
+					resp.Result, err = json.Marshal(res)
+				}
+				if err != nil {
+					resp.Result, resp.Error = nil, rpcErrorOf(err)
+				}
+				if err := c.Connection.Write(c.ctx, resp); err != nil {
+					c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
+				}
+				if m, ok := res.(map[string]any); ok && resp.Error == nil && m["resultType"] == "task" {
+					c.status.watch(m["taskId"].(string), m["status"].(string), true) // after the answer
+				}
+			}()
+			continue
+		}
 		if !intercepts(req) {
 			return msg, nil
 		}
@@ -92,6 +116,12 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			resp := c.s.handleTask(c.ctx, c.s.opts.UserID, negotiated, req)
 			if err := c.Connection.Write(c.ctx, resp); err != nil {
 				c.s.log.Debug("mcpserver: write task answer", "method", req.Method, "err", err)
+			}
+			var created struct {
+				Task *Task `json:"task"`
+			}
+			if req.Method == "tools/call" && resp.Error == nil && json.Unmarshal(resp.Result, &created) == nil && created.Task != nil {
+				c.status.watch(created.Task.TaskID, created.Task.Status, false) // after the answer
 			}
 		}()
 	}
@@ -113,6 +143,7 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *taskConn) Close() error {
+	c.status.close()
 	c.cancel()
 	return c.Connection.Close()
 }
@@ -165,7 +196,13 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	so := o
 	so.Stateless = true
 	modern := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &so)
-	return &httpTasks{s: s, inner: inner, modern: modern, sessions: map[string]*httpSession{},
+	// A stateless request has no other stream than its own response: one
+	// that asks for progress is answered as server-sent events, so its
+	// notifications/progress travel before the result.
+	sse := so
+	sse.JSONResponse = false
+	modernSSE := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &sse)
+	return &httpTasks{s: s, inner: inner, modern: modern, modernSSE: modernSSE, sessions: map[string]*httpSession{},
 		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
 }
 
@@ -178,6 +215,7 @@ type httpTasks struct {
 	s         *Server
 	inner     http.Handler  // sessions (2025-11-25 and older)
 	modern    http.Handler  // stateless requests (2026-07-28 and newer)
+	modernSSE http.Handler  // the same, answering as server-sent events
 	timeout   time.Duration // idle sessions expire; <= 0: never
 	origin    *http.CrossOriginProtection
 	checkHost bool
@@ -387,6 +425,10 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.serveTasksExt(w, r, req) {
 			return
 		}
+		if wantsProgress(req) {
+			h.modernSSE.ServeHTTP(w, r)
+			return
+		}
 		h.modern.ServeHTTP(w, r)
 		return
 	}
@@ -533,3 +575,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 func (r *recorder) Flush() {}
+
+// wantsProgress reports a request that carries _meta.progressToken.
+func wantsProgress(req *jsonrpc.Request) bool {
+	var p struct {
+		Meta struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(req.Params, &p) == nil && len(p.Meta.Token) > 0 && string(p.Meta.Token) != "null"
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -323,22 +324,67 @@ func (s *Service) Execute(ctx context.Context, name string, opts catalog.Execute
 // (AnswerApproval) instead of being refused: for callers that can put the
 // question to the person, such as MCP tasks.
 func (s *Service) StartAsking(ctx context.Context, name, user string, input json.RawMessage) (catalog.ExecutionResult, error) {
-	res, _, err := s.executeAsk(ctx, name, s.user(user), catalog.ExecuteToolOptions{Input: input, Mode: catalog.ModeAsync}, 0, true)
+	res, _, err := s.executeAsk(ctx, name, s.user(user), catalog.ExecuteToolOptions{Input: input, Mode: catalog.ModeAsync}, 0, startExtra{ask: true})
 	return res, err
+}
+
+// StartRound starts, asynchronously for user, one round of a tool that
+// asks its MCP client for input (tools.Tool.ClientInput): the round
+// reaches the tool as Context.Client. With ask, an approval-gated call
+// waits for its approval as with StartAsking; without, it is refused.
+func (s *Service) StartRound(ctx context.Context, name, user string, input json.RawMessage, round *protocol.ClientRound, ask bool) (catalog.ExecutionResult, error) {
+	res, _, err := s.executeAsk(ctx, name, s.user(user), catalog.ExecuteToolOptions{Input: input, Mode: catalog.ModeAsync}, 0, startExtra{ask: ask, client: round})
+	return res, err
+}
+
+// ClientInput reports whether the tool (canonical name) asks its MCP
+// client for input.
+func (s *Service) ClientInput(name string) bool {
+	t := s.byName[name]
+	return t != nil && t.ClientInput
+}
+
+// startExtra is what only some starters set.
+type startExtra struct {
+	ask    bool                  // a gated call waits for its approval
+	client *protocol.ClientRound // the MCP client's round
 }
 
 // PendingApproval reads what a running execution waits for: its approval
 // request, or nil. It asks the workflow (a query), waiting at most 5 s for
 // a worker.
 func (s *Service) PendingApproval(ctx context.Context, id, runID string) (*signals.ExecutionApproval, error) {
-	if err := s.reachable(id); err != nil {
+	out, err := s.Pending(ctx, id, runID)
+	if err != nil {
 		return nil, err
 	}
-	out, err := s.driver.Query(ctx, id, runID, 5*time.Second)
-	if err != nil {
-		return nil, s.driverError(err)
-	}
 	return out.Approval, nil
+}
+
+// Pending reads what a running execution waits for: its approval request
+// and its task's pending client requests (signals.ExecutionOutput's
+// Approval and ClientInput). It asks the workflow (a query), waiting at
+// most 5 s for a worker.
+func (s *Service) Pending(ctx context.Context, id, runID string) (signals.ExecutionOutput, error) {
+	if err := s.reachable(id); err != nil {
+		return signals.ExecutionOutput{}, err
+	}
+	out, err := s.driver.Query(ctx, id, runID, 5*time.Second)
+	return out, s.driverError(err)
+}
+
+// AnswerClientInput delivers answers, by request id, to a task's pending
+// client requests, as by.
+func (s *Service) AnswerClientInput(ctx context.Context, id, runID string, responses map[string]json.RawMessage, by auth.Principal) error {
+	if err := s.reachable(id); err != nil {
+		return err
+	}
+	err := s.driver.AnswerClient(ctx, id, runID, signals.ExecutionClientAnswer{Responses: responses, By: &by})
+	var refused *executions.RefusedError
+	if errors.As(err, &refused) {
+		return &Error{Status: http.StatusConflict, Code: "input_refused", Message: refused.Message}
+	}
+	return s.driverError(err)
 }
 
 // AnswerApproval answers the approval an execution waits for, as by.
@@ -368,13 +414,13 @@ func (s *Service) user(id string) auth.Principal {
 // execute starts or joins an execution of owner (opts.UserID is not
 // read); sync mode waits up to wait.
 func (s *Service) execute(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
-	return s.executeAsk(ctx, name, owner, opts, wait, false)
+	return s.executeAsk(ctx, name, owner, opts, wait, startExtra{})
 }
 
-// executeAsk is execute; ask lets a gated call wait for its approval.
-func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration, ask bool) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
+// executeAsk is execute with what only some starters set.
+func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration, x startExtra) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
 	var none signals.ExecutionOutput
-	if err := s.executable(name, ask); err != nil {
+	if err := s.executable(name, x.ask); err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
 	def, _ := s.cat.Lookup(name)
@@ -420,7 +466,10 @@ func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Princi
 	in := signals.ExecutionInput{
 		ExecutionID: id, Tool: name, UserID: user, ConnectionID: opts.ConnectionID,
 		IdempotencyKey: key, InputHash: hash, Caller: caller,
-		Plan: planJSON, SkipApproval: s.opts.SkipApprovals, AskApproval: ask,
+		Plan: planJSON, SkipApproval: s.opts.SkipApprovals, AskApproval: x.ask,
+	}
+	if t.ClientInput {
+		in.Client = x.client
 	}
 	if generated {
 		in.IdempotencyKey = ""

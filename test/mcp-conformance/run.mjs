@@ -102,10 +102,15 @@ try {
   const env = { EVE_PAYLOAD_STORE: `file:${path.join(dir, "payloads")}`, EVE_API_KEY: "", EVE_TASK_QUEUE: `conformance-${process.pid}` };
   start("worker", agent, ["worker", "--address", temporal, "--metrics-addr", "", "--log-level", "warn"], env);
   const mport = await freePort();
-  const m = start("mcp", agent, ["mcp", "--address", temporal, "--http", `127.0.0.1:${mport}`, "--bare-names", "--task-tool", "slow_compute=optional", "--task-tool", "failing_job=required", "--task-tool", "protocol_error_job=optional", "--log-level", "warn"], env);
+  const m = start("mcp", agent, ["mcp", "--address", temporal, "--http", `127.0.0.1:${mport}`, "--bare-names", "--task-tool", "slow_compute=optional", "--task-tool", "failing_job=required", "--task-tool", "protocol_error_job=optional", "--task-tool", "test_tool_with_task=required", "--task-tool", "multi_input=required", "--log-level", "warn"], env);
   await waitPort("eve mcp --http", mport, m);
   const url = `http://127.0.0.1:${mport}/mcp`;
-  const runs = [
+  // EVE_CONFORMANCE_SCENARIOS (comma-separated) runs only those scenarios,
+  // at both versions or once for extension scenarios: for working on one.
+  const only = (process.env.EVE_CONFORMANCE_SCENARIOS || "").split(",").filter(Boolean);
+  const runs = only.length ? only.flatMap((s) => extensionScenarios.includes(s)
+    ? [{ name: `extension ${s}`, args: ["--scenario", s] }]
+    : versions.map((v) => ({ name: `${s} ${v}`, args: ["--scenario", s, "--spec-version", v] }))) : [
     ...versions.map((v) => ({ name: `spec ${v}`, args: ["--suite", "all", "--spec-version", v] })),
     ...extensionScenarios.map((s) => ({ name: `extension ${s}`, args: ["--scenario", s] })),
   ];

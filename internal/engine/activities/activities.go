@@ -346,6 +346,9 @@ type ExecuteToolInput struct {
 	Dynamic []DynamicTool `json:"dynamic,omitempty"`
 	// Approver settled the call's approval (tools.Context.Approver).
 	Approver *auth.Principal `json:"approver,omitempty"`
+	// Client is the calling MCP client's round (tools.Context.Client), set
+	// only for executions of tools.Tool.ClientInput tools MCP started.
+	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -394,6 +397,7 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	if ask := a.asker(in); ask != nil {
 		tctx.SetAsker(ask)
 	}
+	tctx.Client = in.Client
 	if t.Delegated != nil {
 		return a.delegate(ctx, tctx, t, in)
 	}
@@ -404,6 +408,10 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return ToolOutcome{}, err
+		}
+		var ask *tools.ClientInputRequired
+		if errors.As(err, &ask) {
+			return clientInputOutcome(t, in, ask), nil
 		}
 		msg := fmt.Sprintf("tool %s failed: %v", t.Name, err)
 		if tools.IsNonRetryable(err) {
@@ -433,4 +441,24 @@ func (a *Activities) logger() *slog.Logger {
 		return a.Logger
 	}
 	return slog.Default()
+}
+
+// clientInputOutcome ends a round whose tool asked its MCP client for
+// input: the output carries the requests and the tool's state for the MCP
+// server. A tool that asks where no client can answer fails, saying why.
+func clientInputOutcome(t *tools.Tool, in ExecuteToolInput, ask *tools.ClientInputRequired) ToolOutcome {
+	if in.Client == nil || !t.ClientInput {
+		why := "it was not called by an MCP client"
+		if !t.ClientInput {
+			why = "it does not set tools.Tool.ClientInput"
+		}
+		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked for client input, which it cannot do here: %s", t.Name, why))
+	}
+	out, err := json.Marshal(protocol.ClientInputRequest{InputRequests: ask.Requests, State: ask.State, BeforeTask: ask.BeforeTask})
+	if err != nil {
+		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked for client input that does not encode: %v", t.Name, err))
+	}
+	o := FailedOutcome(protocol.CodeClientInputRequired, fmt.Sprintf("tool %s asks its MCP client for input", t.Name))
+	o.Output = out
+	return o
 }

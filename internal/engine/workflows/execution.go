@@ -41,7 +41,13 @@ type ExecutionInput struct {
 	Plan         activities.CallPlan `json:"plan"`
 	SkipApproval bool                `json:"skipApproval,omitempty"`
 	AskApproval  bool                `json:"askApproval,omitempty"`
+	// Client is the MCP client's round (signals.ExecutionInput.Client).
+	Client *protocol.ClientRound `json:"client,omitempty"`
 }
+
+// changeClientInput versions client input rounds (eve 0.4): the round
+// reaches the tool, and a round that asks keeps its requests as output.
+const changeClientInput = "eve-client-input"
 
 // ExecutionOutput is signals.ExecutionOutput.
 type ExecutionOutput = signals.ExecutionOutput
@@ -50,8 +56,16 @@ type ExecutionOutput = signals.ExecutionOutput
 // signals.ExecutionWorkflow. It runs the activities agent.Register
 // registers (ExecuteTool, EvaluateApproval), so register both on the same
 // worker. Registering twice is harmless.
-func RegisterExecutions(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{
+func RegisterExecutions(reg WorkflowRegistry) { (*Runtime)(nil).RegisterExecutions(reg) }
+
+// RegisterExecutions registers the execution workflow of this runtime: its
+// Notifier, when set, hears each change of an execution's state (under the
+// execution id, the count of changes), so MCP servers push task status
+// instead of polling.
+func (r *Runtime) RegisterExecutions(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+		return execution{rt: r}.runWorkflow(ctx, in)
+	}, workflow.RegisterOptions{
 		Name:                          signals.ExecutionWorkflow,
 		DisableAlreadyRegisteredCheck: true,
 		VersioningBehavior:            ExecutionBehavior,
@@ -60,20 +74,39 @@ func RegisterExecutions(reg WorkflowRegistry) {
 
 // execution is one running execution workflow.
 type execution struct {
-	in     ExecutionInput
-	out    ExecutionOutput
-	action *actionState // delegated tools only
-	answer *signals.ExecutionApprovalAnswer
+	rt      *Runtime // its Notifier hears state changes; nil: none
+	changes int
+	in      ExecutionInput
+	out     ExecutionOutput
+	action  *actionState // delegated tools only
+	answer  *signals.ExecutionApprovalAnswer
+	// client is the MCP client's round, once versioned in.
+	client *protocol.ClientRound
+	// call is the call that ran (re-run by a task's next client round);
+	// answers collects the client's answers to the pending round.
+	call    *pendingCall
+	answers map[string]json.RawMessage
 }
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
 // and cancellation are results (Status), never a failed workflow.
 func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+	return execution{}.runWorkflow(ctx, in)
+}
+
+// changed tells the runtime's Notifier that the execution's state changed
+// (outside replay; nothing is recorded).
+func (e *execution) changed(ctx workflow.Context) {
+	e.changes++
+	e.rt.notify(ctx, e.in.ExecutionID, e.changes)
+}
+
+func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
 	info := workflow.GetInfo(ctx)
 	if in.ExecutionID == "" {
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
-	e := &execution{in: in, out: ExecutionOutput{
+	e := &execution{rt: x.rt, in: in, out: ExecutionOutput{
 		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
@@ -82,8 +115,18 @@ func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error)
 	if err := e.registerHandlers(ctx); err != nil {
 		return ExecutionOutput{}, err
 	}
+	// Only executions started with a round ask for the version: the
+	// others record (and replay) nothing new.
+	if in.Client != nil && workflow.GetVersion(ctx, changeClientInput, workflow.DefaultVersion, 1) == 1 {
+		e.client = in.Client
+	}
+	e.changed(ctx) // running
 	outcome := e.run(ctx)
+	if e.client != nil && e.client.Task {
+		outcome = e.clientRounds(ctx, outcome)
+	}
 	e.settle(ctx, outcome)
+	e.changed(ctx)
 	// Let a settle update in flight answer before the workflow closes.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
@@ -103,6 +146,19 @@ func (e *execution) registerHandlers(ctx workflow.Context) error {
 			e.answer = &a
 			return nil
 		}, workflow.UpdateHandlerOptions{Validator: e.validateAnswer}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateExecutionClientInput,
+		func(ctx workflow.Context, a signals.ExecutionClientAnswer) error {
+			for id, r := range a.Responses {
+				e.answers[id] = r
+				delete(e.out.ClientInput, id)
+			}
+			if len(e.out.ClientInput) > 0 {
+				e.changed(ctx) // fewer pending requests
+			}
+			return nil
+		}, workflow.UpdateHandlerOptions{Validator: e.validateClientAnswer}); err != nil {
 		return err
 	}
 	return registerActionHandlers(ctx, func(id string) *actionState {
@@ -162,6 +218,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		}
 		return activities.FailedOutcome(CodeApprovalRequired, msg)
 	}
+	e.call = c
 	return execute(ctx, e, c)
 }
 
@@ -170,11 +227,13 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOutcome {
 	p := c.plan
 	e.out.Approval = &signals.ExecutionApproval{RequestID: signals.ExecutionApprovalRequestID, Tool: e.in.Tool, Input: p.Call.Input, Reason: c.reason}
+	e.changed(ctx)
 	if err := workflow.Await(ctx, func() bool { return e.answer != nil }); err != nil {
 		e.out.Approval = nil
 		return cancelledOutcome(e.in.Tool)
 	}
 	e.out.Approval = nil
+	e.changed(ctx)
 	if !e.answer.Approved {
 		msg := fmt.Sprintf("the call to %s was denied by %s", e.in.Tool, e.answer.By.ID)
 		if e.answer.Reason != "" {
@@ -183,7 +242,59 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
 	}
 	c.stage = stageRun
+	e.call = c
 	return execute(ctx, e, c)
+}
+
+// clientRounds keeps a task's execution going while its tool asks the
+// client (tools.AskClient): the requests wait in the state
+// (ClientInput, input_required to MCP) until UpdateExecutionClientInput
+// has answered all of them, possibly over several updates; then the tool
+// runs again with the answers and its state.
+func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome) activities.ToolOutcome {
+	for round := 1; ; round++ {
+		var ask protocol.ClientInputRequest
+		if e.call == nil || o.Error == nil || o.Error.Code != protocol.CodeClientInputRequired ||
+			json.Unmarshal(o.Output, &ask) != nil || ask.BeforeTask || len(ask.InputRequests) == 0 {
+			return o
+		}
+		if round > signals.MaxClientRounds {
+			return activities.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
+		}
+		e.out.ClientInput = map[string]protocol.ClientRequest{}
+		for id, r := range ask.InputRequests {
+			e.out.ClientInput[id] = r
+		}
+		e.answers = map[string]json.RawMessage{}
+		e.changed(ctx)
+		if err := workflow.Await(ctx, func() bool { return len(e.out.ClientInput) == 0 }); err != nil {
+			e.out.ClientInput = nil
+			return cancelledOutcome(e.in.Tool)
+		}
+		e.out.ClientInput = nil
+		e.changed(ctx)
+		e.client = &protocol.ClientRound{Responses: e.answers, State: ask.State, Capabilities: e.client.Capabilities, Task: true}
+		o = execute(ctx, e, e.call)
+	}
+}
+
+// validateClientAnswer accepts answers only to pending requests, from the
+// principal the execution runs for.
+func (e *execution) validateClientAnswer(a signals.ExecutionClientAnswer) error {
+	switch {
+	case len(e.out.ClientInput) == 0:
+		return fmt.Errorf("execution %s waits for no client input", e.in.ExecutionID)
+	case len(a.Responses) == 0:
+		return fmt.Errorf("execution %s: the answer carries no responses", e.in.ExecutionID)
+	case a.By == nil || a.By.ID != e.in.UserID || (e.in.Caller != nil && a.By.Type != e.in.Caller.Type):
+		return fmt.Errorf("only the principal execution %s runs for may answer its client input", e.in.ExecutionID)
+	}
+	for id := range a.Responses {
+		if _, ok := e.out.ClientInput[id]; !ok {
+			return fmt.Errorf("execution %s waits for no client input %q", e.in.ExecutionID, id)
+		}
+	}
+	return nil
 }
 
 // validateAnswer accepts only the answer to the approval the execution
@@ -222,7 +333,7 @@ func (e *execution) plan() activities.CallPlan {
 
 func (e *execution) toolInput(c *pendingCall) activities.ExecuteToolInput {
 	p := c.plan
-	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input}
+	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
 }
 
 func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
@@ -249,6 +360,9 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 	}
 	e.out.Status, code = ExecutionStatusOf(code)
 	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
+	if code == protocol.CodeClientInputRequired && e.client != nil {
+		e.out.Output = o.Output // the requests, for the MCP server
+	}
 }
 
 // ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a

@@ -20,6 +20,11 @@ import (
 
 type none struct{}
 
+// progressStep spaces test_tool_with_progress's reports: more than the
+// heartbeat throttle (80% of its 2 s HeartbeatTimeout), less than the
+// timeout.
+const progressStep = 1700 * time.Millisecond
+
 type greetIn struct {
 	Name string `json:"name"`
 }
@@ -100,7 +105,21 @@ func fixtures() []*tools.Tool {
 	headers := tools.Func("test_custom_headers", "Echoes a region that clients also send as the Mcp-Param-Region header.",
 		func(_ *tools.Context, in regionIn) (string, error) { return "region " + in.Region, nil })
 	headers.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)
-	return []*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers}
+	// Progress: three reports, each heartbeated (Temporal records a
+	// heartbeat at most every 80% of HeartbeatTimeout, so they are spaced
+	// beyond that), relayed as notifications/progress.
+	progress := tools.Func("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100.",
+		func(ctx *tools.Context, _ none) (string, error) {
+			for _, p := range []float64{0, 50, 100} {
+				ctx.ReportProgress(p, 100, fmt.Sprintf("%g of 100", p))
+				if err := sleep(ctx, progressStep); err != nil {
+					return "", err
+				}
+			}
+			return "progress reported: 0, 50, 100", nil
+		})
+	progress.HeartbeatTimeout = 2 * time.Second
+	return append([]*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers, progress}, roundFixtures()...)
 }
 
 func newAgent() (*agent.Agent, error) {
