@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +109,16 @@ type Agent struct {
 	// turn goes on. 0 or negative: none (as eve). Between
 	// tools.MinInputDeadline and tools.MaxInputDeadline.
 	InputDeadline time.Duration
+	// InputReminders are the default reminders before a deadline (a
+	// tool's own tools.Tool.InputReminders win; nil: none). Each is an
+	// input.reminder event and a call of OnReminder.
+	InputReminders *tools.Reminders
+	// OnReminder notifies people of reminders and of approvals that
+	// escalated (approval.Policy.EscalateAfter): email, chat, a webhook
+	// (docs/approvals.md). It runs in an activity once per notice, retried
+	// when it fails (5 attempts), so it must tolerate a repeat of the same
+	// Reminder.IdempotencyKey. Sessions started without it never call it.
+	OnReminder func(ctx context.Context, r tools.Reminder) error
 }
 
 // DefaultSessionLifetime is eve's default session lifetime.
@@ -280,10 +291,15 @@ func Register(w worker.Registry, a *Agent) error {
 	if err := tools.CheckInputDeadline(a.InputDeadline); err != nil {
 		return fmt.Errorf("register agent %s: InputDeadline: %w", a.Name, err)
 	}
+	if err := a.InputReminders.Check(); err != nil {
+		return fmt.Errorf("register agent %s: InputReminders: %w", a.Name, err)
+	}
 	rt := &workflows.Runtime{Config: workflows.Config{
 		Limits:                  limits,
 		SessionLifetime:         lifetime(a.SessionLifetime),
 		InputDeadline:           max(a.InputDeadline, 0),
+		InputReminders:          a.InputReminders,
+		ReminderHook:            a.OnReminder != nil,
 		ResolverScopes:          scopes,
 		SearchAttributes:        a.SearchAttributes,
 		NoInbox:                 !a.InboxAttributes,
@@ -303,6 +319,9 @@ func Register(w worker.Registry, a *Agent) error {
 	rt.RegisterExecutions(w)
 	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions, CheckTool: toolcatalog.Check,
 		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
+	if a.OnReminder != nil {
+		acts.OnReminder = a.OnReminder
+	}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})
@@ -312,5 +331,6 @@ func Register(w worker.Registry, a *Agent) error {
 	w.RegisterActivityWithOptions(acts.ReviseConversation, activity.RegisterOptions{Name: activities.ReviseConversationName})
 	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
 	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})
+	w.RegisterActivityWithOptions(acts.Remind, activity.RegisterOptions{Name: activities.RemindName})
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/eve-temporal/eve/auth"
 )
@@ -107,6 +108,10 @@ type Policy struct {
 	auto *AutoConfig
 	// editable lets the reviewer approve with an edited input (Editable).
 	editable bool
+	// deadline gives a call its own deadline; escalation widens who may
+	// settle it after a while (deadline.go).
+	deadline   func(PromptContext) time.Duration
+	escalation *Escalation
 }
 
 // Never runs the tool without asking (the default).

@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/eve-temporal/eve/auth"
 )
@@ -32,6 +33,10 @@ type Request struct {
 	// Principal asked for the call: the caller of the turn, captured when
 	// the approval was requested. Nil for an anonymous caller.
 	Principal *auth.Principal `json:"principal,omitempty"`
+	// EscalatedAt is when the request escalated (Policy.WithEscalation),
+	// nil while it has not; Escalation is the group's label.
+	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
+	Escalation  string     `json:"escalation,omitempty"`
 }
 
 // Input decodes the tool input (already validated) into v.
@@ -127,10 +132,13 @@ func (p Policy) WithPrompt(fn func(c PromptContext) string) Policy {
 }
 
 // HasResponsePolicy reports whether p carries a response policy.
-func (p Policy) HasResponsePolicy() bool { return p.response != nil }
+func (p Policy) HasResponsePolicy() bool { return p.response != nil || p.escalation != nil }
 
 // EvaluateResponse runs the response policy (the default when p has none).
 func (p Policy) EvaluateResponse(ctx context.Context, c ResponseContext) (Verdict, error) {
+	if e := p.escalation; e != nil && c.Request.EscalatedAt != nil && e.Includes(c.Response.Principal) {
+		return Allow(), nil // the second group, once escalated
+	}
 	if p.response == nil {
 		if MayRespond(c.Request.Principal, c.Response.Principal) {
 			return Allow(), nil

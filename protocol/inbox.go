@@ -30,6 +30,10 @@ type InboxItem struct {
 	// Request.Action.Input.
 	Editable    bool            `json:"editable,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// EscalatedAt is when the approval escalated to EscalatedTo, a second
+	// group (absent: it has not).
+	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
+	EscalatedTo string     `json:"escalatedTo,omitempty"`
 }
 
 // InboxPage is a page of the inbox; NextCursor (empty on the last page)

@@ -44,6 +44,19 @@ type InboxEntry struct {
 	// exceed MaxInboxEntryBytes).
 	Editable    bool            `json:"editable,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// EscalatedAt is when the request escalated to Escalation's group
+	// (nil: it has not).
+	EscalatedAt *time.Time       `json:"escalatedAt,omitempty"`
+	Escalation  *InboxEscalation `json:"escalation,omitempty"`
+}
+
+// InboxEscalation is the second group an escalated approval widened to:
+// principals whose Attribute has Value (both empty: the app's response
+// policy decides who they are).
+type InboxEscalation struct {
+	Group     string `json:"group"`
+	Attribute string `json:"attribute,omitempty"`
+	Value     string `json:"value,omitempty"`
 }
 
 // MaxInboxEntryBytes bounds one entry in the memo: a larger request is

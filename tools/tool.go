@@ -190,6 +190,9 @@ type Tool struct {
 	// the agent's default (agent.Agent.InputDeadline); negative: no
 	// deadline. Between MinInputDeadline and MaxInputDeadline.
 	InputDeadline time.Duration
+	// InputReminders remind whoever may answer before the deadline
+	// (nil: the agent's, agent.Agent.InputReminders).
+	InputReminders *Reminders
 	// Approval gates the call (default approval.Never()).
 	Approval approval.Policy
 	// Title names the tool for people, e.g. in "Approve Refund Charge?"
@@ -352,6 +355,14 @@ func (t *Tool) compile() error {
 	}
 	if err := CheckInputDeadline(t.InputDeadline); err != nil {
 		errs = append(errs, fmt.Errorf("InputDeadline: %w", err))
+	}
+	if err := t.InputReminders.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("InputReminders: %w", err))
+	}
+	if e, ok := t.Approval.Escalation(); ok {
+		if err := e.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("Approval: %w", err))
+		}
 	}
 	if t.Timeout < 0 || t.HeartbeatTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))

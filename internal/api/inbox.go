@@ -45,6 +45,11 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			*dst = t
 		}
 	}
+	f, err := inboxFilterOf(v)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	if raw := v.Get("minAge"); raw != "" {
 		d, err := time.ParseDuration(raw)
 		if err != nil || d < 0 {
@@ -89,7 +94,13 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 	page := protocol.InboxPage{Items: []protocol.InboxItem{}}
 	for _, m := range memos {
+		if !f.turn(m) {
+			continue
+		}
 		for _, e := range m.Items {
+			if !f.entry(e) {
+				continue
+			}
 			if q.Kind != "" && e.Request.Kind != q.Kind || q.Tool != "" && e.Request.Action.ToolName != q.Tool {
 				continue // the turn matched; this request of it does not
 			}
@@ -123,6 +134,9 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 // mayAnswer applies the rules that settle a request, before anything is
 // sent: the default response rule, then session access.
 func (s *Server) mayAnswer(r *http.Request, caller *auth.Principal, m signals.InboxMemo, e signals.InboxEntry) bool {
+	if escalatedTo(e, caller) {
+		return true // the second group of an escalated approval
+	}
 	if e.Request.Kind == protocol.KindToolApproval && !e.Judged && !approval.MayRespond(m.Requester, caller) {
 		return false
 	}
@@ -133,7 +147,10 @@ func (s *Server) mayAnswer(r *http.Request, caller *auth.Principal, m signals.In
 func inboxItem(m signals.InboxMemo, e signals.InboxEntry) protocol.InboxItem {
 	it := protocol.InboxItem{ID: protocol.InboxID(m.SessionID, e.Request.RequestID), SessionID: m.SessionID, TurnID: m.TurnID,
 		Kind: e.Request.Kind, ToolName: e.Request.Action.ToolName, Request: e.Request, OpenedAt: e.OpenedAt, Deadline: e.Deadline,
-		Editable: e.Editable, InputSchema: e.InputSchema}
+		Editable: e.Editable, InputSchema: e.InputSchema, EscalatedAt: e.EscalatedAt}
+	if e.Escalation != nil {
+		it.EscalatedTo = e.Escalation.Group
+	}
 	if m.Requester != nil {
 		it.RequesterPrincipalID, it.RequesterPrincipalType = m.Requester.ID, m.Requester.Type
 	}

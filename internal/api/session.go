@@ -279,7 +279,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	s.owners.put(id, sum.Initiator)
 	access := SessionAccess{SessionID: id, Action: ActionRespond, Owner: sum.Initiator, Caller: caller, Responses: rs}
 	var inputs *protocol.Inputs
-	if !s.ownerAllows(caller, sum.Initiator) {
+	if !s.ownerAllows(caller, sum.Initiator) && !s.mayAnswerEscalated(ctx, sum.ActiveTurn, caller, rs) {
 		if s.opts.AuthorizeSession == nil {
 			s.fail(w, s.forbidden(access))
 			return

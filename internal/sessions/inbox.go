@@ -89,3 +89,20 @@ func (s *Service) Inbox(ctx context.Context, q InboxQuery) ([]signals.InboxMemo,
 	}
 	return out, resp.GetNextPageToken(), nil
 }
+
+// TurnInbox reads the open requests a turn publishes (its memo), from the
+// turn's mutable state (not Visibility, which may lag): the respond route
+// reads an escalation from it. A turn without the memo gives an empty one.
+func (s *Service) TurnInbox(ctx context.Context, turnWorkflowID string) (signals.InboxMemo, error) {
+	d, err := s.Client.DescribeWorkflowExecution(ctx, turnWorkflowID, "")
+	if err != nil {
+		return signals.InboxMemo{}, fmt.Errorf("read the turn's open requests: %w", err)
+	}
+	var m signals.InboxMemo
+	if f, ok := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[signals.MemoInbox]; ok {
+		if err := converter.GetDefaultDataConverter().FromPayload(f, &m); err != nil {
+			return signals.InboxMemo{}, fmt.Errorf("decode the turn's open requests: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -63,7 +63,9 @@ type Activities struct {
 	// Conversations holds sessions' conversations (model steps read and
 	// extend them by reference).
 	Conversations *conversation.Store
-	cache         resolverCache
+	// OnReminder notifies people of reminders and escalations (nil: none).
+	OnReminder ReminderHook
+	cache      resolverCache
 }
 
 // ModelStepInput is one model call.
@@ -128,6 +130,13 @@ type CallPlan struct {
 	// InputDeadline is the tool's own deadline for a person's answer
 	// (tools.Tool.InputDeadline: 0 the agent's, negative none).
 	InputDeadline time.Duration `json:"inputDeadline,omitempty"`
+	// RequestDeadline is this call's own deadline from its approval
+	// policy (approval.Policy.WithDeadline; 0 none given, negative no
+	// deadline); Reminders the tool's own; Escalation the policy's
+	// (followups.go in the workflows).
+	RequestDeadline time.Duration        `json:"requestDeadline,omitempty"`
+	Reminders       *tools.Reminders     `json:"reminders,omitempty"`
+	Escalation      *approval.Escalation `json:"escalation,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
@@ -217,10 +226,14 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	p.Kind = string(t.Kind())
 	p.ResponsePolicy = t.Approval.HasResponsePolicy()
 	if p.Approval != approval.KindNever {
-		p.Prompt = t.Approval.Prompt(approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input})
+		pc := approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input}
+		p.Prompt = t.Approval.Prompt(pc)
 		if t.Approval.IsEditable() && !t.Kind().Info().AsksPerson {
 			p.Editable, p.InputSchema = true, t.InputSchema
 		}
+		planFollowUps(&p, t, pc)
+	} else {
+		p.Reminders = t.InputReminders
 	}
 	if t.Kind().Info().NeedsDeadline {
 		p.OutputSchema = t.OutputSchema

@@ -12,6 +12,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/tools"
 )
 
 // Config is recorded in a session's history when it starts and carried
@@ -54,6 +56,11 @@ type Config struct {
 	// InputDeadline is the agent's default deadline for a person's
 	// answer to an approval or question (0: none).
 	InputDeadline time.Duration `json:"inputDeadline,omitempty"`
+	// InputReminders are the agent's default reminders before a deadline;
+	// ReminderHook: the worker notifies people of reminders and
+	// escalations (eve.Remind activities).
+	InputReminders *tools.Reminders `json:"inputReminders,omitempty"`
+	ReminderHook   bool             `json:"reminderHook,omitempty"`
 }
 
 // SessionLimits cap what a session spends on its model (eve's "Runtime

@@ -15,9 +15,13 @@ import (
 // starts a durable timer; unanswered at the deadline, it settles expired.
 const changeDeadlines = "eve-input-deadlines"
 
-// deadlineOf is a request's deadline: the tool's, else the agent's (0:
-// none; a negative tool deadline turns the agent's off).
-func (t *turn) deadlineOf(r *openRequest) time.Duration {
+// deadlineOf is a request's deadline: the call's own (changeFollowUps),
+// else the tool's, else the agent's (0: none; a negative one turns those
+// after it off).
+func (t *turn) deadlineOf(r *openRequest, fu followUps) time.Duration {
+	if fu.on && r.plan.RequestDeadline != 0 {
+		return max(r.plan.RequestDeadline, 0)
+	}
 	d := r.plan.InputDeadline
 	if d == 0 {
 		d = t.cfg.InputDeadline
@@ -29,18 +33,19 @@ func (t *turn) deadlineOf(r *openRequest) time.Duration {
 // Temporal's: it fires on the server whether or not a worker runs, and the
 // turn settles the request in the workflow task that follows.
 func (t *turn) watchDeadline(ctx workflow.Context, r *openRequest) {
-	d := t.deadlineOf(r)
-	if d <= 0 || workflow.GetVersion(ctx, changeDeadlines, workflow.DefaultVersion, 1) < 1 {
-		return
+	fu := t.followUpsOf(ctx, r)
+	d := t.deadlineOf(r, fu)
+	if d > 0 && workflow.GetVersion(ctx, changeDeadlines, workflow.DefaultVersion, 1) >= 1 {
+		r.deadline = r.opened.Add(d)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			answered, err := workflow.AwaitWithTimeout(ctx, d, func() bool { return r.settled })
+			if answered || err != nil || r.settled {
+				return
+			}
+			t.expire(ctx, r)
+		})
 	}
-	r.deadline = r.opened.Add(d)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		answered, err := workflow.AwaitWithTimeout(ctx, d, func() bool { return r.settled })
-		if answered || err != nil || r.settled {
-			return
-		}
-		t.expire(ctx, r)
-	})
+	t.watchFollowUps(ctx, r, fu)
 }
 
 // expire settles an unanswered request at its deadline: outcome expired

@@ -49,7 +49,11 @@ func (b *inputBoard) openKey() string {
 	var ids []string
 	for _, r := range b.requests {
 		if !r.settled {
-			ids = append(ids, r.req.RequestID)
+			id := r.req.RequestID
+			if !r.follow.escalatedAt.IsZero() {
+				id += "\x01escalated" // republished when it escalates
+			}
+			ids = append(ids, id)
 		}
 	}
 	return strings.Join(ids, "\x00")
@@ -69,6 +73,7 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 			d := r.deadline
 			e.Deadline = &d
 		}
+		r.inboxEscalation(&e)
 		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
 			e.InputSchema = nil // the tool's schema goes first
 		}

@@ -61,6 +61,8 @@ type openRequest struct {
 	// policies last refused an edit of it (edits.go).
 	editSchema  *schema.Schema
 	editRefusal string
+	// follow: its reminders and escalation (followups.go).
+	follow followState
 }
 
 // decision is how an answer settles a request.

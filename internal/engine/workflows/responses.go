@@ -220,6 +220,7 @@ func (t *turn) evaluateResponse(ctx workflow.Context, c *candidate) workflow.Fut
 		TurnID:   t.in.TurnID,
 	}, Dynamic: t.dynamicFor(p.Call.Name)}
 	c.editedRequest(&in.Context.Request)
+	c.r.escalatedRequest(&in.Context.Request)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: activities.ResponsePolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},

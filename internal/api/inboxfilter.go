@@ -1,0 +1,53 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/eve-temporal/eve/signals"
+)
+
+// TenantAttribute is the requester's attribute that ?tenant= matches.
+const TenantAttribute = "tenantId"
+
+// inboxFilter narrows a page's turns and requests by what the memo holds
+// (the Visibility query already narrowed the turns by their attributes):
+// the page is still one query, and may come out shorter (nextCursor goes
+// on).
+type inboxFilter struct {
+	tenant    string
+	dueBefore time.Time
+	escalated bool
+}
+
+func inboxFilterOf(v url.Values) (inboxFilter, error) {
+	f := inboxFilter{tenant: v.Get("tenant")}
+	if raw := v.Get("dueBefore"); raw != "" {
+		t, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			return f, errorf(http.StatusBadRequest, CodeBadRequest, "dueBefore: expected an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", err)
+		}
+		f.dueBefore = t
+	}
+	switch v.Get("escalated") {
+	case "", "false":
+	case "true":
+		f.escalated = true
+	default:
+		return f, errorf(http.StatusBadRequest, CodeBadRequest, "escalated: expected true or false")
+	}
+	return f, nil
+}
+
+// turn: the tenant is the requester's tenantId attribute.
+func (f inboxFilter) turn(m signals.InboxMemo) bool {
+	return f.tenant == "" || m.Requester.Attr(TenantAttribute) == f.tenant
+}
+
+func (f inboxFilter) entry(e signals.InboxEntry) bool {
+	if !f.dueBefore.IsZero() && (e.Deadline == nil || !e.Deadline.Before(f.dueBefore)) {
+		return false
+	}
+	return !f.escalated || e.EscalatedAt != nil
+}
