@@ -1,7 +1,11 @@
 package approval
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/eve-temporal/eve/auth"
 
 	"github.com/eve-temporal/eve/model"
 )
@@ -46,5 +50,37 @@ func TestParseReview(t *testing.T) {
 		if (err == nil) != (c.want != "") || r.Verdict != c.want {
 			t.Errorf("ParseReview(%q) = %+v, %v; want %q", c.text, r, err, c.want)
 		}
+	}
+}
+
+func TestEscalation(t *testing.T) {
+	e := Escalation{After: time.Hour, Attribute: "group", Value: "managers"}
+	manager := &auth.Principal{ID: "carol", Type: "user", Attributes: map[string]string{"group": "managers"}}
+	if err := e.Check(); err != nil || !e.Includes(manager) || e.Includes(&auth.Principal{ID: "bob"}) || e.Includes(nil) || e.GroupLabel() != "group=managers" {
+		t.Fatalf("escalation %+v: check %v", e, err)
+	}
+	for _, bad := range []Escalation{{After: 0}, {After: time.Hour, Attribute: "group"}} {
+		if bad.Check() == nil {
+			t.Errorf("Check(%+v) = nil", bad)
+		}
+	}
+	p := Always().EscalateAfter(time.Hour, "group", "managers")
+	if !p.HasResponsePolicy() {
+		t.Fatal("an escalating policy must be judged")
+	}
+	alice := &auth.Principal{ID: "alice", Type: "user"}
+	now := time.Now()
+	for _, c := range []struct {
+		escalated *time.Time
+		who       *auth.Principal
+		want      string
+	}{{nil, manager, Rejected}, {&now, manager, Allowed}, {nil, alice, Allowed}, {&now, &auth.Principal{ID: "bob", Type: "user"}, Rejected}} {
+		v, _ := p.EvaluateResponse(context.Background(), ResponseContext{Request: Request{Principal: alice, EscalatedAt: c.escalated}, Response: Response{Principal: c.who}})
+		if v.Status != c.want {
+			t.Errorf("escalated %v, %s: %s, want %s", c.escalated != nil, c.who.ID, v.Status, c.want)
+		}
+	}
+	if d := Always().WithDeadline(func(PromptContext) time.Duration { panic("x") }).Deadline(PromptContext{}); d != 0 {
+		t.Fatalf("a panicking deadline gave %v", d)
 	}
 }
