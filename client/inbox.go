@@ -23,6 +23,12 @@ type InboxFilter struct {
 	Kind string
 	// MinAge lists only requests open at least this long.
 	MinAge time.Duration
+	// Tenant lists only requests whose requester's tenantId attribute is
+	// this; DueBefore only those with a deadline before it; Escalated only
+	// escalated approvals.
+	Tenant    string
+	DueBefore time.Time
+	Escalated bool
 	// Limit is the turns one page reads (default 100).
 	Limit int
 	// Cursor is the previous page's NextCursor.
@@ -51,6 +57,13 @@ func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 	set("requester", f.Requester)
 	set("kind", f.Kind)
 	set("cursor", f.Cursor)
+	set("tenant", f.Tenant)
+	if !f.DueBefore.IsZero() {
+		q.Set("dueBefore", f.DueBefore.UTC().Format(time.RFC3339))
+	}
+	if f.Escalated {
+		q.Set("escalated", "true")
+	}
 	if f.MinAge > 0 {
 		q.Set("minAge", f.MinAge.String())
 	}
