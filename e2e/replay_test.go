@@ -525,6 +525,7 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatalf("task rounds: %+v %v", done, err)
 	}
 	save("execution-client-task-rounds", task.ID)
+	recordFollowUps(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.
