@@ -123,6 +123,7 @@ bench: $(TEMPORAL_BIN)
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -anatomy 300
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/stallbench -n 1000
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/inboxbench -n 10000
 	cd bench && EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./toolsbench/
 
 fmt:
