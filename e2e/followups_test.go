@@ -81,6 +81,12 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	if items := inboxAll(t, e, manager, client.InboxFilter{}); len(items) != 0 {
 		t.Fatalf("the manager's inbox before the escalation: %+v", items)
 	}
+	// The tenant filter reads the requester's tenantId (alice's is acme).
+	for tenant, want := range map[string]int{"acme": 1, "globex": 0} {
+		if items := inboxAll(t, e, e.as("key-alice"), client.InboxFilter{Tenant: tenant}); len(items) != want {
+			t.Fatalf("tenant %s: %d items, want %d", tenant, len(items), want)
+		}
+	}
 	r := e.do(t, "POST", "/eve/v1/inbox/"+id, map[string]any{"optionId": "approve"}, bearer("key-manager"))
 	wantError(t, r, http.StatusForbidden, "forbidden", "")
 	evs := env.Events(ctx, turn.SessionID)

@@ -56,6 +56,9 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 					if it.Deadline != nil {
 						due = " due " + it.Deadline.Format(time.RFC3339)
 					}
+					if it.EscalatedAt != nil {
+						due += " escalated to " + it.EscalatedTo
+					}
 					fmt.Fprintf(out, "%s  %s %s by %s, open %s%s: %s\n", it.ID, it.Kind, it.ToolName, it.RequesterPrincipalID,
 						time.Since(it.OpenedAt).Round(time.Second), due, it.Request.Prompt)
 				}
@@ -71,6 +74,8 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 	list.Flags().StringVar(&filter.Requester, "requester", "", "only requests of this principal id")
 	list.Flags().StringVar(&filter.Kind, "kind", "", "tool-approval, question or session-limit")
 	list.Flags().DurationVar(&filter.MinAge, "min-age", 0, "only requests open at least this long")
+	list.Flags().StringVar(&filter.Tenant, "tenant", "", "only requests whose requester has this tenantId")
+	list.Flags().BoolVar(&filter.Escalated, "escalated", false, "only escalated approvals")
 	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
 
 	show := &cobra.Command{

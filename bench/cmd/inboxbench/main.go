@@ -41,7 +41,7 @@ import (
 func main() {
 	n := flag.Int("n", 10000, "open requests (parked sessions) to list")
 	page := flag.Int("page", sessions.DefaultInboxPageSize, "turns per page (?limit=)")
-	conc := flag.Int("c", 32, "sessions parked concurrently")
+	conc := flag.Int("c", 16, "sessions parked concurrently")
 	flag.Parse()
 	if err := run(context.Background(), *n, *page, *conc); err != nil {
 		fmt.Fprintln(os.Stderr, "inboxbench:", err)
@@ -96,11 +96,20 @@ func run(ctx context.Context, n, pageSize, conc int) error {
 	svc := &sessions.Service{Client: c, TaskQueue: tq}
 	fmt.Printf("parking %d sessions on an approval...\n", n)
 	st, err := benchkit.Throughput(ctx, conc, n, func(ctx context.Context, _ int) error {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		res, err := svc.CreateAndSend(cctx, "", nil, signals.SendRequest{Message: "refund", Wait: true})
-		if err == nil && (res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting) {
-			err = fmt.Errorf("not parked: %+v", res.Outcome)
+		// A loaded machine may time a park out; one retry (a new session;
+		// the first may park too, so the listing counts what is open).
+		var err error
+		for try := 0; try < 2; try++ {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			var res signals.SendResult
+			res, err = svc.CreateAndSend(cctx, "", nil, signals.SendRequest{Message: "refund", Wait: true})
+			cancel()
+			if err == nil && (res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting) {
+				err = fmt.Errorf("not parked: %+v", res.Outcome)
+			}
+			if err == nil {
+				return nil
+			}
 		}
 		return err
 	})
@@ -168,7 +177,7 @@ func run(ctx context.Context, n, pageSize, conc int) error {
 			return fmt.Errorf("eve: %w", err)
 		}
 	}
-	fmt.Printf("\nlisting %d open requests, %d turns a page:\n", n, pageSize)
+	fmt.Printf("\nlisting %d open requests (%d parked), %d turns a page:\n", eve.items, n, pageSize)
 	fmt.Printf("%-34s %-8s %-7s %-19s %-12s %-10s %s\n", "", "items", "pages", "Visibility queries", "per session", "wall", "per page")
 	for _, r := range []struct {
 		name string
@@ -179,8 +188,8 @@ func run(ctx context.Context, n, pageSize, conc int) error {
 	}
 	fmt.Printf("eve / raw: %.2f× the queries, %.2f× the time; one query a page, where one a session would take %d\n",
 		float64(eve.queries)/float64(max(raw.queries, 1)), float64(eve.wall)/float64(max(raw.wall, 1)), n)
-	if eve.items != n || eve.queries != int64(eve.pages) {
-		return fmt.Errorf("eve listed %d of %d requests in %d queries for %d pages", eve.items, n, eve.queries, eve.pages)
+	if eve.items < n || eve.items != raw.items || eve.queries != int64(eve.pages) {
+		return fmt.Errorf("eve listed %d requests (raw %d, parked %d) in %d queries for %d pages", eve.items, raw.items, n, eve.queries, eve.pages)
 	}
 	return nil
 }
