@@ -8,14 +8,15 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
-// Input deadlines (issue 26): an approval and a question whose deadlines
-// pass while the worker is down settle as expired when it is back (the
+// Input deadlines (issue 26): an approval (with its own, per-call deadline)
+// and a question (the agent's) whose deadlines pass while the worker is down settle as expired when it is back (the
 // timers fired on the server meanwhile); the model reads that nobody
 // answered and the turns go on; a late answer is refused with 410.
 func TestInputDeadlineWhileWorkerDown(t *testing.T) {
@@ -26,6 +27,9 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 	}
 	const deadline = 3 * time.Second
 	a.InputDeadline = deadline
+	// The refund's own deadline (its policy's, per call) wins over the agent's.
+	refundTool, _ := a.Tools.Get("refund_charge")
+	refundTool.Approval = refundTool.Approval.WithDeadline(func(approval.PromptContext) time.Duration { return 2 * time.Second })
 	stop := env.StartWorker(a)
 	e := newAPIEnv(t, env, nil)
 	ctx := e.Ctx(90 * time.Second)
@@ -73,7 +77,7 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 			t.Fatalf("%s: no timer fired", turn.kind)
 		}
 	}
-	if r := env.Reply(refund.SessionID); !strings.Contains(r, "Nobody answered the approval for refund_charge before its deadline (3s)") {
+	if r := env.Reply(refund.SessionID); !strings.Contains(r, "Nobody answered the approval for refund_charge before its deadline (2s)") {
 		t.Fatalf("the model read: %q", r)
 	}
 	// A late answer is refused, saying it expired; nothing is recorded.
