@@ -129,6 +129,11 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	if rs := evetest.Of(evs, protocol.ActionResult); len(rs) != 1 || rs[0].Decode(&ar) != nil || ar.Status != protocol.StatusCompleted {
 		t.Fatalf("action.result %+v", ar)
 	}
+	// The decision record says when it escalated.
+	var dec protocol.Decision
+	if ds := evetest.Of(evs, protocol.DecisionRecorded); len(ds) != 1 || ds[0].Decode(&dec) != nil || dec.EscalatedAt == nil || !dec.EscalatedAt.Equal(esc.At.UTC().Truncate(time.Millisecond)) {
+		t.Fatalf("decision.recorded %+v (escalated at %v)", dec, esc.At)
+	}
 	// The app heard of the escalation once, with the group's attribute.
 	if got := notices.list(); len(got) != 1 || got[0].Escalation != "role=manager" || got[0].EscalationAttribute != "role" || got[0].RequestID != rid {
 		t.Fatalf("hook calls %+v", got)

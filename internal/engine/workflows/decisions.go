@@ -64,6 +64,7 @@ func (t *turn) decisionOf(ctx workflow.Context, r *openRequest, res protocol.Inp
 		d.EditedInput = r.edit.input // approved with edits (changeEdits)
 	}
 	d.Candidates = append(d.Candidates, r.refused...)
+	d.EscalatedAt = r.escalatedAtStamp()
 	return d
 }
 

@@ -152,3 +152,13 @@ func (r *openRequest) inboxEscalation(e *signals.InboxEntry) {
 		e.Escalation = &signals.InboxEscalation{Group: x.GroupLabel(), Attribute: x.Attribute, Value: x.Value}
 	}
 }
+
+// escalatedAtStamp is when r escalated, for the decision record (nil: it
+// did not).
+func (r *openRequest) escalatedAtStamp() *time.Time {
+	if r.follow.escalatedAt.IsZero() {
+		return nil
+	}
+	at := stamp(r.follow.escalatedAt)
+	return &at
+}
