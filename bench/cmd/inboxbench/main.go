@@ -178,12 +178,12 @@ func run(ctx context.Context, n, pageSize, conc int) error {
 		}
 	}
 	fmt.Printf("\nlisting %d open requests (%d parked), %d turns a page:\n", eve.items, n, pageSize)
-	fmt.Printf("%-34s %-8s %-7s %-19s %-12s %-10s %s\n", "", "items", "pages", "Visibility queries", "per session", "wall", "per page")
+	fmt.Printf("%-38s %-8s %-7s %-19s %-12s %-10s %s\n", "", "items", "pages", "Visibility queries", "per session", "wall", "per page")
 	for _, r := range []struct {
 		name string
 		l    listing
 	}{{"raw SDK ListWorkflow (+ memo decode)", raw}, {"eve GET /eve/v1/inbox", eve}} {
-		fmt.Printf("%-34s %-8d %-7d %-19d %-12.4f %-10s %s\n", r.name, r.l.items, r.l.pages, r.l.queries, float64(r.l.queries)/float64(n),
+		fmt.Printf("%-38s %-8d %-7d %-19d %-12.4f %-10s %s\n", r.name, r.l.items, r.l.pages, r.l.queries, float64(r.l.queries)/float64(n),
 			r.l.wall.Round(time.Millisecond), (r.l.wall / time.Duration(max(r.l.pages, 1))).Round(10*time.Microsecond))
 	}
 	fmt.Printf("eve / raw: %.2f× the queries, %.2f× the time; one query a page, where one a session would take %d\n",
