@@ -19,8 +19,8 @@ const changeDeadlines = "eve-input-deadlines"
 // else the tool's, else the agent's (0: none; a negative one turns those
 // after it off).
 func (t *turn) deadlineOf(r *openRequest, fu followUps) time.Duration {
-	if fu.on && r.plan.RequestDeadline != 0 {
-		return max(r.plan.RequestDeadline, 0)
+	if fu.on && fu.requestDeadline != 0 {
+		return max(fu.requestDeadline, 0)
 	}
 	d := r.plan.InputDeadline
 	if d == 0 {

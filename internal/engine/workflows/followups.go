@@ -26,9 +26,11 @@ const changeFollowUps = "eve-input-followups"
 
 // followUps is what a request's plan and the session's config ask for.
 type followUps struct {
-	on         bool
-	reminders  *tools.Reminders
-	escalation *approval.Escalation
+	on bool
+	// requestDeadline is an approval's own (its policy's, per call).
+	requestDeadline time.Duration
+	reminders       *tools.Reminders
+	escalation      *approval.Escalation
 }
 
 // followState is what happened of them.
@@ -46,10 +48,13 @@ func (t *turn) followUpsOf(ctx workflow.Context, r *openRequest) followUps {
 	if fu.reminders == nil {
 		fu.reminders = t.cfg.InputReminders
 	}
+	if r.req.Kind == protocol.KindToolApproval {
+		fu.requestDeadline = p.RequestDeadline // not a question the running call asks
+	}
 	if r.req.Kind != protocol.KindToolApproval || !t.judged(r) {
 		fu.escalation = nil
 	}
-	if p.RequestDeadline == 0 && fu.reminders == nil && fu.escalation == nil {
+	if fu.requestDeadline == 0 && fu.reminders == nil && fu.escalation == nil {
 		return followUps{}
 	}
 	if workflow.GetVersion(ctx, changeFollowUps, workflow.DefaultVersion, 1) < 1 {
