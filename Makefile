@@ -113,7 +113,8 @@ dev: $(TEMPORAL_BIN)
 # call, streamed text, a creation burst through HTTP; 10,000 parked
 # sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
 # (the pg row needs PostgreSQL: make postgres); 1,000 stalled request bodies
-# and the latency other clients see meanwhile.
+# and the latency other clients see meanwhile; the inbox over 10,000 open
+# requests (one Visibility query a page, beside the raw SDK).
 # The tools API's catalog benchmarks. The benchmarks are their own module
 # (bench/, replace => ..): `cd bench && go run ./cmd/bench` alone also runs
 # the default and fast-sqlite dev-server configs.
