@@ -278,6 +278,12 @@ type ServerOptions struct {
 	// initiator) act on it: return true to allow. Nil: owners only (and
 	// services whose keys-file entry can act for the owner).
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
+	// TemporalUIURL is the Temporal Web UI's base URL (EVE_TEMPORAL_UI_URL,
+	// e.g. http://localhost:8233) and TemporalNamespace the workers'
+	// namespace (default "default"): the console at /console/ links each
+	// turn to its workflow there. Empty: no links.
+	TemporalUIURL     string
+	TemporalNamespace string
 }
 
 // SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller
@@ -316,6 +322,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 		PollInterval:           opts.PollInterval,
 		NotifyURL:              opts.Notify,
 		AuthorizeSession:       opts.AuthorizeSession,
+		TemporalUIWorkflowURL:  assemble.TemporalUIWorkflowURL(opts.TemporalUIURL, opts.TemporalNamespace),
 		Logger:                 opts.Logger,
 	})
 	if err != nil {

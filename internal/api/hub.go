@@ -29,10 +29,13 @@ type hub struct {
 	mu               sync.Mutex
 	feeds            map[string]*feed
 	unsubscribeNotes func()
+	// listeners hear every change (inbox event streams); they must not block.
+	listeners map[int]func(sessionID string)
+	nextID    int
 }
 
 func newHub(svc *sessions.Service, bus notify.Bus, poll, idlePoll time.Duration, log *slog.Logger) *hub {
-	h := &hub{svc: svc, log: log, push: bus != nil, poll: poll, idlePoll: idlePoll, feeds: map[string]*feed{}}
+	h := &hub{svc: svc, log: log, push: bus != nil, poll: poll, idlePoll: idlePoll, feeds: map[string]*feed{}, listeners: map[int]func(string){}}
 	if bus != nil {
 		h.unsubscribeNotes = bus.Subscribe(h.notified)
 	}
@@ -50,6 +53,9 @@ func (h *hub) close() {
 func (h *hub) notified(id string, events int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, fn := range h.listeners {
+		fn(id)
+	}
 	if id == "" {
 		for _, f := range h.feeds {
 			f.kick(0)
@@ -58,6 +64,21 @@ func (h *hub) notified(id string, events int) {
 	}
 	if f := h.feeds[id]; f != nil {
 		f.kick(events)
+	}
+}
+
+// listen calls fn with the id of every session that changed ("": any may
+// have); fn must not block. cancel stops the calls.
+func (h *hub) listen(fn func(sessionID string)) (cancel func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.nextID
+	h.nextID++
+	h.listeners[k] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.listeners, k)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/actionsvc"
+	"github.com/eve-temporal/eve/internal/console"
 	"github.com/eve-temporal/eve/internal/httpbody"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
@@ -127,6 +128,9 @@ type Options struct {
 	Actions http.Handler
 	// Tools serves the tools API under /v1/ (bearer keys apply). Nil: 404.
 	Tools http.Handler
+	// TemporalUIWorkflowURL is the Temporal Web UI's workflows page of the
+	// namespace, which the console (/console/) links turns to ("": none).
+	TemporalUIWorkflowURL string
 }
 
 // Anonymous is the caller when no keys are configured.
@@ -225,6 +229,12 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))
 	m.HandleFunc("POST /eve/v1/inbox/{id}", s.authed(s.inboxAnswer))
 	m.HandleFunc("GET /eve/v1/decisions", s.authed(s.decisions))
+	m.HandleFunc("GET /eve/v1/inbox/events", s.authed(s.inboxEvents))
+	m.HandleFunc("GET /eve/v1/sessions", s.authed(s.sessionList))
+	m.HandleFunc("GET /eve/v1/jobs", s.authed(s.jobList))
+	// The console's static files need no key: the page signs in itself.
+	m.Handle("GET "+console.Prefix, console.Handler(console.Config{TemporalUIWorkflowURL: s.opts.TemporalUIWorkflowURL, Open: s.Open()}))
+	m.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
 	if s.opts.Actions != nil {
 		m.Handle("/eve/v1/actions/", s.opts.Actions)
 	}

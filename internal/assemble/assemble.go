@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -196,7 +197,19 @@ type HandlerConfig struct {
 	Notify           notify.Bus
 	NotifyURL        string
 	AuthorizeSession func(context.Context, api.SessionAccess) bool
-	Logger           *slog.Logger
+	// TemporalUIWorkflowURL: the console's links to turns' workflows
+	// (TemporalUIWorkflowURL builds it); "": none.
+	TemporalUIWorkflowURL string
+	Logger                *slog.Logger
+}
+
+// TemporalUIWorkflowURL is the workflows page of namespace in the Temporal
+// Web UI at base (http://localhost:8233), or "" without a base.
+func TemporalUIWorkflowURL(base, namespace string) string {
+	if base = strings.TrimRight(strings.TrimSpace(base), "/"); base == "" {
+		return ""
+	}
+	return base + "/namespaces/" + url.PathEscape(cmp.Or(namespace, "default")) + "/workflows"
 }
 
 // NewHandler serves eve's session protocol under /eve/v1/ for the agent,
@@ -254,6 +267,7 @@ func NewHandler(c client.Client, a *agent.Agent, cfg HandlerConfig) (*api.Server
 		HeartbeatInterval:      cfg.HeartbeatInterval,
 		PollInterval:           cfg.PollInterval,
 		Notify:                 bus,
+		TemporalUIWorkflowURL:  cfg.TemporalUIWorkflowURL,
 	}
 	if actions != nil {
 		opts.Actions = actions

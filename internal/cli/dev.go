@@ -107,6 +107,9 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		defer srv.Stop()
 		fmt.Fprintf(out, "Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
 		fmt.Fprintf(out, "Temporal UI  %s\n", srv.UIAddr)
+		if af.temporalUI == "" {
+			af.temporalUI = srv.UIAddr
+		}
 	}
 	// The local stack keeps its own action secret, so completion URLs
 	// survive a restart of eve dev.
@@ -138,12 +141,15 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 	}
 	defer w.Stop()
 	fmt.Fprintf(out, "Worker       task queue %q, agent %q%s\n", w.TaskQueue, a.Name, buildNote(w.Deployment()))
-	apiURL, stopAPI, err := startAPIServer(ctx, logger, w.Client, w.TaskQueue, af, a, bus)
+	tcAPI := cfg.Temporal
+	tcAPI.TaskQueue = w.TaskQueue
+	apiURL, stopAPI, err := startAPIServer(ctx, logger, w.Client, tcAPI, af, a, bus)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
 	fmt.Fprintf(out, "eve API      %s/eve/v1/\n", apiURL)
+	fmt.Fprintf(out, "Console      %s/console/\n", loopbackURL(apiURL))
 	msg := `"hello"`
 	if a.Name == "demo" {
 		msg = `"what's the weather in Paris"`

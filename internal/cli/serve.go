@@ -41,6 +41,7 @@ type apiFlags struct {
 	maxStreams   int
 	maxToolCalls int
 	notify       string
+	temporalUI   string
 }
 
 // bindNotify registers --notify (EVE_NOTIFY).
@@ -61,6 +62,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
 	fs.IntVar(&f.maxToolCalls, "max-tool-calls", config.EnvInt("EVE_MAX_TOOL_CALLS", toolsapi.DefaultMaxToolCalls), "tool calls one executeToolCalls request of the tools API may start; beyond it the request answers 400 too_many_calls (env EVE_MAX_TOOL_CALLS; negative: no bound)")
 	bindNotify(fs, &f.notify)
+	fs.StringVar(&f.temporalUI, "temporal-ui-url", config.Env("EVE_TEMPORAL_UI_URL", ""), "the Temporal Web UI's base URL (e.g. http://localhost:8233): the console at /console/ links each turn to its workflow there (env EVE_TEMPORAL_UI_URL; eve dev: its dev server's UI)")
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
 }
@@ -141,7 +143,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			if err != nil {
 				return fmt.Errorf("--notify: %w", err)
 			}
-			url, stop, err := startAPIServer(ctx, logger, c, tc.TaskQueue, af, a, bus)
+			url, stop, err := startAPIServer(ctx, logger, c, tc, af, a, bus)
 			if err != nil {
 				return err
 			}
@@ -160,7 +162,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 // startAPIServer listens on af.addr and serves the session protocol (and
 // a's tools API) until stop is called. It returns the server's base URL.
 // bus, when set, tells streams that sessions changed (nil: they poll).
-func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, taskQueue string, af apiFlags, a *agent.Agent, bus notify.Bus) (string, func(), error) {
+func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, tc config.Temporal, af apiFlags, a *agent.Agent, bus notify.Bus) (string, func(), error) {
 	keys, err := af.checkOpen()
 	if err != nil {
 		return "", nil, err
@@ -172,8 +174,9 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		}
 	}
 	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
-		TaskQueue:              taskQueue,
+		TaskQueue:              tc.TaskQueue,
 		Keys:                   keys,
+		TemporalUIWorkflowURL:  assemble.TemporalUIWorkflowURL(af.temporalUI, tc.Namespace),
 		Addr:                   af.addr,
 		InsecureOpen:           af.insecureOpen,
 		ActionSecret:           []byte(af.actions.Secret),

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/visibility"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// consoleSuite finds the console's browser suite (test/console, npm ci by
+// make test) and Node. Without them the test is skipped, unless
+// EVE_REQUIRE_CONSOLE=1 (set by make test), when it fails.
+func consoleSuite(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir, _ = filepath.Abs("../test/console")
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); serr != nil || err != nil {
+		if os.Getenv("EVE_REQUIRE_CONSOLE") == "1" {
+			t.Fatal("the console's browser suite needs Node and test/console/node_modules: make test runs npm ci in test/console")
+		}
+		t.Skip("test/console is not installed (cd test/console && npm ci) or Node is missing")
+	}
+	return dir, node
+}
+
+// The console (/console/) in a real browser: Debian's Chromium driven by
+// playwright-core (test/console/console.test.mjs) against the demo agent
+// on a real dev server, behind an API server with keys. The suite signs
+// in, approves, denies with a note, answers questions, watches a streamed
+// reply, cancels a delegated job, checks that bob sees none of alice's
+// requests and that a wrong key is refused, fails on any browser console
+// error, and writes the screenshots of docs/console.md.
+func TestConsoleBrowser(t *testing.T) {
+	bin := chromium(t)
+	dir, node := consoleSuite(t)
+	env := evetest.New(t)
+	if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	jobs := t.TempDir()
+	ts := demo.Tools()
+	ts[len(ts)-1] = demo.RunReport(jobs)
+	reg := tools.NewRegistry()
+	if err := reg.Register(ts...); err != nil {
+		t.Fatal(err)
+	}
+	actions, _, _ := env.Actions()
+	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, Actions: actions,
+		SearchAttributes: true, InboxAttributes: true}
+	env.StartWorker(a)
+	e := newAPIEnv(t, env, func(o *api.Options) {
+		o.Keys = apiTestKeys
+		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
+	})
+
+	shots, _ := filepath.Abs("../docs/console")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := json.Marshal(map[string]string{"alice": "key-alice", "bob": "key-bob"})
+	ctx := env.Ctx(4 * time.Minute)
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "console.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "EVE_CONSOLE_URL="+e.URL, "EVE_CONSOLE_KEYS="+string(keys), "EVE_CHROMIUM="+bin,
+		"EVE_JOBS_DIR="+jobs, "EVE_SCREENSHOTS="+shots)
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser suite:\n%s", out)
+	if err != nil {
+		t.Fatalf("the console's browser suite failed: %v", err)
+	}
+}

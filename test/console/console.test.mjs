@@ -1,0 +1,278 @@
+// The console in a real browser (Debian's chromium, headless, driven by
+// playwright-core) against the stack e2e/console_test.go starts: the demo
+// agent on a real Temporal dev server behind an API server with keys.
+// Every wait is bounded and on page or session state; any browser console
+// error fails the case that caused it (unless the case expects that very
+// refusal, e.g. a 401 for a wrong key).
+import { test, before, after, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+const BASE = process.env.EVE_CONSOLE_URL;
+const KEYS = JSON.parse(process.env.EVE_CONSOLE_KEYS || "{}");
+const JOBS = process.env.EVE_JOBS_DIR;
+const SHOTS = process.env.EVE_SCREENSHOTS;
+const WAIT = 20000; // every bounded wait, ms
+
+let browser;
+let errors = [];
+let allowed = [];
+
+before(async () => {
+  assert.ok(BASE, "EVE_CONSOLE_URL: run through e2e/console_test.go (make test)");
+  browser = await chromium.launch({ executablePath: process.env.EVE_CHROMIUM || "/usr/bin/chromium", headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+});
+after(async () => { await browser?.close(); });
+afterEach(() => {
+  const bad = errors.filter((e) => !allowed.some((re) => re.test(e)));
+  errors = []; allowed = [];
+  assert.deepEqual(bad, [], "browser console errors");
+});
+
+// page opens a fresh browser context (its own sessionStorage) at the console.
+async function open(viewport = { width: 1100, height: 820 }) {
+  const ctx = await browser.newContext({ viewport });
+  const page = await ctx.newPage();
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push("pageerror: " + e.message));
+  await page.goto(BASE + "/console/");
+  return page;
+}
+
+async function signIn(page, who) {
+  await page.getByLabel("API key").fill(KEYS[who]);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator('[data-page="inbox"][data-state="loaded"]').waitFor({ timeout: WAIT });
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, name + ".png"), fullPage: true });
+}
+
+// ---- the API, as the app and the job would call it ----
+
+async function call(who, method, p, body) {
+  const res = await fetch(BASE + p, { method, headers: { Authorization: "Bearer " + KEYS[who], "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+// until reads the session's stream until an event matches (bounded).
+async function until(who, sid, pred, what) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), WAIT);
+  const seen = [];
+  try {
+    const res = await fetch(`${BASE}/eve/v1/session/${sid}/stream?startIndex=0`, { headers: { Authorization: "Bearer " + KEYS[who] }, signal: ctl.signal });
+    assert.equal(res.status, 200);
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i); buf = buf.slice(i + 1);
+        if (!line.trim()) continue;
+        const ev = JSON.parse(line);
+        seen.push(ev.type);
+        if (pred(ev)) return ev;
+      }
+    }
+  } catch (e) {
+    if (!ctl.signal.aborted) throw e;
+  } finally {
+    clearTimeout(timer);
+    ctl.abort();
+  }
+  assert.fail(`session ${sid}: no ${what} within ${WAIT} ms; events: ${seen.join(" ")}`);
+}
+const reply = (who, sid) => until(who, sid, (e) => e.type === "message.completed", "reply").then((e) => e.data.message);
+
+async function park(who, message) {
+  const acc = await call(who, "POST", "/eve/v1/session", { message });
+  await until(who, acc.sessionId, (e) => e.type === "input.requested", "input.requested");
+  return acc.sessionId;
+}
+const card = (page, sid) => page.locator(`article.item[data-id^="${sid}:"]`);
+
+// ---- cases ----
+
+test("signing in with a wrong key is refused", async () => {
+  allowed = [/401/]; // the refused GET /eve/v1/info, which the browser logs
+  const page = await open();
+  await page.getByLabel("API key").fill("not-a-key");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText(/The key was refused \(401/).waitFor({ timeout: WAIT });
+  assert.equal(await page.locator("#nav").isHidden(), true);
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+  await shot(page, "signin");
+  await page.context().close();
+});
+
+test("approve from the inbox", async () => {
+  const sid = await park("alice", "refund ch_1 for 5");
+  const page = await open();
+  await signIn(page, "alice");
+  const c = card(page, sid);
+  await c.waitFor({ timeout: WAIT });
+  await c.getByText("Refund $5.00 for charge ch_1?").waitFor();
+  assert.match(await c.locator(".fields").innerText(), /chargeId\s+ch_1/);
+  await shot(page, "inbox");
+  await c.getByRole("button", { name: "Approve" }).click();
+  await c.waitFor({ state: "detached", timeout: WAIT });
+  assert.match(await reply("alice", sid), /^Refund of ch_1: 5/);
+  // No key in storage beyond this tab's session, and none in the URL.
+  assert.ok(!page.url().includes(KEYS.alice));
+  await page.context().close();
+});
+
+test("deny with a note, which the model reads", async () => {
+  const sid = await park("alice", "refund ch_2 for 7");
+  const page = await open();
+  await signIn(page, "alice");
+  const c = card(page, sid);
+  await c.waitFor({ timeout: WAIT });
+  await c.getByLabel("Note").fill("already refunded by phone");
+  await c.getByRole("button", { name: "Deny" }).click();
+  await c.waitFor({ state: "detached", timeout: WAIT });
+  const resolved = await until("alice", sid, (e) => e.type === "input.resolved", "input.resolved");
+  assert.equal(resolved.data.resolutions[0].outcome, "denied");
+  assert.match(await reply("alice", sid), /already refunded by phone/);
+  await page.context().close();
+});
+
+test("answer a question by option and by free text", async () => {
+  const byOption = await park("alice", "ask me something");
+  const byText = await park("alice", "ask me again");
+  const page = await open();
+  await signIn(page, "alice");
+  const a = card(page, byOption);
+  await a.waitFor({ timeout: WAIT });
+  await a.getByRole("button", { name: "blue" }).click();
+  await a.waitFor({ state: "detached", timeout: WAIT });
+  assert.equal(await reply("alice", byOption), "You said blue.");
+  const b = card(page, byText);
+  await b.waitFor({ timeout: WAIT });
+  await b.getByLabel("Or answer in your own words").fill("green");
+  await b.getByRole("button", { name: "Send answer" }).click();
+  await b.waitFor({ state: "detached", timeout: WAIT });
+  assert.equal(await reply("alice", byText), "You said green.");
+  await page.context().close();
+});
+
+test("the inbox updates live as requests arrive and settle", async () => {
+  const page = await open();
+  await signIn(page, "alice");
+  // Opened after the page loaded: the inbox events stream brings it.
+  const sid = await park("alice", "refund ch_5 for 3");
+  const c = card(page, sid);
+  await c.waitFor({ timeout: WAIT });
+  // Settled elsewhere (the API): it leaves the page by itself.
+  const [item] = (await call("alice", "GET", `/eve/v1/inbox?session=${sid}`)).items;
+  await call("alice", "POST", `/eve/v1/inbox/${encodeURIComponent(item.id)}`, { optionId: "approve" });
+  await c.waitFor({ state: "detached", timeout: WAIT });
+  await page.context().close();
+});
+
+test("watch a streamed reply arrive live, on a phone-sized screen too", async () => {
+  const page = await open();
+  await signIn(page, "alice");
+  await page.getByRole("link", { name: "Sessions" }).click();
+  await page.locator('[data-page="sessions"][data-state="loaded"]').waitFor({ timeout: WAIT });
+  await page.getByLabel("First message").fill("compare Paris and Oslo");
+  await page.getByRole("button", { name: "Start" }).click();
+  await page.locator('[data-page="session"][data-state="loaded"]').waitFor({ timeout: WAIT });
+  const answer = page.locator('.msg.assistant[data-completed="true"]');
+  await answer.waitFor({ timeout: WAIT });
+  assert.match(await answer.innerText(), /Paris: .*Oslo: /s);
+  assert.equal(await page.locator('.call[data-call]').count(), 2);
+  assert.match(await page.locator(".call").first().innerText(), /get_weather[\s\S]*result \(completed\)/);
+  const link = page.getByRole("link", { name: /workflow in Temporal UI/ }).first();
+  assert.match(await link.getAttribute("href"), /^http:\/\/localhost:8233\/namespaces\/default\/workflows\/ses_[^/]+%2Fturn_/);
+  await shot(page, "session");
+  await page.getByRole("link", { name: "← all sessions" }).click();
+  await page.locator('[data-page="sessions"][data-state="loaded"] table').waitFor({ timeout: WAIT });
+  await shot(page, "sessions");
+  await page.context().close();
+
+  const phone = await open({ width: 390, height: 844 });
+  await signIn(phone, "alice");
+  await park("alice", "refund ch_6 for 12");
+  await phone.locator("article.item").first().waitFor({ timeout: WAIT });
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the inbox is ${overflow}px wider than a phone screen`);
+  await shot(phone, "inbox-phone");
+  await phone.context().close();
+});
+
+test("an approval answered inline in the session's transcript", async () => {
+  const sid = await park("alice", "refund ch_7 for 2");
+  const page = await open();
+  await signIn(page, "alice");
+  await page.goto(`${BASE}/console/#/session/${sid}`);
+  const req = page.locator(".inline-request");
+  await req.waitFor({ timeout: WAIT });
+  await req.getByRole("button", { name: "Approve" }).click();
+  await req.locator('[data-outcome="approved"]').waitFor({ timeout: WAIT });
+  await page.locator('.msg.assistant[data-completed="true"]').waitFor({ timeout: WAIT });
+  await page.context().close();
+});
+
+test("cancel a delegated job", async () => {
+  const acc = await call("alice", "POST", "/eve/v1/session", { message: "run the sales report" });
+  await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");
+  const files = (await fs.readdir(JOBS)).filter((f) => f.endsWith(".json"));
+  assert.equal(files.length, 1);
+  const job = JSON.parse(await fs.readFile(path.join(JOBS, files[0]), "utf8"));
+  const beat = async () => {
+    const res = await fetch(job.action.completion.url + "/heartbeat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ details: { progress: 40 } }) });
+    return res.json();
+  };
+  assert.equal((await beat()).cancelRequested, false);
+
+  const page = await open();
+  await signIn(page, "alice");
+  await page.getByRole("link", { name: "Delegated jobs" }).click();
+  const row = page.locator(`tr[data-id="${job.action.id}"]`);
+  await row.waitFor({ timeout: WAIT });
+  assert.match(await row.innerText(), /run_report[\s\S]*m \d+s left[\s\S]*ago[\s\S]*"progress":40/);
+  await shot(page, "jobs");
+  await row.getByRole("button", { name: /^Cancel run_report job/ }).click();
+  await row.waitFor({ state: "detached", timeout: WAIT });
+  await until("alice", acc.sessionId, (e) => e.type === "turn.cancelled", "turn.cancelled");
+  assert.equal((await beat()).cancelRequested, true);
+  await page.context().close();
+});
+
+test("a second principal does not see the first one's requests", async () => {
+  const sid = await park("alice", "refund ch_9 for 9");
+  const alice = await open();
+  await signIn(alice, "alice");
+  await card(alice, sid).waitFor({ timeout: WAIT });
+  await alice.context().close();
+
+  const bob = await open();
+  await signIn(bob, "bob");
+  // Bob's own request shows up; alice's never does.
+  const mine = await park("bob", "refund ch_10 for 1");
+  await card(bob, mine).waitFor({ timeout: WAIT });
+  assert.equal(await card(bob, sid).count(), 0);
+  assert.equal(await bob.locator(`article.item[data-id^="${sid}"]`).count(), 0);
+  await bob.getByRole("link", { name: "Sessions" }).click();
+  await bob.locator('[data-page="sessions"][data-state="loaded"]').waitFor({ timeout: WAIT });
+  await bob.locator(`tr[data-id="${mine}"]`).waitFor({ timeout: WAIT });
+  assert.equal(await bob.locator(`tr[data-id="${sid}"]`).count(), 0);
+  // Alice's session itself is refused to him.
+  allowed = [/403/];
+  await bob.goto(`${BASE}/console/#/session/${sid}`);
+  await bob.getByText(/may not stream session/).waitFor({ timeout: WAIT });
+  await bob.context().close();
+});
