@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser dev bench fmt vet clean distclean
 
 all: build
 
@@ -54,7 +54,8 @@ postgres:
 
 # Chromium from Debian's packages, installed when missing (needs root): the
 # e2e suite drives a real browser page on another origin against the API
-# (e2e/browser_csrf_test.go). About half a minute on a fresh machine.
+# (e2e/browser_csrf_test.go) and the console (e2e/console_test.go). About
+# half a minute on a fresh machine.
 chromium:
 	@command -v chromium >/dev/null || { \
 		echo "Installing Chromium from Debian's packages (browser tests)..."; \
@@ -82,9 +83,15 @@ test: $(TEMPORAL_BIN) test-go test-examples test-node test-mcp-conformance
 connection-servers:
 	cd test/connections && npm ci --no-audit --no-fund --loglevel=error
 
-test-go: $(TEMPORAL_BIN) chromium connection-servers
+# The console's browser suite (e2e/console_test.go drives
+# test/console/console.test.mjs): playwright-core from npm, pinned by
+# test/console/package-lock.json, on Debian's chromium (the chromium target).
+console-browser:
+	cd test/console && npm ci --no-audit --no-fund --loglevel=error
+
+test-go: $(TEMPORAL_BIN) chromium connection-servers console-browser
 	$(GO) vet ./...
-	EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 $(GO) test -count=1 -timeout 20m ./...
+	EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
 # Example apps, each its own module (replace => ../..): built, vetted, and

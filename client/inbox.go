@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,27 +68,9 @@ func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	req, err := c.newRequest(ctx, http.MethodGet, "/eve/v1/inbox", q, nil)
-	if err != nil {
-		return InboxPage{}, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return InboxPage{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return InboxPage{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return InboxPage{}, decodeError(resp.StatusCode, data)
-	}
 	var p InboxPage
-	if err := json.Unmarshal(data, &p); err != nil {
-		return InboxPage{}, fmt.Errorf("GET /eve/v1/inbox: decode answer: %w", err)
-	}
-	return p, nil
+	err := c.getJSON(ctx, "/eve/v1/inbox", q, &p)
+	return p, err
 }
 
 // AnswerInbox settles one inbox item (POST /eve/v1/inbox/{id}) as the

@@ -16,6 +16,34 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
+// consoleStack is the demo agent (its delegated run_report spooling jobs
+// to the returned directory) publishing to Visibility, behind an API
+// server with apiTestKeys.
+func consoleStack(t *testing.T) (*apiEnv, string) {
+	t.Helper()
+	env := evetest.New(t)
+	if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	jobs := t.TempDir()
+	ts := demo.Tools()
+	ts[len(ts)-1] = demo.RunReport(jobs)
+	reg := tools.NewRegistry()
+	if err := reg.Register(ts...); err != nil {
+		t.Fatal(err)
+	}
+	actions, _, _ := env.Actions()
+	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, Actions: actions,
+		SearchAttributes: true, InboxAttributes: true}
+	env.StartWorker(a)
+	e := newAPIEnv(t, env, func(o *api.Options) {
+		o.Keys = apiTestKeys
+		o.Info = api.AgentInfo(a)
+		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
+	})
+	return e, jobs
+}
+
 // consoleSuite finds the console's browser suite (test/console, npm ci by
 // make test) and Node. Without them the test is skipped, unless
 // EVE_REQUIRE_CONSOLE=1 (set by make test), when it fails.
@@ -42,25 +70,8 @@ func consoleSuite(t *testing.T) (dir, node string) {
 func TestConsoleBrowser(t *testing.T) {
 	bin := chromium(t)
 	dir, node := consoleSuite(t)
-	env := evetest.New(t)
-	if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
-		t.Fatal(err)
-	}
-	jobs := t.TempDir()
-	ts := demo.Tools()
-	ts[len(ts)-1] = demo.RunReport(jobs)
-	reg := tools.NewRegistry()
-	if err := reg.Register(ts...); err != nil {
-		t.Fatal(err)
-	}
-	actions, _, _ := env.Actions()
-	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, Actions: actions,
-		SearchAttributes: true, InboxAttributes: true}
-	env.StartWorker(a)
-	e := newAPIEnv(t, env, func(o *api.Options) {
-		o.Keys = apiTestKeys
-		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
-	})
+	e, jobs := consoleStack(t)
+	env := e.Env
 
 	shots, _ := filepath.Abs("../docs/console")
 	if err := os.MkdirAll(shots, 0o755); err != nil {

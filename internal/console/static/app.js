@@ -39,8 +39,12 @@ function announce(text) {
   live.textContent = text;
 }
 
+// json shows a value: on one line when short, else indented.
 function json(v) {
-  try { return JSON.stringify(v, null, 2); } catch { return String(v); }
+  try {
+    const one = JSON.stringify(v);
+    return one && one.length <= 80 ? one : JSON.stringify(v, null, 2);
+  } catch { return String(v); }
 }
 
 // ---------- time ----------
@@ -233,7 +237,7 @@ function signedIn(info) {
   $("#signin").hidden = true;
   $("#nav").hidden = false;
   $("#signout").hidden = config.open;
-  $("#who").textContent = `agent ${info.agentName || info.name || "?"}${config.open ? " · open server (this machine only)" : ""}`;
+  $("#who").textContent = `agent ${info.agent?.name || "?"}${config.open ? " · open server (this machine only)" : ""}`;
   startHints();
   onRoute();
 }
