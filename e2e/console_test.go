@@ -79,7 +79,11 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	keys, _ := json.Marshal(map[string]string{"alice": "key-alice", "bob": "key-bob"})
 	ctx := env.Ctx(4 * time.Minute)
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "console.test.mjs")
+	args := []string{"--test", "--test-concurrency=1", "--test-reporter=spec"}
+	if only := os.Getenv("EVE_CONSOLE_ONLY"); only != "" {
+		args = append(args, "--test-name-pattern="+only) // one case, when working on it
+	}
+	cmd := exec.CommandContext(ctx, node, append(args, "console.test.mjs")...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "EVE_CONSOLE_URL="+e.URL, "EVE_CONSOLE_KEYS="+string(keys), "EVE_CHROMIUM="+bin,
 		"EVE_JOBS_DIR="+jobs, "EVE_SCREENSHOTS="+shots)

@@ -94,6 +94,17 @@ async function until(who, sid, pred, what) {
   }
   assert.fail(`session ${sid}: no ${what} within ${WAIT} ms; events: ${seen.join(" ")}`);
 }
+// eventually retries read until it returns something, for at most WAIT ms
+// (for state outside the page and the stream, such as a spooled file).
+async function eventually(read, what) {
+  const end = Date.now() + WAIT;
+  for (;;) {
+    const v = await read();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`no ${what} within ${WAIT} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 const reply = (who, sid) => until(who, sid, (e) => e.type === "message.completed", "reply").then((e) => e.data.message);
 
 async function park(who, message) {
@@ -145,6 +156,7 @@ test("deny with a note, which the model reads", async () => {
   await c.waitFor({ state: "detached", timeout: WAIT });
   const resolved = await until("alice", sid, (e) => e.type === "input.resolved", "input.resolved");
   assert.equal(resolved.data.resolutions[0].outcome, "denied");
+  assert.equal(resolved.data.resolutions[0].response?.text, "already refunded by phone", JSON.stringify(resolved.data));
   assert.match(await reply("alice", sid), /already refunded by phone/);
   await page.context().close();
 });
@@ -229,9 +241,9 @@ test("an approval answered inline in the session's transcript", async () => {
 test("cancel a delegated job", async () => {
   const acc = await call("alice", "POST", "/eve/v1/session", { message: "run the sales report" });
   await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");
-  const files = (await fs.readdir(JOBS)).filter((f) => f.endsWith(".json"));
-  assert.equal(files.length, 1);
-  const job = JSON.parse(await fs.readFile(path.join(JOBS, files[0]), "utf8"));
+  // The job file is spooled by the call's activity: wait for it (bounded).
+  const file = await eventually(async () => (await fs.readdir(JOBS)).find((f) => f.endsWith(".json")), "the spooled job");
+  const job = JSON.parse(await fs.readFile(path.join(JOBS, file), "utf8"));
   const beat = async () => {
     const res = await fetch(job.action.completion.url + "/heartbeat", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ details: { progress: 40 } }) });
     return res.json();

@@ -506,11 +506,13 @@ function inboxPage(root, { signal, onCleanup }) {
     }
   };
   const render = (items) => {
-    // Keep a card someone is typing in: replace only what changed.
+    // Replace only what changed, and never a card someone is working in
+    // (typed a note, opened the editor, or has focus in).
     const old = new Map([...list.children].map((c) => [c.dataset.id, c]));
+    const busy = (c) => c.contains(document.activeElement) || [...c.querySelectorAll("textarea, input")].some((el) => el.value) || c.querySelector(".editor");
     const cards = items.map((it) => {
       const prev = old.get(it.id);
-      return prev && prev.dataset.sig === sig(it) ? prev : inboxCard(it, load);
+      return prev && (prev.dataset.sig === sig(it) || busy(prev)) ? prev : inboxCard(it, load);
     });
     list.replaceChildren(...cards);
     status.textContent = items.length ? `${items.length} open request${items.length === 1 ? "" : "s"} on this page` : "No open requests.";
