@@ -212,7 +212,6 @@ test("watch a streamed reply arrive live, on a phone-sized screen too", async ()
   await shot(page, "session");
   await page.getByRole("link", { name: "← all sessions" }).click();
   await page.locator('[data-page="sessions"][data-state="loaded"] table').waitFor({ timeout: WAIT });
-  await shot(page, "sessions");
   await page.context().close();
 
   const phone = await open({ width: 390, height: 844 });
@@ -264,11 +263,51 @@ test("cancel a delegated job", async () => {
   await page.context().close();
 });
 
+// All of alice's open requests via the API, every page.
+async function inboxAll(who) {
+  const ids = [];
+  for (let cursor = "", n = 0; n < 100; n++) {
+    const p = await call(who, "GET", "/eve/v1/inbox" + (cursor ? "?cursor=" + cursor : ""));
+    ids.push(...p.items.map((i) => i.id));
+    if (!(cursor = p.nextCursor)) break;
+  }
+  return ids.sort();
+}
+
+test("the inbox pages with the API's cursor", async () => {
+  for (const m of ["refund ch_11 for 1", "refund ch_12 for 2", "refund ch_13 for 3"]) await park("alice", m);
+  const want = await eventually(async () => { const ids = await inboxAll("alice"); return ids.length >= 3 && ids; }, "three open requests");
+  const page = await open();
+  await signIn(page, "alice");
+  await page.goto(`${BASE}/console/#/inbox?limit=2`);
+  const seen = [];
+  let pages = 0;
+  for (;;) {
+    await page.locator('[data-page="inbox"][data-state="loaded"]').waitFor({ timeout: WAIT });
+    pages++;
+    await page.getByText(`page ${pages}`, { exact: true }).waitFor({ timeout: WAIT });
+    const ids = await page.locator("article.item").evaluateAll((els) => els.map((e) => e.dataset.id));
+    assert.ok(ids.length <= 2, `page ${pages} holds ${ids.length} requests`);
+    seen.push(...ids);
+    const next = page.getByRole("button", { name: "Next page →" });
+    if (await next.count() === 0 || await next.isDisabled()) break;
+    await page.evaluate(() => { document.querySelector(".page").dataset.state = "loading"; });
+    await next.click();
+    assert.ok(pages < 20, "the pages do not end");
+  }
+  assert.ok(pages >= 2, `${pages} page(s)`);
+  assert.deepEqual(seen.sort(), want);
+  await page.context().close();
+});
+
 test("a second principal does not see the first one's requests", async () => {
   const sid = await park("alice", "refund ch_9 for 9");
   const alice = await open();
   await signIn(alice, "alice");
   await card(alice, sid).waitFor({ timeout: WAIT });
+  await alice.getByRole("link", { name: "Sessions" }).click();
+  await alice.locator(`[data-page="sessions"][data-state="loaded"] tr[data-id="${sid}"]`).waitFor({ timeout: WAIT });
+  await shot(alice, "sessions");
   await alice.context().close();
 
   const bob = await open();

@@ -251,7 +251,8 @@ function onRoute() {
   if (!key && !config.open) return;
   route.cleanup?.();
   route.cleanup = null;
-  const [, name = "inbox", ...rest] = (location.hash || "#/inbox").split("/");
+  const [hashPath, hashQuery = ""] = (location.hash || "#/inbox").split("?");
+  const [, name = "inbox", ...rest] = hashPath.split("/");
   const page = pages[name] ? name : "inbox";
   document.querySelectorAll("#nav a").forEach((a) => {
     const cur = a.dataset.page === page || (page === "session" && a.dataset.page === "sessions");
@@ -262,7 +263,7 @@ function onRoute() {
   const ctl = new AbortController();
   const cleanups = [() => ctl.abort()];
   route.cleanup = () => cleanups.forEach((f) => f());
-  pages[page](root, { signal: ctl.signal, onCleanup: (f) => cleanups.push(f), args: rest.map(decodeURIComponent) });
+  pages[page](root, { signal: ctl.signal, onCleanup: (f) => cleanups.push(f), args: rest.map(decodeURIComponent), params: new URLSearchParams(hashQuery) });
 }
 
 function setState(root, state) { root.dataset.state = state; }
@@ -472,7 +473,9 @@ function answerControls(req, { editable, schema, send, done }) {
 
 // ---------- Inbox ----------
 
-function inboxPage(root, { signal, onCleanup }) {
+function inboxPage(root, { signal, onCleanup, params }) {
+  // #/inbox?limit=N reads N turns a page (1 to 1000; default PAGE_SIZE).
+  const limit = Math.min(1000, Math.max(1, Number(params.get("limit")) || PAGE_SIZE));
   const state = { cursor: "", stack: [], next: "", filters: { tool: "", kind: "", requester: "" } };
   const tool = h("input", { type: "text", name: "tool", autocomplete: "off" });
   const requester = h("input", { type: "text", name: "requester", autocomplete: "off" });
@@ -494,7 +497,7 @@ function inboxPage(root, { signal, onCleanup }) {
   const load = async () => {
     const my = ++seq;
     try {
-      const page = await api("/eve/v1/inbox" + qs({ ...state.filters, limit: PAGE_SIZE, cursor: state.cursor }), { signal });
+      const page = await api("/eve/v1/inbox" + qs({ ...state.filters, limit, cursor: state.cursor }), { signal });
       if (my !== seq) return;
       state.next = page.nextCursor || "";
       render(page.items);
@@ -583,7 +586,7 @@ function sessionsPage(root, { signal, onCleanup }) {
   } }, h("h2", { text: "Start a session" }), h("label", { for: msgId, text: "First message" }), h("div", { class: "composer" }, msg, h("button", { type: "submit", class: "primary" }, "Start")), newErr);
   const body = h("div");
   const pagerSlot = h("div");
-  root.append(h("h1", { text: "Sessions" }), filters, body, pagerSlot, start);
+  root.append(h("h1", { text: "Sessions" }), start, filters, body, pagerSlot);
   let seq = 0;
   const load = async () => {
     const my = ++seq;
