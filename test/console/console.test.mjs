@@ -300,6 +300,68 @@ test("the inbox pages with the API's cursor", async () => {
   await page.context().close();
 });
 
+test("edit with a schema error, then a valid edit", async (t) => {
+  const sid = await park("alice", "refund ch_3 for 30");
+  const page1 = await eventually(async () => { const p = await call("alice", "GET", `/eve/v1/inbox?session=${sid}`); return p.items.length && p; }, "the request in the inbox");
+  const item = page1.items[0];
+  if (!item.editable) {
+    await call("alice", "POST", `/eve/v1/inbox/${encodeURIComponent(item.id)}`, { optionId: "cancel" });
+    t.skip("refund_charge is not editable on this server (approve with edits: issue 26, item 2)");
+    return;
+  }
+  const page = await open();
+  await signIn(page, "alice");
+  const c = card(page, sid);
+  await c.waitFor({ timeout: WAIT });
+  await c.getByRole("button", { name: "Edit input…" }).click();
+  const amount = c.locator('[data-field="amount"] input');
+  const amountError = c.locator('[data-field="amount"] .field-error');
+  // Caught in the page: not a number.
+  await amount.fill("abc");
+  await c.getByRole("button", { name: "Approve with these changes" }).click();
+  await amountError.getByText("amount must be a number").waitFor({ timeout: WAIT });
+  assert.equal(await amount.getAttribute("aria-invalid"), "true");
+  // Caught by the server's schema: 422 beside the field, still pending.
+  allowed = [/422/];
+  await amount.fill("-5");
+  await c.getByRole("button", { name: "Approve with these changes" }).click();
+  await c.getByText(/The server refused the edit: .*\(422 invalid_input\)/).waitFor({ timeout: WAIT });
+  assert.notEqual((await amountError.innerText()).trim(), "");
+  assert.equal((await call("alice", "GET", `/eve/v1/inbox?session=${sid}`)).items.length, 1);
+  await shot(page, "inbox-edit");
+  await amount.fill("12");
+  await c.getByRole("button", { name: "Approve with these changes" }).click();
+  await c.waitFor({ state: "detached", timeout: WAIT });
+  assert.match(await reply("alice", sid), /^Refund of ch_3: 12/);
+  await page.context().close();
+});
+
+test("the decision record, filtered and downloaded as JSON lines", async (t) => {
+  const since = new Date(Date.now() - 3600e3).toISOString();
+  const probe = await fetch(`${BASE}/eve/v1/decisions?since=${since}`, { headers: { Authorization: "Bearer " + KEYS.alice } });
+  await probe.text();
+  if (probe.status === 404) {
+    t.skip("this server has no GET /eve/v1/decisions yet (the decision record: issue 26, item 4)");
+    return;
+  }
+  const page = await open();
+  await signIn(page, "alice");
+  await page.getByRole("link", { name: "Decisions" }).click();
+  await page.locator('[data-page="decisions"][data-state="loaded"] tbody tr').first().waitFor({ timeout: WAIT });
+  await page.getByLabel("Outcome").selectOption("denied");
+  await page.evaluate(() => { document.querySelector(".page").dataset.state = "loading"; });
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.locator('[data-page="decisions"][data-state="loaded"]').waitFor({ timeout: WAIT });
+  const outcomes = await page.locator("tbody tr td:nth-child(3) .badge").allInnerTexts();
+  assert.ok(outcomes.length > 0 && outcomes.every((o) => o === "denied"), `outcomes ${outcomes}`);
+  await shot(page, "decisions");
+  const [download] = await Promise.all([page.waitForEvent("download", { timeout: WAIT }), page.getByRole("button", { name: "Download JSON lines" }).click()]);
+  const lines = (await fs.readFile(await download.path(), "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(lines.length, outcomes.length);
+  assert.ok(lines.every((d) => d.outcome === "denied" && d.sessionId && d.requester?.id === "alice"));
+  await page.context().close();
+});
+
 test("a second principal does not see the first one's requests", async () => {
   const sid = await park("alice", "refund ch_9 for 9");
   const alice = await open();
