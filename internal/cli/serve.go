@@ -62,7 +62,7 @@ func (f *apiFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
 	fs.IntVar(&f.maxToolCalls, "max-tool-calls", config.EnvInt("EVE_MAX_TOOL_CALLS", toolsapi.DefaultMaxToolCalls), "tool calls one executeToolCalls request of the tools API may start; beyond it the request answers 400 too_many_calls (env EVE_MAX_TOOL_CALLS; negative: no bound)")
 	bindNotify(fs, &f.notify)
-	fs.StringVar(&f.temporalUI, "temporal-ui-url", config.Env("EVE_TEMPORAL_UI_URL", ""), "the Temporal Web UI's base URL (e.g. http://localhost:8233): the console at /console/ links each turn to its workflow there (env EVE_TEMPORAL_UI_URL; eve dev: its dev server's UI)")
+	fs.StringVar(&f.temporalUI, "temporal-ui-url", config.Env("EVE_TEMPORAL_UI_URL", ""), "the Temporal Web UI's base URL (e.g. http://localhost:8233): the console at /console/ links each turn to its workflow there (env EVE_TEMPORAL_UI_URL; the dev command: its dev server's UI)")
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
 	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
 }
