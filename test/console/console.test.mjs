@@ -48,7 +48,14 @@ async function signIn(page, who) {
   await page.locator('[data-page="inbox"][data-state="loaded"]').waitFor({ timeout: WAIT });
 }
 
+// shot writes docs/console/<name>.png, after checking that every control
+// on the page has an accessible name (a label, aria-label or title).
 async function shot(page, name) {
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button")]
+    .filter((el) => el.offsetParent !== null)
+    .filter((el) => !(el.labels?.length || el.getAttribute("aria-label") || el.title || (el.tagName === "BUTTON" && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 120)));
+  assert.deepEqual(unlabelled, [], `controls without a label on ${name}`);
   await page.screenshot({ path: path.join(SHOTS, name + ".png"), fullPage: true });
 }
 
@@ -120,7 +127,7 @@ test("signing in with a wrong key is refused", async () => {
   allowed = [/401/]; // the refused GET /eve/v1/info, which the browser logs
   const page = await open();
   await page.getByLabel("API key").fill("not-a-key");
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByLabel("API key").press("Enter"); // the keyboard submits the form
   await page.getByText(/The key was refused \(401/).waitFor({ timeout: WAIT });
   assert.equal(await page.locator("#nav").isHidden(), true);
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
@@ -168,13 +175,17 @@ test("answer a question by option and by free text", async () => {
   await signIn(page, "alice");
   const a = card(page, byOption);
   await a.waitFor({ timeout: WAIT });
-  await a.getByRole("button", { name: "blue" }).click();
+  // By keyboard: Tab to the option from the card's first option, Enter.
+  await a.getByRole("button", { name: "red" }).focus();
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), "blue");
+  await page.keyboard.press("Enter");
   await a.waitFor({ state: "detached", timeout: WAIT });
   assert.equal(await reply("alice", byOption), "You said blue.");
   const b = card(page, byText);
   await b.waitFor({ timeout: WAIT });
   await b.getByLabel("Or answer in your own words").fill("green");
-  await b.getByRole("button", { name: "Send answer" }).click();
+  await b.getByLabel("Or answer in your own words").press("Enter");
   await b.waitFor({ state: "detached", timeout: WAIT });
   assert.equal(await reply("alice", byText), "You said green.");
   await page.context().close();
@@ -205,6 +216,8 @@ test("watch a streamed reply arrive live, on a phone-sized screen too", async ()
   const answer = page.locator('.msg.assistant[data-completed="true"]');
   await answer.waitFor({ timeout: WAIT });
   assert.match(await answer.innerText(), /Paris: .*Oslo: /s);
+  // Built from the streamed deltas (message.appended) before it completed.
+  assert.ok(Number(await answer.getAttribute("data-deltas")) >= 1, "the reply was not streamed");
   assert.equal(await page.locator('.call[data-call]').count(), 2);
   assert.match(await page.locator(".call").first().innerText(), /get_weather[\s\S]*result \(completed\)/);
   const link = page.getByRole("link", { name: /workflow in Temporal UI/ }).first();

@@ -659,6 +659,7 @@ function sessionPage(root, { signal, args }) {
         let el = assistants.get(k);
         if (!el) { el = h("div", { class: "msg assistant streaming", dataset: { role: "assistant" } }); assistants.set(k, el); add(el); }
         el.textContent += d.messageDelta || "";
+        el.dataset.deltas = String(Number(el.dataset.deltas || 0) + 1);
         break;
       }
       case "message.completed": {
