@@ -517,7 +517,9 @@ function inboxPage(root, { signal, onCleanup, params }) {
       const prev = old.get(it.id);
       return prev && (prev.dataset.sig === sig(it) || busy(prev)) ? prev : inboxCard(it, load);
     });
-    list.replaceChildren(...cards);
+    // Move nothing that stays in order: moving an element drops its focus.
+    cards.forEach((c, i) => { if (list.children[i] !== c) list.insertBefore(c, list.children[i] || null); });
+    while (list.children.length > cards.length) list.lastElementChild.remove();
     status.textContent = items.length ? `${items.length} open request${items.length === 1 ? "" : "s"} on this page` : "No open requests.";
     if (state.stack.length === 0) $("#inbox-count").textContent = items.length ? String(items.length) + (state.next ? "+" : "") : "";
     pagerSlot.replaceChildren(state.stack.length || state.next ? pager(state, load) : "");
@@ -812,11 +814,11 @@ function jobsPage(root, { signal, onCleanup }) {
 
 // ---------- Decisions ----------
 
-const OUTCOMES = ["approved", "denied", "cancelled", "answered", "expired", "withdrawn"];
+const OUTCOMES = ["approved", "denied", "answered", "expired", "cancelled", "ignored"];
 
 function decisionsPage(root, { signal }) {
   const local = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
-  const session = h("input", { type: "text", name: "sessionId", autocomplete: "off" });
+  const session = h("input", { type: "text", name: "session", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since", value: local(new Date(Date.now() - 24 * 3600 * 1000)) });
   const until = h("input", { type: "datetime-local", name: "until" });
   const tool = h("input", { type: "text", name: "tool", autocomplete: "off" });
@@ -825,7 +827,7 @@ function decisionsPage(root, { signal }) {
   const download = h("button", { type: "button", disabled: true }, "Download JSON lines");
   const params = () => {
     const iso = (el) => (el.value ? new Date(el.value).toISOString() : "");
-    return qs({ sessionId: session.value.trim(), since: iso(since), until: iso(until), tool: tool.value.trim(), principal: principal.value.trim(), outcome: outcome.value });
+    return qs({ session: session.value.trim(), since: session.value.trim() ? "" : iso(since), until: iso(until), tool: tool.value.trim(), principal: principal.value.trim(), outcome: outcome.value });
   };
   const body = h("div");
   let lastText = "";
@@ -852,9 +854,13 @@ function decisionsPage(root, { signal }) {
         throw new APIError(res.status, b || { error: text.slice(0, 200) });
       }
       lastText = text;
-      const rows = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      const all = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      // A last {"incomplete":true,…} line names sessions that did not answer.
+      const incomplete = all.find((d) => d.incomplete);
+      const rows = all.filter((d) => !d.incomplete);
       download.disabled = rows.length === 0;
-      body.replaceChildren(rows.length ? h("div", { class: "table-wrap" }, h("table", {},
+      body.replaceChildren(incomplete ? h("p", { class: "error", role: "alert", text: `Incomplete: ${incomplete.error || ""} (${(incomplete.unreadableSessions || []).join(", ")})` }) : "",
+        rows.length ? h("div", { class: "table-wrap" }, h("table", {},
         h("thead", {}, h("tr", {}, ...["Decided", "Tool", "Outcome", "Requester", "Decider", "Note"].map((t, i) => h("th", { scope: "col", class: i > 3 ? "hide-sm" : "", text: t })))),
         h("tbody", {}, rows.map((d) => h("tr", {},
           h("td", {}, d.decidedAt ? timeEl("age", d.decidedAt) : "—"),
