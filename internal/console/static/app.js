@@ -864,11 +864,12 @@ function decisionsPage(root, { signal }) {
         h("thead", {}, h("tr", {}, ...["Decided", "Tool", "Outcome", "Requester", "Decider", "Note"].map((t, i) => h("th", { scope: "col", class: i > 3 ? "hide-sm" : "", text: t })))),
         h("tbody", {}, rows.map((d) => h("tr", {},
           h("td", {}, d.decidedAt ? timeEl("age", d.decidedAt) : "—"),
-          h("td", {}, h("strong", { text: d.toolName || d.kind || "" }), h("div", { class: "small muted", text: d.prompt || "" })),
+          h("td", {}, h("strong", { text: d.toolName || d.kind || "" }), h("div", { class: "small muted", text: d.prompt || "" }),
+            d.sessionId ? h("a", { class: "small", href: `#/session/${encodeURIComponent(d.sessionId)}`, text: "session" }) : null),
           h("td", {}, h("span", { class: "badge", text: d.outcome || "" }), d.editedInput ? h("div", { class: "small", text: "edited" }) : null),
           h("td", { text: d.requester?.id || "—" }),
           h("td", { class: "hide-sm", text: d.decider?.id || "—" }),
-          h("td", { class: "hide-sm", text: d.note || d.text || d.optionId || "" })))))) : h("p", { class: "muted", role: "status", text: "No decisions in this range." }));
+          h("td", { class: "hide-sm", text: d.note || d.text || "" })))))) : h("p", { class: "muted", role: "status", text: "No decisions in this range." }));
       setState(root, "loaded");
     } catch (e) {
       if (signal.aborted) return;
