@@ -34,7 +34,7 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 	}
 	actions, _, _ := env.Actions()
 	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, Actions: actions,
-		SearchAttributes: true, InboxAttributes: true}
+		SearchAttributes: true, InboxAttributes: true, InputDeadline: time.Hour} // the inbox counts each deadline down
 	env.StartWorker(a)
 	e := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys

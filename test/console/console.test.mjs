@@ -143,6 +143,7 @@ test("approve from the inbox", async () => {
   await c.waitFor({ timeout: WAIT });
   await c.getByText("Refund $5.00 for charge ch_1?").waitFor();
   assert.match(await c.locator(".fields").innerText(), /chargeId\s+ch_1/);
+  assert.match(await c.locator("time.deadline").innerText(), /^59m \d+s left$/);
   await shot(page, "inbox");
   await c.getByRole("button", { name: "Approve" }).click();
   await c.waitFor({ state: "detached", timeout: WAIT });
