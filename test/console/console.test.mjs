@@ -315,12 +315,14 @@ test("the inbox pages with the API's cursor", async () => {
 });
 
 test("edit with a schema error, then a valid edit", async (t) => {
-  const sid = await park("alice", "refund ch_3 for 30");
+  // issue_credit asks above 1000 in the caller's tenant, and its approvals
+  // are editable (demo.IssueCredit).
+  const sid = await park("alice", "credit acme 1500");
   const page1 = await eventually(async () => { const p = await call("alice", "GET", `/eve/v1/inbox?session=${sid}`); return p.items.length && p; }, "the request in the inbox");
   const item = page1.items[0];
   if (!item.editable) {
     await call("alice", "POST", `/eve/v1/inbox/${encodeURIComponent(item.id)}`, { optionId: "cancel" });
-    t.skip("refund_charge is not editable on this server (approve with edits: issue 26, item 2)");
+    t.skip("issue_credit is not editable on this server (approve with edits: issue 26, item 2)");
     return;
   }
   const page = await open();
@@ -343,10 +345,16 @@ test("edit with a schema error, then a valid edit", async (t) => {
   assert.notEqual((await amountError.innerText()).trim(), "");
   assert.equal((await call("alice", "GET", `/eve/v1/inbox?session=${sid}`)).items.length, 1);
   await shot(page, "inbox-edit");
-  await amount.fill("12");
+  // An edit the tenant policy denies is refused too, and stays pending.
+  allowed = [/422/, /400/, /403/];
+  await amount.fill("1200");
+  await c.locator('[data-field="tenantId"] input').fill("globex");
+  await c.getByRole("button", { name: "Approve with these changes" }).click();
+  await c.getByText(/The server refused the edit: .*rejected/).waitFor({ timeout: WAIT });
+  await c.locator('[data-field="tenantId"] input').fill("acme");
   await c.getByRole("button", { name: "Approve with these changes" }).click();
   await c.waitFor({ state: "detached", timeout: WAIT });
-  assert.match(await reply("alice", sid), /^Refund of ch_3: 12/);
+  assert.match(await reply("alice", sid), /^Credit for acme: 1200/);
   await page.context().close();
 });
 
