@@ -709,6 +709,11 @@ function sessionPage(root, { signal, args }) {
           card.querySelector(".answer")?.remove();
           const said = r.response?.optionId || r.response?.text || "";
           card.append(h("p", { class: r.outcome === "approved" || r.outcome === "answered" ? "ok" : "muted", dataset: { outcome: r.outcome }, text: `${r.outcome}${said ? ` (${said})` : ""}` }));
+          if (r.originalInput !== undefined) {
+            // Approved with an edit: the input that ran, and the model's.
+            card.append(h("p", { class: "small", dataset: { edited: "true" } }, `edited by ${r.editedBy?.id || "someone"}: `,
+              h("code", { text: JSON.stringify(r.response?.input) }), " instead of ", h("code", { text: JSON.stringify(r.originalInput) })));
+          }
         }
         break;
       case "turn.started":
