@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/client"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -118,6 +119,14 @@ func TestConsoleRoutes(t *testing.T) {
 	if named := hintFor(t, bobHints, b.SessionID); slices.Contains(named, a.SessionID) {
 		t.Fatalf("bob was told of alice's session: %v", named)
 	}
+
+	// Without a bus, writes through the server itself still tell its streams.
+	nobus := newAPIEnv(t, e.Env, func(o *api.Options) { o.Keys = apiTestKeys })
+	nobus.Server.Close() // stop hearing the bus: only this server's writes remain
+	quiet := inboxHints(t, ctx, nobus, "key-alice")
+	<-quiet
+	c := parkOver(t, ctx, nobus.as("key-alice"), "", "refund ch_3 for 3")
+	hintFor(t, quiet, c.SessionID)
 
 	// Sessions: each principal sees only its own.
 	mine := waitListed(t, "alice's waiting sessions", func() (client.SessionPage, error) {
