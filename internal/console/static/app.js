@@ -398,8 +398,15 @@ function editForm(schema, input, onSubmit, onCancel) {
       await onSubmit(value);
     } catch (e) {
       const name = (e.field || "").replace(/^\//, "").split("/")[0];
-      if (name && errors[name]) { setError(name, e.message); controls[name].c.focus(); }
-      general.textContent = `The server refused the edit: ${e.message} (${e.status || ""}${e.code ? " " + e.code : ""})`;
+      const status = `${e.status || ""}${e.code ? " " + e.code : ""}`;
+      if (name && errors[name]) {
+        // The server's message beside the field it names.
+        setError(name, e.message);
+        controls[name].c.focus();
+        general.textContent = `The server refused the edit (${status}): see ${name} above.`;
+      } else {
+        general.textContent = `The server refused the edit (${status}): ${e.message}`;
+      }
     }
   });
   return form;
