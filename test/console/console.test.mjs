@@ -355,6 +355,11 @@ test("edit with a schema error, then a valid edit", async (t) => {
   await c.getByRole("button", { name: "Approve with these changes" }).click();
   await c.waitFor({ state: "detached", timeout: WAIT });
   assert.match(await reply("alice", sid), /^Credit for acme: 1200/);
+  // The transcript shows who edited the call, what ran and what the model asked.
+  await page.goto(`${BASE}/console/#/session/${sid}`);
+  const edited = page.locator('[data-edited="true"]');
+  await edited.waitFor({ timeout: WAIT });
+  assert.match(await edited.innerText(), /edited by alice: .*"amount":1200.* instead of .*"amount":1500/);
   await page.context().close();
 });
 
