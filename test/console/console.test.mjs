@@ -224,6 +224,9 @@ test("watch a streamed reply arrive live, on a phone-sized screen too", async ()
   const link = page.getByRole("link", { name: /workflow in Temporal UI/ }).first();
   assert.match(await link.getAttribute("href"), /^http:\/\/localhost:8233\/namespaces\/default\/workflows\/ses_[^/]+%2Fturn_/);
   await shot(page, "session");
+  // Compact, from the page: the transcript records it.
+  await page.getByRole("button", { name: "Compact" }).click();
+  await page.locator(".turn-line", { hasText: "context compacted" }).waitFor({ timeout: WAIT });
   await page.getByRole("link", { name: "← all sessions" }).click();
   await page.locator('[data-page="sessions"][data-state="loaded"] table').waitFor({ timeout: WAIT });
   await page.context().close();
