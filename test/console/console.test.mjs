@@ -79,7 +79,7 @@ async function until(who, sid, pred, what) {
     // 503: the session's worker did not answer the stream's first read in
     // time (a loaded machine); read again, within the same bound.
     while ((res = await fetch(`${BASE}/eve/v1/session/${sid}/stream?startIndex=0`, { headers: { Authorization: "Bearer " + KEYS[who] }, signal: ctl.signal })).status === 503) await res.text();
-    assert.equal(res.status, 200, await res.clone().text());
+    if (res.status !== 200) assert.fail(`stream of ${sid}: ${res.status} ${await res.text()}`);
     const reader = res.body.getReader();
     const dec = new TextDecoder();
     let buf = "";
