@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -41,7 +42,38 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 		o.Info = api.AgentInfo(a)
 		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
 	})
+	t.Cleanup(func() { cancelOpenRequests(t, e) })
 	return e, jobs
+}
+
+// cancelOpenRequests cancels the turns of every request the test keys'
+// principals left open, and waits until their inboxes are empty: the inbox
+// spans the shared dev server's namespace, so other tests list only theirs.
+func cancelOpenRequests(t *testing.T, e *apiEnv) {
+	ctx := e.Ctx(60 * time.Second)
+	for key := range apiTestKeys {
+		c := e.as(key)
+		for {
+			p, err := c.Inbox(ctx, client.InboxFilter{Limit: 1000})
+			if err != nil {
+				t.Errorf("clean up the inbox of %s: %v", key, err)
+				break
+			}
+			if len(p.Items) == 0 && p.NextCursor == "" {
+				break
+			}
+			for _, it := range p.Items {
+				if _, err := c.Cancel(ctx, it.SessionID, it.TurnID); err != nil {
+					t.Logf("cancel %s: %v", it.SessionID, err)
+				}
+			}
+			if ctx.Err() != nil {
+				t.Errorf("the inbox of %s is not empty after the cleanup", key)
+				break
+			}
+			time.Sleep(200 * time.Millisecond) // Visibility catching up, not a barrier
+		}
+	}
 }
 
 // consoleSuite finds the console's browser suite (test/console, npm ci by
