@@ -256,7 +256,9 @@ const (
 	// CodeToolOutputTooLarge: the output exceeds the tool's MaxOutputBytes.
 	CodeToolOutputTooLarge = "TOOL_OUTPUT_TOO_LARGE"
 	CodeToolExecution      = "TOOL_EXECUTION_FAILED"
-	CodeToolNotFound       = "TOOL_NOT_FOUND"
+	// CodeToolPanicked: the tool's code panicked (a bug); not retried.
+	CodeToolPanicked = "TOOL_PANICKED"
+	CodeToolNotFound = "TOOL_NOT_FOUND"
 	// CodeConnectionChanged: a connection tool's destination (endpoint or
 	// instance key) changed between the call's planning and its execution.
 	CodeConnectionChanged = "CONNECTION_CHANGED"

@@ -27,6 +27,7 @@ import (
 
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
@@ -326,7 +327,9 @@ func (s *Server) extTask(res catalog.ExecutionResult, created, closed time.Time)
 	case res.Status == catalog.StatusCanceled && (res.Error == nil || res.Error.Code != "terminated"):
 		t["status"] = TaskCancelled
 		t["statusMessage"] = "the execution was cancelled"
-	case res.Error != nil && res.Error.Code == "terminated":
+	case res.Error != nil && (res.Error.Code == "terminated" || res.Error.Code == protocol.CodeToolPanicked):
+		// Not the tool's answer: its execution broke (an operator ended
+		// it, or its code crashed), a protocol-level failure.
 		t["status"] = TaskFailed
 		t["error"] = map[string]any{"code": jsonrpc.CodeInternalError, "message": res.Error.Message}
 	default:

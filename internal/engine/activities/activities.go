@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -417,7 +418,13 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	if t.Execute == nil {
 		return FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s cannot be executed here (it is answered by a person)", t.Name)), nil
 	}
-	result, err := t.Execute(tctx, in.Input)
+	result, panicked, err := runTool(t, tctx, in.Input)
+	if panicked != nil {
+		// A panic is a bug in the tool, not a failure a retry may pass:
+		// the call fails at once, and the model reads that it crashed.
+		a.logger().Error("tool panicked", "tool", t.Name, "call", in.CallID, "panic", panicked, "stack", string(debug.Stack()))
+		return FailedOutcome(protocol.CodeToolPanicked, fmt.Sprintf("tool %s crashed (it panicked: %v); this is a bug in the tool", t.Name, panicked)), nil
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return ToolOutcome{}, err
@@ -447,6 +454,17 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		return FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned output that breaks its output schema: %v", t.Name, err)), nil
 	}
 	return ToolOutcome{Status: protocol.StatusCompleted, Output: out}, nil
+}
+
+// runTool runs t's Execute, reporting a panic instead of unwinding.
+func runTool(t *tools.Tool, ctx *tools.Context, input json.RawMessage) (result any, panicked any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	result, err = t.Execute(ctx, input)
+	return result, nil, err
 }
 
 func (a *Activities) logger() *slog.Logger {
