@@ -326,23 +326,10 @@ func validateAll(conns []*Connection, dynamic bool) error {
 
 // Resolver is the set as a tools.Resolver.
 func (s *Set) Resolver() tools.Resolver {
-	return tools.Resolver{Name: s.name, Scope: s.scope, Resolve: func(ctx tools.ResolveContext) ([]*tools.Tool, error) {
-		conns, err := s.resolve(ctx)
+	r := tools.Resolver{Name: s.name, Scope: s.scope, Resolve: func(ctx tools.ResolveContext) ([]*tools.Tool, error) {
+		conns, out, err := s.discoverAll(ctx)
 		if err != nil {
 			return nil, err
-		}
-		if s.dynamic {
-			if err := validateAll(conns, true); err != nil {
-				return nil, err
-			}
-		}
-		var out []*tools.Tool
-		for _, c := range conns {
-			ts, err := s.rt.discover(ctx, c, s.logger())
-			if err != nil {
-				return nil, fmt.Errorf("connection %q: discover its tools: %w", c.Name, err)
-			}
-			out = append(out, ts...)
 		}
 		limit := s.SearchAbove
 		if limit == 0 {
@@ -353,6 +340,37 @@ func (s *Set) Resolver() tools.Resolver {
 		}
 		return out, nil
 	}}
+	if !s.dynamic {
+		// Static connections are the same for every session: the tools
+		// API lists every tool (never the search pair) and runs them.
+		r.Catalog = func(ctx context.Context) ([]*tools.Tool, error) {
+			_, out, err := s.discoverAll(tools.ResolveContext{Context: ctx})
+			return out, err
+		}
+	}
+	return r
+}
+
+// discoverAll resolves the set's connections and discovers their tools.
+func (s *Set) discoverAll(ctx tools.ResolveContext) ([]*Connection, []*tools.Tool, error) {
+	conns, err := s.resolve(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.dynamic {
+		if err := validateAll(conns, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	var out []*tools.Tool
+	for _, c := range conns {
+		ts, err := s.rt.discover(ctx, c, s.logger())
+		if err != nil {
+			return nil, nil, fmt.Errorf("connection %q: discover its tools: %w", c.Name, err)
+		}
+		out = append(out, ts...)
+	}
+	return conns, out, nil
 }
 
 func (s *Set) logger() *slog.Logger {

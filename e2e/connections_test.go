@@ -31,11 +31,14 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/toolsclient"
 )
 
 // The connection tests run servers nobody here wrote, installed from npm
@@ -771,5 +774,51 @@ func TestConnectionSearchAndCall(t *testing.T) {
 	}
 	if strings.Join(resolved, " ") != "connections__search connections__call" {
 		t.Fatalf("the model must be shown the search and call tools, not every descriptor: %v", resolved)
+	}
+}
+
+// A static connection's tools are in the tools API's catalog under the
+// connection's toolkit, in all five formats, and run through it: the
+// reference server over streamable HTTP, with no session.
+func TestConnectionToolsInTheCatalog(t *testing.T) {
+	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := evetest.New(t)
+	a := connectionAgent(t, everythingRules, set)
+	a.Name = "ops"
+	startExecutionWorker(t, env, a)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", svc.Handler())
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	c := toolsclient.New(hs.URL, "", toolsclient.WithUserID("user_42"))
+	ctx := env.Ctx(60 * time.Second)
+
+	for _, f := range catalog.Formats {
+		res, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: f, Toolkits: []string{"everything"}})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		raw, _ := json.Marshal(res.Tools)
+		wire, ok := res.NameMap.Wire("everything.echo")
+		if f == catalog.FormatCanonical {
+			wire = "everything.echo"
+		}
+		if !ok || !strings.Contains(string(raw), `"`+wire+`"`) || !strings.Contains(string(raw), "get-sum") {
+			t.Fatalf("%s: the connection's tools are not listed (wire %q): %s", f, wire, raw)
+		}
+	}
+	if res, err := c.Tools.Search(ctx, catalog.SearchToolsOptions{Query: "echo message", Limit: 3}); err != nil || len(res.Tools) == 0 || res.Tools[0].Name != "everything.echo" {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	out, err := c.Tools.Execute(ctx, "everything.echo", toolsclient.ExecuteToolOptions{Input: map[string]any{"message": "from the catalog"}})
+	if err != nil || out.Status != catalog.StatusSucceeded || !strings.Contains(string(out.Output), "Echo: from the catalog") {
+		t.Fatalf("execute: %+v %v", out, err)
 	}
 }

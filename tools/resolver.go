@@ -39,6 +39,11 @@ type Resolver struct {
 	// their tools cannot be removed by the agent's Disable list.
 	System  bool
 	Resolve func(ctx ResolveContext) ([]*Tool, error)
+	// Catalog, when set, lists the resolver's tools without a session, for
+	// the tools API and eve mcp, which list and run them: only for
+	// resolvers whose tools do not depend on the session, such as static
+	// connections (connections.Static). Nil: they serve turns only.
+	Catalog func(ctx context.Context) ([]*Tool, error)
 }
 
 // Validate checks a resolver's definition.

@@ -69,7 +69,13 @@ func Definition(t *tools.Tool, toolkit string) catalog.Definition {
 		// Its result arrives later, from outside: async by nature.
 		ann.Async, ann.OpenWorld = true, true
 	}
-	d := catalog.FromTool(toolkit, t.Name, t.Description, t.InputSchema, t.OutputSchema, ann)
+	name := t.Name
+	if t.Remote != nil {
+		// "<connection>__<tool>" is the wire name in turns; the catalog
+		// names it "<connection>.<tool>".
+		name = strings.TrimPrefix(name, t.Remote.Connection+"__")
+	}
+	d := catalog.FromTool(toolkit, name, t.Description, t.InputSchema, t.OutputSchema, ann)
 	if t.Capability != "" {
 		d.Capability = t.Capability
 	}

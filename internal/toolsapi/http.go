@@ -193,13 +193,14 @@ func putBuf(b *[]byte) { bufPool.Put(b) }
 
 func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	d, ok := s.cat.Lookup(name)
+	v := s.current()
+	d, ok := v.cat.Lookup(name)
 	if !ok {
 		writeError(w, &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)})
 		return
 	}
 	res := ToolResponse{Tool: d, Executable: true}
-	res.Wire, _ = s.cat.NameMap().Wire(name)
+	res.Wire, _ = v.cat.NameMap().Wire(name)
 	if err := s.Executable(name); err != nil {
 		res.Executable = false
 		var e *Error

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -116,10 +117,21 @@ type Service struct {
 	opts    Options
 	log     *slog.Logger
 	reg     *tools.Registry
-	cat     *catalog.Catalog
 	toolkit string
-	byName  map[string]*tools.Tool // canonical name -> tool
 	driver  *executions.Driver
+	// base is the catalog of the agent's own tools; listed are the
+	// resolvers whose tools it lists too (tools.Resolver.Catalog).
+	base   catalogView
+	listed []tools.Resolver
+	mu     sync.Mutex
+	view   *catalogView // base plus the listed resolvers' tools, when read
+}
+
+// catalogView is a catalog and the runtime tools behind its names.
+type catalogView struct {
+	cat    *catalog.Catalog
+	byName map[string]*tools.Tool // canonical name -> tool
+	stale  time.Time              // when to list the resolvers again
 }
 
 // New builds the catalog from the agent's tools (the registry's catalog
@@ -152,7 +164,7 @@ func New(opts Options) (*Service, error) {
 	if opts.MaxToolCalls == 0 {
 		opts.MaxToolCalls = DefaultMaxToolCalls
 	}
-	s := &Service{opts: opts, log: opts.Logger, byName: map[string]*tools.Tool{}}
+	s := &Service{opts: opts, log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -176,13 +188,87 @@ func New(opts Options) (*Service, error) {
 	if !catalog.ToolkitPattern.MatchString(s.toolkit) {
 		return nil, fmt.Errorf("toolsapi: toolkit %q must match %s", s.toolkit, catalog.ToolkitPattern)
 	}
-	if s.cat, err = toolcatalog.Catalog(reg, s.toolkit, opts.Extra...); err != nil {
+	if s.base, err = s.build(reg.List()); err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
 	}
-	for _, t := range reg.List() {
-		s.byName[toolcatalog.Definition(t, s.toolkit).Name] = t
+	if opts.Agent != nil {
+		for _, r := range opts.Agent.Resolvers {
+			if r.Catalog != nil {
+				s.listed = append(s.listed, r)
+			}
+		}
 	}
 	return s, nil
+}
+
+// build makes the catalog of ts (and Options.Extra).
+func (s *Service) build(ts []*tools.Tool) (catalogView, error) {
+	v := catalogView{byName: map[string]*tools.Tool{}}
+	defs := make([]catalog.Definition, 0, len(ts)+len(s.opts.Extra))
+	for _, t := range ts {
+		d := toolcatalog.Definition(t, s.toolkit)
+		defs = append(defs, d)
+		v.byName[d.Name] = t
+	}
+	var err error
+	v.cat, err = catalog.New(append(defs, s.opts.Extra...)...)
+	return v, err
+}
+
+// Listed resolvers are listed again after ListedTTL (a remote server's
+// tools change rarely), and retried after listedRetry when listing failed.
+const (
+	ListedTTL     = 5 * time.Minute
+	listedRetry   = 30 * time.Second
+	listedTimeout = 15 * time.Second
+)
+
+// current is the catalog in force: the agent's tools, and those of the
+// listed resolvers (static connections), listed when first read and again
+// after ListedTTL. A resolver that cannot list leaves the last good view
+// (or the agent's tools alone), logged, and is asked again after 30 s.
+func (s *Service) current() *catalogView {
+	if len(s.listed) == 0 {
+		return &s.base
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.view != nil && now.Before(s.view.stale) {
+		return s.view
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), listedTimeout)
+	defer cancel()
+	ts := s.reg.List()
+	var failed error
+	for _, r := range s.listed {
+		rts, err := r.Catalog(ctx)
+		if err == nil {
+			err = tools.Compile(rts...)
+		}
+		if err != nil {
+			failed = fmt.Errorf("resolver %q: %w", r.Name, err)
+			break
+		}
+		ts = append(ts, rts...)
+	}
+	var v catalogView
+	if failed == nil {
+		v, failed = s.build(ts)
+	}
+	if failed != nil {
+		s.log.Warn("toolsapi: the connections' tools could not be listed; the catalog lists the agent's own tools until they can", "err", failed, "retryIn", listedRetry)
+		keep := s.base
+		if s.view != nil {
+			keep = *s.view
+		}
+		keep.stale = now.Add(listedRetry)
+		s.view = &keep
+		return s.view
+	}
+	v.stale = now.Add(ListedTTL)
+	s.view = &v
+	return s.view
 }
 
 var slugJunk = regexp.MustCompile(`[^a-z0-9]+`)
@@ -203,7 +289,7 @@ func ToolkitSlug(name string) string {
 }
 
 // Catalog returns the service's catalog.
-func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+func (s *Service) Catalog() *catalog.Catalog { return s.current().cat }
 
 // Toolkit returns the agent's toolkit slug.
 func (s *Service) Toolkit() string { return s.toolkit }
@@ -214,13 +300,13 @@ func (s *Service) Registry() *tools.Registry { return s.reg }
 
 // Tool returns the runtime tool behind a canonical name, if any.
 func (s *Service) Tool(name string) (*tools.Tool, bool) {
-	t, ok := s.byName[name]
+	t, ok := s.current().byName[name]
 	return t, ok
 }
 
 // Get selects and shapes tools (the reference's get).
 func (s *Service) Get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, error) {
-	res, err := s.cat.Get(opts)
+	res, err := s.current().cat.Get(opts)
 	if errors.Is(err, catalog.ErrUnknownToolkit) {
 		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
 	}
@@ -232,7 +318,7 @@ func (s *Service) Get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, err
 
 // Search ranks tools for a query (the reference's search).
 func (s *Service) Search(opts catalog.SearchToolsOptions) (catalog.SearchToolsResult, error) {
-	res, err := s.cat.Search(opts)
+	res, err := s.current().cat.Search(opts)
 	if errors.Is(err, catalog.ErrUnknownToolkit) {
 		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
 	}
@@ -253,10 +339,11 @@ func (s *Service) Executable(name string) error { return s.executable(name, fals
 func (s *Service) ExecutableAsking(name string) error { return s.executable(name, true) }
 
 func (s *Service) executable(name string, ask bool) error {
-	if _, ok := s.cat.Lookup(name); !ok {
+	v := s.current()
+	if _, ok := v.cat.Lookup(name); !ok {
 		return &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	t, ok := s.byName[name]
+	t, ok := v.byName[name]
 	switch {
 	case !ok:
 		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
@@ -340,7 +427,7 @@ func (s *Service) StartRound(ctx context.Context, name, user string, input json.
 // ClientInput reports whether the tool (canonical name) asks its MCP
 // client for input.
 func (s *Service) ClientInput(name string) bool {
-	t := s.byName[name]
+	t := s.current().byName[name]
 	return t != nil && t.ClientInput
 }
 
@@ -423,13 +510,14 @@ func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Princi
 	if err := s.executable(name, x.ask); err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
-	def, _ := s.cat.Lookup(name)
-	t := s.byName[name]
+	v := s.current()
+	def, _ := v.cat.Lookup(name)
+	t := v.byName[name]
 	input := opts.Input
 	if len(bytes.TrimSpace(input)) == 0 || string(bytes.TrimSpace(input)) == "null" {
 		input = json.RawMessage("{}")
 	}
-	input, err := s.cat.NormalizeInput(name, input)
+	input, err := v.cat.NormalizeInput(name, input)
 	if err != nil {
 		return catalog.ExecutionResult{}, none, inputError(err)
 	}

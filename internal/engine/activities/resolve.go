@@ -209,6 +209,25 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 	if t, ok := a.Tools.Get(name); ok {
 		return t, nil
 	}
+	// A tools-API execution of a listed resolver's tool (a static
+	// connection's): it carries no resolution, the catalog lists it.
+	for _, r := range a.Resolvers {
+		if r.Catalog == nil {
+			continue
+		}
+		ts, err := r.Catalog(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("resolver %q: list its tools: %w", r.Name, err)
+		}
+		for _, t := range ts {
+			if t.Name == name {
+				if err := tools.Compile(t); err != nil {
+					return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q listed an invalid tool: %v", r.Name, err), ErrTypeResolve, err)
+				}
+				return t, nil
+			}
+		}
+	}
 	return nil, nil
 }
 
