@@ -123,6 +123,10 @@ func TestInboxAcrossSessions(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"id":"`+bRefund+`"`) {
 		t.Fatalf("eve inbox list as bob:\n%s", out)
 	}
+	// His request has no deadline: none is due within the hour.
+	if out := inboxCLI(t, e, "key-bob", "list", "--json", "--due-within", "1h"); strings.TrimSpace(out) != "" {
+		t.Fatalf("eve inbox list --due-within 1h as bob:\n%s", out)
+	}
 	if out := inboxCLI(t, e, "key-bob", "show", bRefund); !strings.Contains(out, `"chargeId": "ch_2"`) {
 		t.Fatalf("eve inbox show:\n%s", out)
 	}

@@ -32,6 +32,7 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 
 	var filter client.InboxFilter
 	var asJSON bool
+	var dueWithin time.Duration
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List open requests (nearest deadline, then oldest, first); every page",
@@ -41,6 +42,9 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 			defer cancel()
 			out := cmd.OutOrStdout()
 			fl := filter
+			if dueWithin > 0 {
+				fl.DueBefore = time.Now().Add(dueWithin)
+			}
 			for {
 				p, err := f.client().Inbox(ctx, fl)
 				if err != nil {
@@ -76,6 +80,7 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 	list.Flags().DurationVar(&filter.MinAge, "min-age", 0, "only requests open at least this long")
 	list.Flags().StringVar(&filter.Tenant, "tenant", "", "only requests whose requester has this tenantId")
 	list.Flags().BoolVar(&filter.Escalated, "escalated", false, "only escalated approvals")
+	list.Flags().DurationVar(&dueWithin, "due-within", 0, "only requests whose deadline is within this long (e.g. 1h)")
 	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
 
 	show := &cobra.Command{
