@@ -18,7 +18,7 @@ import (
 // decision record.
 const ActionDecisions = "decisions"
 
-// DecisionFilter narrows an export; every field is optional.
+// decisionFilter narrows an export; every field is optional.
 type decisionFilter struct {
 	since, until time.Time
 	tool         string
