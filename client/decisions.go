@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/eve-temporal/eve/protocol"
@@ -32,16 +31,7 @@ type DecisionFilter struct {
 // lines) to fn, a record at a time, in the order they were made within
 // each session; fn's error stops the export and is returned.
 func (c *Client) Decisions(ctx context.Context, f DecisionFilter, fn func(Decision) error) error {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("session", f.SessionID)
-	set("tool", f.Tool)
-	set("principal", f.Principal)
-	set("outcome", f.Outcome)
+	q := query(map[string]string{"session": f.SessionID, "tool": f.Tool, "principal": f.Principal, "outcome": f.Outcome}, 0)
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
 	}

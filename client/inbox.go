@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/eve-temporal/eve/protocol"
@@ -44,18 +43,8 @@ type InboxItem = protocol.InboxItem
 // (those the caller may not settle are left out): follow NextCursor until
 // it is empty.
 func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	set("tool", f.Tool)
-	set("session", f.SessionID)
-	set("requester", f.Requester)
-	set("kind", f.Kind)
-	set("cursor", f.Cursor)
-	set("tenant", f.Tenant)
+	q := query(map[string]string{"tool": f.Tool, "session": f.SessionID, "requester": f.Requester, "kind": f.Kind,
+		"cursor": f.Cursor, "tenant": f.Tenant}, f.Limit)
 	if !f.DueBefore.IsZero() {
 		q.Set("dueBefore", f.DueBefore.UTC().Format(time.RFC3339))
 	}
@@ -64,9 +53,6 @@ func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 	}
 	if f.MinAge > 0 {
 		q.Set("minAge", f.MinAge.String())
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	var p InboxPage
 	err := c.getJSON(ctx, "/eve/v1/inbox", q, &p)

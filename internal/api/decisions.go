@@ -47,15 +47,9 @@ func (f decisionFilter) match(d protocol.Decision) bool {
 func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	f := decisionFilter{tool: v.Get("tool"), principal: v.Get("principal"), outcome: v.Get("outcome")}
-	for name, dst := range map[string]*time.Time{"since": &f.since, "until": &f.until} {
-		if raw := v.Get(name); raw != "" {
-			t, err := time.Parse(time.RFC3339, raw)
-			if err != nil {
-				s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "%s: expected an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", name, err))
-				return
-			}
-			*dst = t
-		}
+	if err := queryTimes(v, map[string]*time.Time{"since": &f.since, "until": &f.until}); err != nil {
+		s.fail(w, err)
+		return
 	}
 	sid := v.Get("session")
 	if sid == "" && f.since.IsZero() {

@@ -35,15 +35,9 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	caller := Caller(r.Context())
 	v := r.URL.Query()
 	q := sessions.InboxQuery{Tool: v.Get("tool"), SessionID: v.Get("session"), Requester: v.Get("requester"), Kind: v.Get("kind")}
-	for name, dst := range map[string]*time.Time{"openedBefore": &q.OpenedBefore, "openedAfter": &q.OpenedAfter} {
-		if raw := v.Get(name); raw != "" {
-			t, err := time.Parse(time.RFC3339, raw)
-			if err != nil {
-				s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "%s: expected an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", name, err))
-				return
-			}
-			*dst = t
-		}
+	if err := queryTimes(v, map[string]*time.Time{"openedBefore": &q.OpenedBefore, "openedAfter": &q.OpenedAfter}); err != nil {
+		s.fail(w, err)
+		return
 	}
 	f, err := inboxFilterOf(v)
 	if err != nil {

@@ -23,12 +23,8 @@ type inboxFilter struct {
 
 func inboxFilterOf(v url.Values) (inboxFilter, error) {
 	f := inboxFilter{tenant: v.Get("tenant")}
-	if raw := v.Get("dueBefore"); raw != "" {
-		t, err := time.Parse(time.RFC3339, raw)
-		if err != nil {
-			return f, errorf(http.StatusBadRequest, CodeBadRequest, "dueBefore: expected an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", err)
-		}
-		f.dueBefore = t
+	if err := queryTimes(v, map[string]*time.Time{"dueBefore": &f.dueBefore}); err != nil {
+		return f, err
 	}
 	switch v.Get("escalated") {
 	case "", "false":
@@ -50,4 +46,21 @@ func (f inboxFilter) entry(e signals.InboxEntry) bool {
 		return false
 	}
 	return !f.escalated || e.EscalatedAt != nil
+}
+
+// queryTimes reads RFC 3339 query parameters into dst (absent ones stay
+// zero); a malformed one is a 400 naming it.
+func queryTimes(v url.Values, dst map[string]*time.Time) error {
+	for name, t := range dst {
+		raw := v.Get(name)
+		if raw == "" {
+			continue
+		}
+		parsed, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			return errorf(http.StatusBadRequest, CodeBadRequest, "%s: expected an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", name, err)
+		}
+		*t = parsed
+	}
+	return nil
 }

@@ -121,10 +121,11 @@ type Service struct {
 	driver  *executions.Driver
 	// base is the catalog of the agent's own tools; listed are the
 	// resolvers whose tools it lists too (tools.Resolver.Catalog).
-	base   catalogView
-	listed []tools.Resolver
-	mu     sync.Mutex
-	view   *catalogView // base plus the listed resolvers' tools, when read
+	base      catalogView
+	listed    []tools.Resolver
+	mu        sync.Mutex
+	view      *catalogView // base plus the listed resolvers' tools, when read
+	relisting bool         // a goroutine lists them again
 }
 
 // catalogView is a catalog and the runtime tools behind its names.
@@ -224,19 +225,36 @@ const (
 )
 
 // current is the catalog in force: the agent's tools, and those of the
-// listed resolvers (static connections), listed when first read and again
-// after ListedTTL. A resolver that cannot list leaves the last good view
-// (or the agent's tools alone), logged, and is asked again after 30 s.
+// listed resolvers (static connections). The first read lists them; once
+// a view is older than ListedTTL, reads go on with it while one goroutine
+// lists again, so no request waits on a remote server after the first. A
+// resolver that cannot list leaves the last good view (or the agent's
+// tools alone), logged, and is asked again after 30 s.
 func (s *Service) current() *catalogView {
 	if len(s.listed) == 0 {
 		return &s.base
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	if s.view != nil && now.Before(s.view.stale) {
-		return s.view
+	switch {
+	case s.view == nil:
+		s.view = s.list(s.view)
+	case time.Now().After(s.view.stale) && !s.relisting:
+		s.relisting = true
+		prev := s.view
+		go func() {
+			v := s.list(prev)
+			s.mu.Lock()
+			s.view, s.relisting = v, false
+			s.mu.Unlock()
+		}()
 	}
+	return s.view
+}
+
+// list lists the resolvers' tools into a new view; on failure it keeps
+// prev (or the agent's tools alone) and retries sooner.
+func (s *Service) list(prev *catalogView) *catalogView {
 	ctx, cancel := context.WithTimeout(context.Background(), listedTimeout)
 	defer cancel()
 	ts := s.reg.List()
@@ -257,18 +275,16 @@ func (s *Service) current() *catalogView {
 		v, failed = s.build(ts)
 	}
 	if failed != nil {
-		s.log.Warn("toolsapi: the connections' tools could not be listed; the catalog lists the agent's own tools until they can", "err", failed, "retryIn", listedRetry)
+		s.log.Warn("toolsapi: the connections' tools could not be listed; the catalog keeps what it listed before (at first, the agent's own tools)", "err", failed, "retryIn", listedRetry)
 		keep := s.base
-		if s.view != nil {
-			keep = *s.view
+		if prev != nil {
+			keep = *prev
 		}
-		keep.stale = now.Add(listedRetry)
-		s.view = &keep
-		return s.view
+		keep.stale = time.Now().Add(listedRetry)
+		return &keep
 	}
-	v.stale = now.Add(ListedTTL)
-	s.view = &v
-	return s.view
+	v.stale = time.Now().Add(ListedTTL)
+	return &v
 }
 
 var slugJunk = regexp.MustCompile(`[^a-z0-9]+`)
