@@ -32,7 +32,16 @@ type Status struct {
 	// Review is the decision model's verdict and reason (Auto), kept in
 	// the workflow's history with the status.
 	Review *Review `json:"review,omitempty"`
+	// OnceFor names the tool a person's approval of this call approves for
+	// the rest of the session, as Once does (see AskOnce).
+	OnceFor string `json:"onceFor,omitempty"`
 }
+
+// AskOnce asks a person, and their approval approves tool for the rest of
+// the session, as Once does: a policy that stands for another tool's Once
+// (a connection set's call tool, in search mode) answers Skip once
+// Context.IsApproved(tool).
+func AskOnce(tool string) Status { return Status{Type: UserApproval, OnceFor: tool} }
 
 // Ask, Skip, Approve and Deny build statuses.
 func Ask() Status               { return Status{Type: UserApproval} }

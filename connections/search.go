@@ -22,9 +22,8 @@ const DefaultSearchAbove = 40
 // them with the catalog's search (BM25F over names, parameters and
 // descriptions), and "<set>__call", which calls one of them by name after
 // checking its input against the tool's schema. The call tool asks for
-// approval when the called tool would (Once counts as Always there, since
-// the session's approvals are recorded by the call tool's name), and runs
-// at most once; identity pinning covers every connection of the set.
+// approval when the called tool would (a Once approval is recorded by the
+// called tool's name, approval.AskOnce), and runs at most once; identity pinning covers every connection of the set.
 func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool, error) {
 	if err := tools.Compile(ts...); err != nil {
 		return nil, err
@@ -164,6 +163,13 @@ func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool,
 			switch t.Approval.Kind() {
 			case approval.KindNever:
 				return approval.Skip(), nil
+			case approval.KindOnce:
+				// Approved once by the called tool's name, as it would be
+				// called without search.
+				if c.IsApproved(t.Name) {
+					return approval.Skip(), nil
+				}
+				return approval.AskOnce(t.Name), nil
 			case approval.KindCustom:
 				inner := c
 				inner.ToolName, inner.ToolInput = t.Name, input

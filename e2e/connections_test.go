@@ -777,6 +777,41 @@ func TestConnectionSearchAndCall(t *testing.T) {
 	}
 }
 
+// In search mode a Once policy is kept by the called tool's name: the
+// first call through connections__call asks, the second runs without
+// asking, and another Once tool still asks.
+func TestConnectionSearchModeOnce(t *testing.T) {
+	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)},
+		ToolApproval: map[string]approval.Policy{"get-sum": approval.Once(), "echo": approval.Once()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.SearchAbove = 5
+	env := evetest.New(t)
+	env.StartWorker(connectionAgent(t, searchRules+`  - match: echo
+    steps:
+      - calls: [{tool: connections__call, input: {name: everything__echo, input: {message: "once"}}}]
+      - reply: "{{result.connections__call.content}}"
+`, set))
+	ctx := env.Ctx(60 * time.Second)
+	sid, d := startParked(t, env, "add")
+	if r := d.Requests[0]; r.Action.ToolName != "connections__call" {
+		t.Fatalf("request = %+v", r)
+	}
+	res := respond(t, env, sid, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+	if res.Outcome == nil || !strings.Contains(res.Outcome.Reply, "42") {
+		t.Fatalf("approved call: %+v", res.Outcome)
+	}
+	again := env.SendAndWait(ctx, sid, "add")
+	if again.Outcome == nil || again.Outcome.Status != signals.TurnStatusCompleted || !strings.Contains(again.Outcome.Reply, "42") {
+		t.Fatalf("the second call of a tool approved once must run without asking: %+v", again.Outcome)
+	}
+	other := env.SendAndWait(ctx, sid, "echo")
+	if other.Outcome == nil || other.Outcome.Status != signals.TurnStatusWaiting {
+		t.Fatalf("another Once tool must still ask: %+v", other.Outcome)
+	}
+}
+
 // A static connection's tools are in the tools API's catalog under the
 // connection's toolkit, in all five formats, and run through it: the
 // reference server over streamable HTTP, with no session.

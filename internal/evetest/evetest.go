@@ -92,8 +92,18 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 	if err := agent.Register(w, a); err != nil {
 		e.T.Fatalf("register agent: %v", err)
 	}
-	if err := w.Start(); err != nil {
-		e.T.Fatalf("start worker: %v", err)
+	// worker.Start asks the server for the namespace with no deadline of its
+	// own: a server that stopped answering must fail this test, not hang the
+	// package until go test's timeout.
+	started := make(chan error, 1)
+	go func() { started <- w.Start() }()
+	select {
+	case err := <-started:
+		if err != nil {
+			e.T.Fatalf("start worker: %v%s", err, e.serverLogTail())
+		}
+	case <-time.After(workerStartTimeout):
+		e.T.Fatalf("start worker: the Temporal server at %s did not answer within %s%s", e.Server.Addr, workerStartTimeout, e.serverLogTail())
 	}
 	stopped := false
 	stop = func() {
@@ -104,6 +114,23 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 	}
 	e.T.Cleanup(stop)
 	return stop
+}
+
+// workerStartTimeout bounds worker.Start (see StartWorkerWith); a loaded
+// machine starts a worker in well under a second.
+const workerStartTimeout = 60 * time.Second
+
+// serverLogTail is the end of the dev server's own log, for failures that
+// only the server can explain.
+func (e *Env) serverLogTail() string {
+	l := strings.TrimSpace(e.Server.Logs())
+	if l == "" {
+		return ""
+	}
+	if len(l) > 3000 {
+		l = "..." + l[len(l)-3000:]
+	}
+	return "\nthe dev server's log ends:\n" + l
 }
 
 // Ctx returns a context that ends with the test or after d.

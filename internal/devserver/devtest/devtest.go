@@ -97,6 +97,9 @@ func Shared(t testing.TB) *devserver.Server {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		opts := sharedOpts
+		if err := logTo(&opts); err != nil {
+			t.Fatalf("devtest: %v", err)
+		}
 		if opts.DBFile == "" {
 			sharedDir, sharedErr = os.MkdirTemp("", "eve-devtest-")
 			opts.DBFile = filepath.Join(sharedDir, "temporal.db")
@@ -113,6 +116,27 @@ func Shared(t testing.TB) *devserver.Server {
 		mainUsed = true // log once
 	}
 	return shared
+}
+
+// logTo sends the shared server's log to the file EVE_DEVTEST_LOG names (at
+// EVE_DEVTEST_LOG_LEVEL, default "warn"), for a failure that only the
+// server can explain. The file is appended to: packages tested in parallel
+// may share it.
+func logTo(opts *devserver.Options) error {
+	path := os.Getenv("EVE_DEVTEST_LOG")
+	if path == "" || opts.Stderr != nil {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("EVE_DEVTEST_LOG: %w", err)
+	}
+	// Never closed: the server writes to it until the package's tests end.
+	opts.Stderr, opts.Stdout = f, f
+	if lvl := os.Getenv("EVE_DEVTEST_LOG_LEVEL"); lvl != "" {
+		opts.LogLevel = lvl
+	}
+	return nil
 }
 
 // Start starts a private dev server for this test and stops it in t.Cleanup.

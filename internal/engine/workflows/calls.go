@@ -252,7 +252,9 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
 		switch c.stage {
 		case stageAsk:
-			c.req = t.board.add(newApprovalRequest(p, stepIdx, c.reason, t.responses), now)
+			r := newApprovalRequest(p, stepIdx, c.reason, t.responses)
+			r.onceFor = custom[i].OnceFor
+			c.req = t.board.add(r, now)
 			t.watchDeadline(ctx, c.req)
 		case stageAnswer:
 			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)

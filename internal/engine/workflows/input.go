@@ -57,6 +57,9 @@ type openRequest struct {
 	refused []protocol.DecisionCandidate
 	// asked: a running call asked it (changeAsk).
 	asked bool
+	// onceFor: approving it approves this tool for the session too
+	// (approval.AskOnce).
+	onceFor string
 	// editSchema checks edits (compiled once); editRefusal is why the
 	// policies last refused an edit of it (edits.go).
 	editSchema  *schema.Schema
@@ -176,8 +179,20 @@ func (b *inputBoard) approvedOnce(tool string) bool { return slices.Contains(b.a
 func (b *inputBoard) settle(r *openRequest, d decision) {
 	r.settled = true
 	r.decision = d
-	if d.res.Outcome == protocol.OutcomeApproved && r.plan.Approval == approval.KindOnce && !slices.Contains(b.approved, r.plan.Call.Name) {
-		b.approved = append(b.approved, r.plan.Call.Name)
+	if d.res.Outcome != protocol.OutcomeApproved {
+		return
+	}
+	if r.plan.Approval == approval.KindOnce {
+		b.approveOnce(r.plan.Call.Name)
+	}
+	if r.onceFor != "" {
+		b.approveOnce(r.onceFor)
+	}
+}
+
+func (b *inputBoard) approveOnce(tool string) {
+	if !slices.Contains(b.approved, tool) {
+		b.approved = append(b.approved, tool)
 	}
 }
 
