@@ -92,7 +92,9 @@ console-browser:
 
 test-go: $(TEMPORAL_BIN) chromium connection-servers console-browser
 	$(GO) vet ./...
-	EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 20m ./...
+	@mkdir -p .eve && rm -f .eve/devtest-server.log
+	EVE_DEVTEST_LOG=$(CURDIR)/.eve/devtest-server.log EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 20m ./... || { \
+		echo "The shared dev servers' last errors (their whole log: .eve/devtest-server.log):"; grep 'level=ERROR' .eve/devtest-server.log | tail -n 40; exit 1; }
 	cd bench && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
 # Example apps, each its own module (replace => ../..): built, vetted, and

@@ -50,19 +50,46 @@ type Context struct {
 	// Client is what the calling MCP client answered and declared, for a
 	// tool with ClientInput set that an MCP client calls; nil otherwise
 	// (nobody can be asked: fail, or do without). See AskClient.
-	Client    *protocol.ClientRound
-	heartbeat func(details ...any)
-	ask       Asker
+	Client     *protocol.ClientRound
+	heartbeat  func(details ...any)
+	checkpoint any
+	last       func(v any) error
+	ask        Asker
 }
 
 // Heartbeat reports progress. Long tools should call it more often than
 // their HeartbeatTimeout; an attempt that stops heartbeating fails (and is
-// retried only under the tool's retry policy, see Tool.Idempotent).
+// retried only under the tool's retry policy, see Tool.Idempotent). A
+// heartbeat without details repeats the last Checkpoint.
 func (c *Context) Heartbeat(details ...any) {
+	if len(details) == 0 && c.checkpoint != nil {
+		details = []any{c.checkpoint}
+	}
 	if c.heartbeat != nil {
 		c.heartbeat(details...)
 	}
 }
+
+// Checkpoint heartbeats with v and keeps it: heartbeats without details
+// repeat it, so that a retried attempt reads it with LastHeartbeat even
+// when the lost attempt heartbeated again afterwards.
+func (c *Context) Checkpoint(v any) {
+	c.checkpoint = v
+	c.Heartbeat(v)
+}
+
+// LastHeartbeat decodes into v the details of the last heartbeat an
+// earlier attempt of this call recorded, and reports whether there was
+// one: a checkpoint, from which a retried attempt (on another worker,
+// after a crash) resumes instead of starting over. Only the first
+// detail is decoded.
+func (c *Context) LastHeartbeat(v any) bool {
+	return c.last != nil && c.last(v) == nil
+}
+
+// SetLastHeartbeat installs what LastHeartbeat reads. The runtime calls
+// it; tests of tools may too.
+func (c *Context) SetLastHeartbeat(fn func(v any) error) { c.last = fn }
 
 // ReportProgress heartbeats with how far the call got: progress counts up
 // (each report at least the last), total is what it counts to (0: not

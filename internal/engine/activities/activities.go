@@ -407,6 +407,9 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		}
 	}
 	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
+		tctx.SetLastHeartbeat(func(v any) error { return activity.GetHeartbeatDetails(ctx, v) })
+	}
 	tctx.Approver = in.Approver
 	if ask := a.asker(in); ask != nil {
 		tctx.SetAsker(ask)

@@ -60,7 +60,7 @@ func (a *Activities) asker(in ExecuteToolInput) tools.Asker {
 			case !st.Known && time.Since(asked) > askUnknownAfter:
 				return tools.Answer{}, errors.New("the turn did not take the question: its call is no longer running")
 			}
-			activity.RecordHeartbeat(tctx, "waiting for an answer to "+id)
+			tctx.Heartbeat() // keeps the call's checkpoint, if it has one
 			select {
 			case <-tctx.Done():
 				return tools.Answer{}, tctx.Err()
