@@ -69,6 +69,11 @@ type Connection struct {
 	Retry map[string]bool
 	// Timeout bounds one call (default tools.DefaultTimeout, 60 s).
 	Timeout time.Duration
+	// TaskTimeout bounds a call that the server runs as a task (MCP
+	// Tasks: the tool declares execution.taskSupport): how long the turn
+	// waits for the task, across worker restarts (default
+	// tools.DefaultDeadline, 24 h).
+	TaskTimeout time.Duration
 	// MaxOutputBytes bounds one call's result as JSON (default
 	// tools.DefaultMaxOutputBytes).
 	MaxOutputBytes int
@@ -177,8 +182,8 @@ func (c *Connection) Validate() error {
 			errs = append(errs, errors.New("Auth needs an HTTP transport: a stdio server gets its credentials from MCP.Env"))
 		}
 	}
-	if c.Timeout < 0 || c.MaxOutputBytes < 0 {
-		errs = append(errs, errors.New("Timeout and MaxOutputBytes must not be negative"))
+	if c.Timeout < 0 || c.TaskTimeout < 0 || c.MaxOutputBytes < 0 {
+		errs = append(errs, errors.New("Timeout, TaskTimeout and MaxOutputBytes must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("connection %q: %w", c.Name, err)

@@ -39,7 +39,7 @@ func TestMCPToolFollowsAnnotations(t *testing.T) {
 		{"bare", nil, approval.KindNever, 1, false},
 	}
 	for _, tc := range cases {
-		tl, err := c.mcpTool(r, &mcp.Tool{Name: tc.name, Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: tc.ann})
+		tl, err := c.mcpTool(r, listedTool{Tool: &mcp.Tool{Name: tc.name, Description: "d", InputSchema: map[string]any{"type": "object"}, Annotations: tc.ann}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +57,8 @@ func TestMCPToolFollowsAnnotations(t *testing.T) {
 	c.Approval = ptr(approval.Once())
 	c.ToolApproval = map[string]approval.Policy{"read": approval.Always()}
 	c.Retry = map[string]bool{"read": false, "write": true}
-	read, _ := c.mcpTool(r, &mcp.Tool{Name: "read", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
-	write, _ := c.mcpTool(r, &mcp.Tool{Name: "write", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{}})
+	read, _ := c.mcpTool(r, listedTool{Tool: &mcp.Tool{Name: "read", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}})
+	write, _ := c.mcpTool(r, listedTool{Tool: &mcp.Tool{Name: "write", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{}}})
 	if read.Approval.Kind() != approval.KindAlways || write.Approval.Kind() != approval.KindOnce {
 		t.Errorf("approval: read %s write %s", read.Approval.Kind(), write.Approval.Kind())
 	}

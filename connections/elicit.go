@@ -3,6 +3,7 @@ package connections
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +18,9 @@ import (
 // maxElicitTries is how often a person is asked again after an answer
 // that breaks the server's requested schema, before the call declines.
 const maxElicitTries = 3
+
+// errQuestionCancelled ends a call whose question the turn cancelled.
+var errQuestionCancelled = errors.New("the question was cancelled with the turn")
 
 // declineElicitation answers an elicitation outside a call (discovery):
 // declaring the capability there lets servers offer the tools that elicit.
@@ -58,6 +62,9 @@ func elicit(ctx *tools.Context, c *Connection, req *mcp.ElicitRequest) (*mcp.Eli
 			return nil, fmt.Errorf("elicitation: %w", err)
 		}
 		switch {
+		case ans.Outcome == protocol.OutcomeCancelled:
+			// Nobody chose this: the turn was cancelled, or the call ended.
+			return nil, errQuestionCancelled
 		case ans.Outcome != protocol.OutcomeAnswered || ans.OptionID == "cancel":
 			return &mcp.ElicitResult{Action: "cancel"}, nil
 		case ans.OptionID == "decline":

@@ -68,13 +68,13 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 		anon.Auth = nil
 		conn = &anon
 	}
-	var opts *mcp.ClientOptions
+	var listed []listedTool
+	var err error
 	if conn.MCP.URL != "" {
-		// Declared as the calls declare it, so that servers list the
-		// tools that elicit.
-		opts = &mcp.ClientOptions{ElicitationHandler: declineElicitation}
+		listed, err = r.listHTTP(ctx, conn, p)
+	} else {
+		listed, err = r.listStdio(ctx, conn)
 	}
-	cs, release, err := r.mcpSession(ctx, conn, p, opts)
 	if err != nil && perr != nil {
 		// A server that lists nothing anonymously offers this session
 		// nothing; a user's session gets its tools.
@@ -84,19 +84,15 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	var out []*tools.Tool
-	for rt, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		if !c.allowed(rt.Name) {
+	for _, lt := range listed {
+		if !c.allowed(lt.Name) {
 			continue
 		}
-		t, err := c.mcpTool(r, rt)
+		t, err := c.mcpTool(r, lt)
 		if err != nil {
 			// One tool the model cannot be shown does not hide the others.
-			log.Warn("connection tool skipped", "connection", c.Name, "tool", rt.Name, "err", err)
+			log.Warn("connection tool skipped", "connection", c.Name, "tool", lt.Name, "err", err)
 			continue
 		}
 		out = append(out, t)
@@ -104,7 +100,98 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 	return out, nil
 }
 
-func (c *Connection) mcpTool(r *runtime, rt *mcp.Tool) (*tools.Tool, error) {
+// listedTool is a remote tool as tools/list describes it, and whether
+// eve calls it as a task (the server runs tasks of tools/call, and the
+// tool declares execution.taskSupport "optional" or "required").
+type listedTool struct {
+	*mcp.Tool
+	task bool
+}
+
+// listHTTP lists a streamable HTTP server's tools with the raw client,
+// which sees what the go-sdk's Tool has no field for: taskSupport.
+func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal) ([]listedTool, error) {
+	rc := r.rpc(nil, c, p)
+	raw, err := rc.initialize(ctx, clientCapabilities())
+	if err != nil {
+		return nil, fmt.Errorf("connect to the MCP server: %w", err)
+	}
+	defer rc.close(context.WithoutCancel(ctx))
+	var caps struct {
+		Tasks *struct {
+			Requests *struct {
+				Tools *struct {
+					Call json.RawMessage `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	}
+	_ = json.Unmarshal(raw, &caps)
+	tasks := caps.Tasks != nil && caps.Tasks.Requests != nil && caps.Tasks.Requests.Tools != nil && len(caps.Tasks.Requests.Tools.Call) > 0
+	var out []listedTool
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages == maxListPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxListPages)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		res, err := rc.call(ctx, "tools/list", params)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		for _, b := range page.Tools {
+			var t mcp.Tool
+			var ex struct {
+				Execution struct {
+					TaskSupport string `json:"taskSupport"`
+				} `json:"execution"`
+			}
+			if err := json.Unmarshal(b, &t); err != nil {
+				return nil, fmt.Errorf("tools/list: a tool that is not a Tool: %w", err)
+			}
+			_ = json.Unmarshal(b, &ex)
+			ts := ex.Execution.TaskSupport
+			out = append(out, listedTool{Tool: &t, task: tasks && (ts == taskOptional || ts == taskRequired)})
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// maxListPages bounds tools/list paging (a server that pages forever).
+const maxListPages = 100
+
+// listStdio lists a stdio server's tools on its go-sdk session.
+func (r *runtime) listStdio(ctx context.Context, c *Connection) ([]listedTool, error) {
+	cs, release, err := r.mcpSession(ctx, c, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []listedTool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		out = append(out, listedTool{Tool: t})
+	}
+	return out, nil
+}
+
+func (c *Connection) mcpTool(r *runtime, lt listedTool) (*tools.Tool, error) {
+	rt := lt.Tool
 	name, ok := toolName(c.Name, rt.Name)
 	if !ok {
 		return nil, fmt.Errorf("no valid tool name comes of %q (at most 64 characters with the prefix %s__)", rt.Name, c.Name)
@@ -142,6 +229,21 @@ func (c *Connection) mcpTool(r *runtime, rt *mcp.Tool) (*tools.Tool, error) {
 	}
 	t.Execute = func(ctx *tools.Context, input json.RawMessage) (any, error) {
 		return r.callMCP(ctx, c, remote, input)
+	}
+	if lt.task {
+		// The call waits for the server's task, across worker restarts
+		// (mcptask.go): as long as TaskTimeout, alive by heartbeats.
+		t.Timeout = c.TaskTimeout
+		if t.Timeout == 0 {
+			t.Timeout = tools.DefaultDeadline
+		}
+		t.HeartbeatTimeout = TaskHeartbeatTimeout
+		retry := taskRetry
+		t.Retry = &retry
+		idempotent := t.Idempotent
+		t.Execute = func(ctx *tools.Context, input json.RawMessage) (any, error) {
+			return r.callMCPTask(ctx, c, remote, idempotent, input)
+		}
 	}
 	return t, nil
 }

@@ -23,7 +23,9 @@ const DefaultSearchAbove = 40
 // descriptions), and "<set>__call", which calls one of them by name after
 // checking its input against the tool's schema. The call tool asks for
 // approval when the called tool would (a Once approval is recorded by the
-// called tool's name, approval.AskOnce), and runs at most once; identity pinning covers every connection of the set.
+// called tool's name, approval.AskOnce), within the called tool's own
+// timeout and retry policy; identity pinning covers every connection of
+// the set.
 func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool, error) {
 	if err := tools.Compile(ts...); err != nil {
 		return nil, err
@@ -31,8 +33,8 @@ func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool,
 	byName := make(map[string]*tools.Tool, len(ts))
 	defs := make([]catalog.Definition, 0, len(ts))
 	gated := false
-	var timeout time.Duration
-	maxOut := 0
+	var timeout, heartbeat time.Duration
+	maxOut, attempts := 0, int32(1)
 	for _, t := range ts {
 		byName[t.Name] = t
 		d := catalog.FromTool(t.Remote.Connection, t.Name, t.Description, t.InputSchema, nil,
@@ -44,6 +46,8 @@ func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool,
 		}
 		timeout = max(timeout, t.EffectiveTimeout())
 		maxOut = max(maxOut, t.EffectiveMaxOutputBytes())
+		attempts = max(attempts, t.EffectiveRetry().MaximumAttempts)
+		heartbeat = max(heartbeat, t.HeartbeatTimeout)
 	}
 	cat, err := catalog.New(defs...)
 	var le *catalog.LoadError
@@ -151,9 +155,23 @@ func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool,
 			if err := t.ValidateInput(input); err != nil {
 				return nil, tools.NonRetryable(fmt.Errorf("invalid input for tool %s: %v. Call it again with input that matches its input schema", t.Name, err))
 			}
-			return t.Execute(ctx, input)
+			// The call tool retries for the set's most patient tool; each
+			// tool is attempted at most as often as its own policy allows.
+			if n := t.EffectiveRetry().MaximumAttempts; ctx.Attempt > n {
+				return nil, tools.NonRetryable(fmt.Errorf("tool %s is not called again: an earlier attempt failed or was lost with its worker, and it allows %d", t.Name, n))
+			}
+			if t.HeartbeatTimeout > 0 {
+				return t.Execute(ctx, input) // it heartbeats itself (a task)
+			}
+			return runBounded(ctx, t, heartbeat, input)
 		},
 	}
+	if attempts > 1 {
+		retry := taskRetry
+		retry.MaximumAttempts = attempts
+		call.Retry = &retry
+	}
+	call.HeartbeatTimeout = heartbeat
 	if gated {
 		call.Approval = approval.CustomContext(func(ctx context.Context, c approval.Context) (approval.Status, error) {
 			t, input, err := find(c.ToolInput)
@@ -181,6 +199,30 @@ func (s *Set) searchTools(conns []*Connection, ts []*tools.Tool) ([]*tools.Tool,
 		})
 	}
 	return []*tools.Tool{search, call}, nil
+}
+
+// runBounded runs t within its own timeout, heartbeating meanwhile when
+// the call tool has a heartbeat timeout (a task tool in the set).
+func runBounded(ctx *tools.Context, t *tools.Tool, heartbeat time.Duration, input json.RawMessage) (any, error) {
+	cctx, cancel := context.WithTimeout(ctx, t.EffectiveTimeout())
+	defer cancel()
+	if heartbeat > 0 {
+		go func() {
+			tick := time.NewTicker(heartbeat / 4)
+			defer tick.Stop()
+			for {
+				select {
+				case <-cctx.Done():
+					return
+				case <-tick.C:
+					ctx.Heartbeat()
+				}
+			}
+		}()
+	}
+	inner := *ctx
+	inner.Context = cctx
+	return t.Execute(&inner, input)
 }
 
 func connNames(conns []*Connection) string {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -35,11 +36,16 @@ rules:
     steps:
       - calls: [{tool: again__trigger-long-running-operation, input: {duration: 4, steps: 4}}]
       - reply: "{{result.again__trigger-long-running-operation.code}}{{result.again__trigger-long-running-operation.content}}"
+  - match: research
+    steps:
+      - calls: [{tool: task__simulate-research-query, input: {topic: "worker loss"}}]
+      - reply: "{{result.task__simulate-research-query.code}}{{result.task__simulate-research-query.content}}"
 `
 
 // connectionKillAgent has two connections to one server: "again" as the
 // server declares (the long-running tool is readOnly and idempotent, so
-// retried), "once" with Retry overriding it to run at most once.
+// retried), "once" with Retry overriding it to run at most once, and
+// "task" for a tool the server runs as an MCP task (not idempotent).
 func connectionKillAgent(mcpURL string) *agent.Agent {
 	m, err := scripted.Parse([]byte(connectionKillRules))
 	if err != nil {
@@ -50,6 +56,7 @@ func connectionKillAgent(mcpURL string) *agent.Agent {
 		&connections.Connection{Name: "again", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second},
 		&connections.Connection{Name: "once", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second,
 			Retry: map[string]bool{tool: false}},
+		&connections.Connection{Name: "task", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{"simulate-research-query"}},
 	)
 	if err != nil {
 		panic(err)
@@ -58,11 +65,14 @@ func connectionKillAgent(mcpURL string) *agent.Agent {
 }
 
 // callCounter stands in front of an MCP server and counts its tools/call
-// requests.
+// requests; first is closed at the first request of method at (default
+// tools/call).
 type callCounter struct {
-	mu    sync.Mutex
-	calls int
-	first chan struct{}
+	mu     sync.Mutex
+	calls  int
+	at     string
+	first  chan struct{}
+	closed bool
 }
 
 func (c *callCounter) handler(target string) http.Handler {
@@ -74,10 +84,13 @@ func (c *callCounter) handler(target string) http.Handler {
 		var msg struct {
 			Method string `json:"method"`
 		}
-		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+		if json.Unmarshal(body, &msg) == nil {
 			c.mu.Lock()
-			c.calls++
-			if c.calls == 1 {
+			if msg.Method == "tools/call" {
+				c.calls++
+			}
+			if at := cmp.Or(c.at, "tools/call"); msg.Method == at && !c.closed {
+				c.closed = true
 				close(c.first)
 			}
 			c.mu.Unlock()
@@ -89,19 +102,25 @@ func (c *callCounter) handler(target string) http.Handler {
 // A worker killed (SIGKILL) in the middle of a remote call: the turn
 // finishes on another worker; a call the server declares idempotent is
 // sent again, one that must not be repeated is not (the model reads that
-// it timed out).
+// it timed out). A call waiting for the server's task follows the same
+// task from the new worker: tools/call is sent once.
 func TestConnectionWorkerKilledMidCall(t *testing.T) {
 	upstream := everythingHTTP(t)
 	for _, tc := range []struct {
-		msg   string
-		calls int
-		reply string
+		msg    string
+		killAt string
+		calls  int
+		reply  string
 	}{
-		{"once", 1, protocol.CodeToolTimeout},
-		{"again", 2, "Long running operation completed"},
+		{"once", "", 1, protocol.CodeToolTimeout},
+		{"again", "", 2, "Long running operation completed"},
+		// Killed once the server named its task (and the call follows it).
+		{"research", "tasks/get", 1, "Research Report: worker loss"},
+		// Killed before: the call may have started a task, and is not repeated.
+		{"research", "tools/call", 1, "TOOL_EXECUTION_FAILED"},
 	} {
-		t.Run(tc.msg, func(t *testing.T) {
-			counter := &callCounter{first: make(chan struct{})}
+		t.Run(tc.msg+"/"+cmp.Or(tc.killAt, "tools/call"), func(t *testing.T) {
+			counter := &callCounter{first: make(chan struct{}), at: tc.killAt}
 			proxy := httptest.NewServer(counter.handler(upstream))
 			t.Cleanup(proxy.Close)
 			env := evetest.New(t)

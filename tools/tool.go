@@ -54,6 +54,7 @@ type Context struct {
 	heartbeat  func(details ...any)
 	checkpoint any
 	last       func(v any) error
+	stopping   <-chan struct{}
 	ask        Asker
 }
 
@@ -90,6 +91,25 @@ func (c *Context) LastHeartbeat(v any) bool {
 // SetLastHeartbeat installs what LastHeartbeat reads. The runtime calls
 // it; tests of tools may too.
 func (c *Context) SetLastHeartbeat(fn func(v any) error) { c.last = fn }
+
+// WorkerStopping reports whether the call's context ends because its
+// worker stops (the call goes on in a later attempt, on another worker),
+// rather than because the call was cancelled or timed out.
+func (c *Context) WorkerStopping() bool {
+	if c.stopping == nil {
+		return false
+	}
+	select {
+	case <-c.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// SetWorkerStop installs the channel WorkerStopping reads (closed when
+// the worker stops). The runtime calls it.
+func (c *Context) SetWorkerStop(ch <-chan struct{}) { c.stopping = ch }
 
 // ReportProgress heartbeats with how far the call got: progress counts up
 // (each report at least the last), total is what it counts to (0: not

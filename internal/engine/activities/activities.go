@@ -407,6 +407,9 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		}
 	}
 	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	if activity.IsActivity(ctx) {
+		tctx.SetWorkerStop(activity.GetWorkerStopChannel(ctx))
+	}
 	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
 		tctx.SetLastHeartbeat(func(v any) error { return activity.GetHeartbeatDetails(ctx, v) })
 	}

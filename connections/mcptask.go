@@ -1,0 +1,299 @@
+package connections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// A remote tool the server runs as a task (MCP Tasks, SEP-1686) is a call
+// whose activity waits for the task: tools/call with a task answers at
+// once with the task's id, recorded in the call's heartbeat (a
+// checkpoint); then tasks/get is polled at the server's pollInterval until
+// the task ends, and tasks/result gives the tool's result. A worker that
+// dies meanwhile loses nothing: the call's next attempt reads the
+// checkpoint and goes on polling the same task in the same MCP session.
+// A task that asks for input (input_required) has its elicitation asked
+// of the session's person, through tasks/result. Cancelling the turn
+// cancels the task on the server (tasks/cancel).
+
+// Task support a remote tool declares (execution.taskSupport).
+const (
+	taskForbidden = "forbidden"
+	taskOptional  = "optional"
+	taskRequired  = "required"
+)
+
+// TaskHeartbeatTimeout is the heartbeat timeout of a call that waits for
+// a remote task: a worker lost meanwhile is noticed after it, and the
+// call goes on from another worker. Cancelling the turn reaches the call
+// within about as long.
+const TaskHeartbeatTimeout = 20 * time.Second
+
+// taskRetry lets a call waiting for a task go on after a lost attempt;
+// the call itself is never repeated unless the tool is idempotent (see
+// callMCPTask).
+var taskRetry = tools.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 10}
+
+// Poll intervals: the server's pollInterval, at least minTaskPoll, and at
+// least slowTaskPoll once a task has run for slowTaskAfter, so a task
+// that runs for hours costs a request every half minute.
+const (
+	minTaskPoll   = 500 * time.Millisecond
+	slowTaskPoll  = 30 * time.Second
+	slowTaskAfter = 5 * time.Minute
+)
+
+// taskCheckpoint is the heartbeat of a call that waits for a task. Its
+// progress is what the call reports (the task's status message); MCPTask
+// is where the task is.
+type taskCheckpoint struct {
+	protocol.Progress
+	MCPTask *remoteTask `json:"mcpTask,omitempty"`
+}
+
+// remoteTask locates a task: the MCP session it lives in (a server's
+// session id, not a credential: every request still carries the
+// connection's token) and its id.
+type remoteTask struct {
+	Session string `json:"session,omitempty"`
+	TaskID  string `json:"taskId,omitempty"`
+}
+
+// mcpTaskInfo is a task as tasks/get and CreateTaskResult describe it.
+type mcpTaskInfo struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	PollInterval  int64  `json:"pollInterval,omitempty"` // milliseconds
+}
+
+func (t mcpTaskInfo) terminal() bool {
+	return t.Status == "completed" || t.Status == "failed" || t.Status == "cancelled"
+}
+
+// callMCPTask calls a remote tool as a task and waits for its end.
+func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, idempotent bool, input json.RawMessage) (any, error) {
+	p, err := c.principal(ctx.Session)
+	if err != nil {
+		return nil, tools.NonRetryable(err)
+	}
+	rc := r.rpc(ctx, c, p)
+	var cp taskCheckpoint
+	switch {
+	case ctx.LastHeartbeat(&cp) && cp.MCPTask != nil && cp.MCPTask.TaskID != "":
+		rc.session = cp.MCPTask.Session
+	case ctx.Attempt > 1 && !idempotent:
+		return nil, tools.NonRetryable(fmt.Errorf("call %s was interrupted before the server's task was recorded, and may have reached the server: "+
+			"it is not repeated, since the tool is not idempotent (set Connection.Retry[%q] if a repeat is safe)", remote, remote))
+	default:
+		// Nothing heartbeats before the task's id is recorded: the first
+		// heartbeat of an attempt reaches Temporal at once (later ones are
+		// throttled), and the id must be there before the call goes on.
+		notified := rc.notified
+		rc.notified = nil
+		if _, err := rc.initialize(ctx, clientCapabilities()); err != nil {
+			return nil, fmt.Errorf("connect to the MCP server: %w", err)
+		}
+		task, result, err := r.startTask(ctx, rc, remote, input)
+		if err != nil {
+			rc.close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		if task == nil { // the server answered at once
+			rc.close(context.WithoutCancel(ctx))
+			return toolResult(remote, result)
+		}
+		cp = taskCheckpoint{MCPTask: &remoteTask{Session: rc.session, TaskID: task.TaskID}}
+		cp.Message = task.StatusMessage
+		ctx.Checkpoint(cp)
+		rc.notified = notified
+	}
+	result, err := r.awaitTask(ctx, rc, cp)
+	if ctx.Err() != nil && ctx.WorkerStopping() {
+		// The call goes on from another worker; the task goes on too.
+		return nil, fmt.Errorf("the worker stops while task %s of %s runs: the call follows it from another worker", cp.MCPTask.TaskID, remote)
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil || errors.Is(err, errQuestionCancelled) {
+		// The turn was cancelled (or the call timed out): so is the task.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = rc.call(cctx, "tasks/cancel", map[string]any{"taskId": cp.MCPTask.TaskID})
+		rc.close(cctx)
+		return nil, err
+	}
+	if err != nil {
+		if errors.Is(err, errSessionGone) {
+			return nil, tools.NonRetryable(fmt.Errorf("the task of %s is lost: %w", remote, err))
+		}
+		return nil, err
+	}
+	rc.close(context.WithoutCancel(ctx))
+	return toolResult(remote, result)
+}
+
+// startTask sends tools/call with a task. A server may answer with the
+// result itself instead; then task is nil.
+func (r *runtime) startTask(ctx *tools.Context, rc *rpcClient, remote string, input json.RawMessage) (*mcpTaskInfo, json.RawMessage, error) {
+	ttl := time.Until(deadlineOf(ctx))
+	res, err := rc.call(ctx, "tools/call", map[string]any{
+		"name": remote, "arguments": input,
+		"task":  map[string]any{"ttl": ttl.Milliseconds()},
+		"_meta": map[string]any{"progressToken": ctx.IdempotencyKey},
+	})
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return nil, nil, remoteError("call %s: the server refused it: %v", remote, re)
+		}
+		return nil, nil, fmt.Errorf("call %s: %w", remote, err)
+	}
+	var created struct {
+		Task *mcpTaskInfo `json:"task"`
+	}
+	if err := json.Unmarshal(res, &created); err != nil {
+		return nil, nil, fmt.Errorf("call %s: %w", remote, err)
+	}
+	if created.Task == nil || created.Task.TaskID == "" {
+		return nil, res, nil
+	}
+	return created.Task, nil, nil
+}
+
+// awaitTask polls the task until it ends and returns tasks/result's
+// answer. A task waiting for input is served through tasks/result, whose
+// stream carries the server's elicitation.
+func (r *runtime) awaitTask(ctx *tools.Context, rc *rpcClient, cp taskCheckpoint) (json.RawMessage, error) {
+	id := cp.MCPTask.TaskID
+	started := time.Now()
+	for {
+		res, err := rc.call(ctx, "tasks/get", map[string]any{"taskId": id})
+		if err != nil {
+			return nil, fmt.Errorf("follow task %s: %w", id, err)
+		}
+		var t mcpTaskInfo
+		if err := json.Unmarshal(res, &t); err != nil {
+			return nil, fmt.Errorf("follow task %s: %w", id, err)
+		}
+		if t.StatusMessage != cp.Message {
+			cp.Message = t.StatusMessage
+			ctx.Checkpoint(cp)
+		} else {
+			ctx.Heartbeat()
+		}
+		switch {
+		case t.Status == "cancelled":
+			return nil, remoteError("the server cancelled task %s: %s", id, t.StatusMessage)
+		case t.terminal() || t.Status == "input_required":
+			return r.taskResult(ctx, rc, id)
+		}
+		wait := max(time.Duration(t.PollInterval)*time.Millisecond, minTaskPoll)
+		if time.Since(started) > slowTaskAfter {
+			wait = max(wait, slowTaskPoll)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// taskResult reads tasks/result, which waits for the task's end; it
+// heartbeats meanwhile, so the call stays alive (and learns of a
+// cancelled turn) however long a person takes to answer.
+func (r *runtime) taskResult(ctx *tools.Context, rc *rpcClient, id string) (json.RawMessage, error) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(TaskHeartbeatTimeout / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				ctx.Heartbeat()
+			}
+		}
+	}()
+	res, err := rc.call(ctx, "tasks/result", map[string]any{"taskId": id})
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return nil, remoteError("task %s failed: %v", id, re)
+		}
+		return nil, fmt.Errorf("the result of task %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// toolResult is a CallToolResult as the call's output, or the remote
+// error the model reads.
+func toolResult(remote string, raw json.RawMessage) (any, error) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decode the result of %s: %w", remote, err)
+	}
+	if res.IsError {
+		return nil, remoteError("the server answered with an error: %s", textOf(res.Content))
+	}
+	b, err := json.Marshal(&res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the result of %s: %w", remote, err)
+	}
+	return json.RawMessage(b), nil
+}
+
+// deadlineOf is when the call's activity times out (a day from now
+// outside one, for the ttl a server is asked to keep the task).
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(tools.DefaultDeadline)
+}
+
+// clientCapabilities is what eve declares to a server over the raw
+// client: it answers elicitations (asking the session's person).
+func clientCapabilities() map[string]any {
+	return map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+}
+
+// rpc is a raw client of c for one call or discovery, with p's
+// credential. Within a call, the server's elicitations ask the session's
+// person and its progress keeps the call alive.
+func (r *runtime) rpc(ctx *tools.Context, c *Connection, p *auth.Principal) *rpcClient {
+	rc := &rpcClient{url: c.MCP.URL, hc: r.httpClient(c, p)}
+	if ctx == nil {
+		return rc
+	}
+	rc.notified = func(method string, _ json.RawMessage) {
+		if method == "notifications/progress" || method == "notifications/tasks/status" {
+			ctx.Heartbeat()
+		}
+	}
+	rc.serve = func(_ context.Context, method string, params json.RawMessage) (any, error) {
+		if method != "elicitation/create" {
+			return nil, &rpcError{Code: -32601, Message: "eve does not answer " + method}
+		}
+		var ep mcp.ElicitParams
+		if err := json.Unmarshal(params, &ep); err != nil {
+			return nil, &rpcError{Code: -32602, Message: "elicitation/create: " + err.Error()}
+		}
+		res, err := elicit(ctx, c, &mcp.ElicitRequest{Params: &ep})
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return rc
+}
