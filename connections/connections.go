@@ -24,8 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/tools"
@@ -85,8 +83,10 @@ type MCP struct {
 	// host. A new MCP session serves each discovery and each call, so a
 	// call carries the token of its own caller.
 	URL string
-	// Command and Args start a stdio server, one process per connection
-	// and worker, kept until Set.Close. Env is added to the worker's
+	// Command and Args start a stdio server: a process serves one call at
+	// a time (so the server's questions reach that call's person), more
+	// start as concurrent calls need them (up to MaxStdioProcesses per
+	// worker), and they are kept for later calls until Set.Close. Env is added to the worker's
 	// environment; Dir is the working directory.
 	Command string
 	Args    []string
@@ -392,10 +392,10 @@ func (s *Set) Close() error { return s.rt.close() }
 type runtime struct {
 	tokens tokenCache
 	mu     sync.Mutex
-	stdio  map[string]*mcp.ClientSession // by identity
+	stdio  map[string]*stdioPool // by identity
 }
 
-func newRuntime() *runtime { return &runtime{stdio: map[string]*mcp.ClientSession{}} }
+func newRuntime() *runtime { return &runtime{stdio: map[string]*stdioPool{}} }
 
 func (r *runtime) discover(ctx tools.ResolveContext, c *Connection, log *slog.Logger) ([]*tools.Tool, error) {
 	if c.MCP != nil {
@@ -408,8 +408,8 @@ func (r *runtime) close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
-	for k, cs := range r.stdio {
-		errs = append(errs, cs.Close())
+	for k, sp := range r.stdio {
+		errs = append(errs, sp.close())
 		delete(r.stdio, k)
 	}
 	return errors.Join(errs...)

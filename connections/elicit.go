@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/internal/schema"
@@ -36,9 +37,7 @@ func declineElicitation(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult,
 func elicit(ctx *tools.Context, c *Connection, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	p := req.Params
 	if p.Mode == "url" {
-		// A URL elicitation sends the person to a page eve does not see;
-		// declined until eve can tell when they are done.
-		return &mcp.ElicitResult{Action: "decline"}, nil
+		return elicitURL(ctx, c, p)
 	}
 	raw, err := json.Marshal(p.RequestedSchema)
 	if err != nil {
@@ -82,6 +81,62 @@ func elicit(ctx *tools.Context, c *Connection, req *mcp.ElicitRequest) (*mcp.Eli
 		}
 		q.Prompt = fmt.Sprintf("That answer does not fit: %v\n\n%s", err, prompt)
 	}
+}
+
+// elicitURL asks the session's person to open a page of the server's
+// (URL mode: a sign-in, a payment), which eve does not see: they accept
+// once they opened it, or decline. Only an https page (or http on a
+// loopback host) is shown; any other is declined without asking.
+func elicitURL(ctx *tools.Context, c *Connection, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if checkURL(p.URL) != nil {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	ans, err := ctx.Ask(tools.InputRequest{
+		Prompt:  fmt.Sprintf("%s asks you to open this page: %s\n\n%s\n\nChoose Opened once you have, or Decline.", c.Name, p.URL, p.Message),
+		Display: protocol.DisplaySelect,
+		Options: []protocol.InputOption{{ID: "accept", Label: "Opened", Style: "primary"}, {ID: "decline", Label: "Decline"}, {ID: "cancel", Label: "Cancel"}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elicitation: %w", err)
+	}
+	switch {
+	case ans.Outcome == protocol.OutcomeCancelled:
+		return nil, errQuestionCancelled
+	case ans.Outcome == protocol.OutcomeAnswered && ans.OptionID == "accept":
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	case ans.Outcome == protocol.OutcomeAnswered && ans.OptionID == "decline":
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	return &mcp.ElicitResult{Action: "cancel"}, nil
+}
+
+// codeURLElicitationRequired is the JSON-RPC error of a request that
+// needs URL elicitations first (MCP 2025-11-25).
+const codeURLElicitationRequired = -32042
+
+// maxURLRounds bounds how often one call is sent again after a
+// URL-elicitation-required error.
+const maxURLRounds = 3
+
+// elicitRequired asks the person to open each page a -32042 error names;
+// an error unless they accept every one.
+func elicitRequired(ctx *tools.Context, c *Connection, we *jsonrpc.Error) error {
+	var data struct {
+		Elicitations []mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(we.Data, &data); err != nil || len(data.Elicitations) == 0 {
+		return remoteError("the server needs a page opened first and did not say which: %s", we.Message)
+	}
+	for i := range data.Elicitations {
+		res, err := elicitURL(ctx, c, &data.Elicitations[i])
+		if err != nil {
+			return err
+		}
+		if res.Action != "accept" {
+			return remoteError("the server needs a page opened first (%s), and the person chose %s", data.Elicitations[i].URL, res.Action)
+		}
+	}
+	return nil
 }
 
 // elicitPrompt is the person's question: the server's message and the

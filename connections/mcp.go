@@ -3,12 +3,12 @@ package connections
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/eve-temporal/eve/auth"
@@ -18,43 +18,15 @@ import (
 // clientInfo is how eve introduces itself to MCP servers.
 var clientInfo = &mcp.Implementation{Name: "eve-temporal", Version: "0.3.0"}
 
-// mcpSession opens an MCP session for one discovery or call (HTTP, with
-// p's credential), or returns the connection's stdio session. release
-// ends an HTTP session.
+// mcpSession opens a streamable HTTP MCP session for one call, with p's
+// credential; release ends it.
 func (r *runtime) mcpSession(ctx context.Context, c *Connection, p *auth.Principal, opts *mcp.ClientOptions) (cs *mcp.ClientSession, release func(), err error) {
-	if c.MCP.URL != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: c.MCP.URL, HTTPClient: r.httpClient(c, p), DisableStandaloneSSE: true, MaxRetries: -1}
-		cs, err := mcp.NewClient(clientInfo, opts).Connect(ctx, t, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("connect to the MCP server: %w", err)
-		}
-		return cs, func() { _ = cs.Close() }, nil
-	}
-	key := c.identity()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cs := r.stdio[key]; cs != nil {
-		return cs, func() {}, nil
-	}
-	cmd := exec.Command(c.MCP.Command, c.MCP.Args...)
-	cmd.Env = append(os.Environ(), c.MCP.Env...)
-	cmd.Dir = c.MCP.Dir
-	// The stdio server outlives the activity that started it: it serves
-	// the worker's later calls too, until Set.Close.
-	cs, err = mcp.NewClient(clientInfo, nil).Connect(context.WithoutCancel(ctx), &mcp.CommandTransport{Command: cmd}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: c.MCP.URL, HTTPClient: r.httpClient(c, p), DisableStandaloneSSE: true, MaxRetries: -1}
+	cs, err = mcp.NewClient(clientInfo, opts).Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start the MCP server %q: %w", c.MCP.Command, err)
+		return nil, nil, fmt.Errorf("connect to the MCP server: %w", err)
 	}
-	r.stdio[key] = cs
-	go func() {
-		_ = cs.Wait()
-		r.mu.Lock()
-		if r.stdio[key] == cs {
-			delete(r.stdio, key)
-		}
-		r.mu.Unlock()
-	}()
-	return cs, func() {}, nil
+	return cs, func() { _ = cs.Close() }, nil
 }
 
 func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog.Logger) ([]*tools.Tool, error) {
@@ -175,7 +147,7 @@ const maxListPages = 100
 
 // listStdio lists a stdio server's tools on its go-sdk session.
 func (r *runtime) listStdio(ctx context.Context, c *Connection) ([]listedTool, error) {
-	cs, release, err := r.mcpSession(ctx, c, nil, nil)
+	cs, release, err := r.stdioSession(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -253,27 +225,42 @@ func (r *runtime) callMCP(ctx *tools.Context, c *Connection, remote string, inpu
 	if err != nil {
 		return nil, tools.NonRetryable(err)
 	}
-	var opts *mcp.ClientOptions
+	var cs *mcp.ClientSession
+	var release func()
 	if c.MCP.URL != "" {
 		// Progress from a long tool keeps the call's activity alive; an
 		// elicitation asks the session's person.
-		opts = &mcp.ClientOptions{
+		cs, release, err = r.mcpSession(ctx, c, p, &mcp.ClientOptions{
+			Capabilities:                callCapabilities(),
 			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { ctx.Heartbeat() },
 			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				return elicit(ctx, c, req)
 			},
-		}
+		})
+	} else {
+		// A process of its own for the call, so that the server's
+		// requests reach this call's person (stdio.go).
+		cs, release, err = r.stdioSession(ctx, c, ctx)
 	}
-	cs, release, err := r.mcpSession(ctx, c, p, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	params := &mcp.CallToolParams{Name: remote, Arguments: input}
-	if opts != nil {
-		params.SetProgressToken(ctx.IdempotencyKey)
-	}
+	params.SetProgressToken(ctx.IdempotencyKey)
 	res, err := cs.CallTool(ctx, params)
+	for round := 0; err != nil && round < maxURLRounds; round++ {
+		// The server needs the person to open a page first (-32042):
+		// ask them, then call again.
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != codeURLElicitationRequired {
+			break
+		}
+		if err = elicitRequired(ctx, c, we); err != nil {
+			return nil, err
+		}
+		res, err = cs.CallTool(ctx, params)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("call %s: %w", remote, err)
 	}

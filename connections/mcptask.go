@@ -263,9 +263,9 @@ func deadlineOf(ctx context.Context) time.Time {
 }
 
 // clientCapabilities is what eve declares to a server over the raw
-// client: it answers elicitations (asking the session's person).
+// client, as callCapabilities does over the go-sdk's.
 func clientCapabilities() map[string]any {
-	return map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	return map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}}
 }
 
 // rpc is a raw client of c for one call or discovery, with p's

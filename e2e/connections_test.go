@@ -144,6 +144,14 @@ rules:
     steps:
       - calls: [{tool: everything__trigger-elicitation-request}]
       - reply: "{{result.everything__trigger-elicitation-request.content}}"
+  - match: open page first
+    steps:
+      - calls: [{tool: everything__trigger-url-elicitation, input: {url: "https://example.com/consent", message: "Sign in to continue", errorPath: true}}]
+      - reply: "{{result.everything__trigger-url-elicitation.code}}{{result.everything__trigger-url-elicitation.content}}"
+  - match: open page
+    steps:
+      - calls: [{tool: everything__trigger-url-elicitation, input: {url: "https://example.com/consent", message: "Sign in to continue"}}]
+      - reply: "{{result.everything__trigger-url-elicitation.content}}"
   - match: long
     steps:
       - calls: [{tool: everything__trigger-long-running-operation, input: {duration: 3, steps: 3}}]
@@ -280,7 +288,14 @@ func TestConnectionMCPEverything(t *testing.T) {
 // schema is asked again, a valid one goes back to the server, which the
 // tool's result shows; a decline reaches it too.
 func TestConnectionMCPElicitation(t *testing.T) {
-	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: everythingHTTP(t)}})
+	t.Run("http", func(t *testing.T) { testElicitation(t, &connections.MCP{URL: everythingHTTP(t)}) })
+	// One process serves one call at a time: the server's question reaches
+	// the call's person over stdio too.
+	t.Run("stdio", func(t *testing.T) { testElicitation(t, everythingStdio(t)) })
+}
+
+func testElicitation(t *testing.T, server *connections.MCP) {
+	set, err := connections.Static(&connections.Connection{Name: "everything", MCP: server})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +360,35 @@ func TestConnectionMCPElicitation(t *testing.T) {
 	env.WaitIdle(sid)
 	if reply := env.Reply(sid); !strings.Contains(reply, "User declined") {
 		t.Fatalf("declined: %q", reply)
+	}
+	// URL mode: the person is sent to the server's page and says when
+	// they opened it.
+	if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "open page"}); err != nil {
+		t.Fatal(err)
+	}
+	page := asked(4)
+	if !strings.Contains(page.Prompt, "https://example.com/consent") || !strings.Contains(page.Prompt, "Sign in to continue") || page.Options[0].ID != "accept" {
+		t.Fatalf("the page's question: %+v", page)
+	}
+	answer(page, protocol.InputResponse{OptionID: "accept"})
+	env.WaitIdle(sid)
+	if reply := env.Reply(sid); !strings.Contains(reply, "User completed the URL elicitation flow") {
+		t.Fatalf("opened: %q", reply)
+	}
+	// A page the call needs first (-32042): opened, then the call is
+	// sent again and goes on to its own page.
+	if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "open page first"}); err != nil {
+		t.Fatal(err)
+	}
+	first := asked(5)
+	if !strings.Contains(first.Prompt, "https://modelcontextprotocol.io") {
+		t.Fatalf("the prerequisite's question: %+v", first)
+	}
+	answer(first, protocol.InputResponse{OptionID: "accept"})
+	answer(asked(6), protocol.InputResponse{OptionID: "decline"})
+	env.WaitIdle(sid)
+	if reply := env.Reply(sid); !strings.Contains(reply, "User declined to open the URL") {
+		t.Fatalf("after the prerequisite: %q", reply)
 	}
 }
 
