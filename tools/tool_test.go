@@ -1,12 +1,14 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/auth"
 )
 
 func noop(*Context, json.RawMessage) (any, error) { return nil, nil }
@@ -129,5 +131,36 @@ func TestEditableApprovalNeedsAPerson(t *testing.T) {
 	client.Approval = approval.Always().Editable()
 	if err := NewRegistry().Register(client); err == nil || !strings.Contains(err.Error(), "editable") {
 		t.Errorf("an editable client tool registered: %v", err)
+	}
+}
+
+// A heartbeat without details repeats the last checkpoint, so a retried
+// attempt finds it; LastHeartbeat reads what the runtime installed.
+func TestCheckpointIsRepeated(t *testing.T) {
+	var got [][]any
+	ctx := NewContext(context.Background(), auth.Session{ID: "s"}, "t", "c", "tool", 1, func(d ...any) { got = append(got, d) })
+	ctx.Heartbeat()
+	ctx.Checkpoint("task-7")
+	ctx.Heartbeat()
+	ctx.Heartbeat("progress")
+	if len(got) != 4 || len(got[0]) != 0 || got[1][0] != "task-7" || got[2][0] != "task-7" || got[3][0] != "progress" {
+		t.Fatalf("heartbeats: %v", got)
+	}
+	var v string
+	if ctx.LastHeartbeat(&v) {
+		t.Fatal("no earlier attempt: nothing to read")
+	}
+	ctx.SetLastHeartbeat(func(p any) error { *(p.(*string)) = "task-7"; return nil })
+	if !ctx.LastHeartbeat(&v) || v != "task-7" {
+		t.Fatalf("LastHeartbeat = %q", v)
+	}
+	stop := make(chan struct{})
+	ctx.SetWorkerStop(stop)
+	if ctx.WorkerStopping() {
+		t.Fatal("stopping before the channel closed")
+	}
+	close(stop)
+	if !ctx.WorkerStopping() {
+		t.Fatal("not stopping after the channel closed")
 	}
 }
