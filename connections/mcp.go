@@ -44,6 +44,14 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 	var err error
 	if conn.MCP.URL != "" {
 		listed, err = r.listHTTP(ctx, conn, p)
+		if err != nil {
+			// A server that refuses a 2025-11-25 session (one that speaks
+			// only a later revision) is listed by the go-sdk client, which
+			// negotiates; its tools then run without tasks.
+			if l, gerr := r.listGoSDK(ctx, conn, p); gerr == nil {
+				listed, err = l, nil
+			}
+		}
 	} else {
 		listed, err = r.listStdio(ctx, conn)
 	}
@@ -145,13 +153,27 @@ func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal
 // maxListPages bounds tools/list paging (a server that pages forever).
 const maxListPages = 100
 
-// listStdio lists a stdio server's tools on its go-sdk session.
+// listStdio lists a stdio server's tools on a process of its pool.
 func (r *runtime) listStdio(ctx context.Context, c *Connection) ([]listedTool, error) {
 	cs, release, err := r.stdioSession(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	return listSession(ctx, cs)
+}
+
+// listGoSDK lists a streamable HTTP server's tools with the go-sdk client.
+func (r *runtime) listGoSDK(ctx context.Context, c *Connection, p *auth.Principal) ([]listedTool, error) {
+	cs, release, err := r.mcpSession(ctx, c, p, &mcp.ClientOptions{Capabilities: callCapabilities(), ElicitationHandler: declineElicitation})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return listSession(ctx, cs)
+}
+
+func listSession(ctx context.Context, cs *mcp.ClientSession) ([]listedTool, error) {
 	var out []listedTool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
