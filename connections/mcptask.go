@@ -91,6 +91,8 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 	switch {
 	case ctx.LastHeartbeat(&cp) && cp.MCPTask != nil && cp.MCPTask.TaskID != "":
 		rc.session = cp.MCPTask.Session
+		// This attempt's heartbeats carry the checkpoint on, for the next.
+		ctx.Checkpoint(cp)
 	case ctx.Attempt > 1 && !idempotent:
 		return nil, tools.NonRetryable(fmt.Errorf("call %s was interrupted before the server's task was recorded, and may have reached the server: "+
 			"it is not repeated, since the tool is not idempotent (set Connection.Retry[%q] if a repeat is safe)", remote, remote))
