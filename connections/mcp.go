@@ -97,17 +97,7 @@ func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal
 		return nil, fmt.Errorf("connect to the MCP server: %w", err)
 	}
 	defer rc.close(context.WithoutCancel(ctx))
-	var caps struct {
-		Tasks *struct {
-			Requests *struct {
-				Tools *struct {
-					Call json.RawMessage `json:"call"`
-				} `json:"tools"`
-			} `json:"requests"`
-		} `json:"tasks"`
-	}
-	_ = json.Unmarshal(raw, &caps)
-	tasks := caps.Tasks != nil && caps.Tasks.Requests != nil && caps.Tasks.Requests.Tools != nil && len(caps.Tasks.Requests.Tools.Call) > 0
+	tasks := runsToolTasks(raw)
 	var out []listedTool
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -155,12 +145,16 @@ const maxListPages = 100
 
 // listStdio lists a stdio server's tools on a process of its pool.
 func (r *runtime) listStdio(ctx context.Context, c *Connection) ([]listedTool, error) {
-	cs, release, err := r.stdioSession(ctx, c, nil)
+	proc, release, err := r.stdioSession(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return listSession(ctx, cs)
+	listed, err := listSession(ctx, proc.cs)
+	for i := range listed {
+		listed[i].task = proc.mux.runsTask(listed[i].Name)
+	}
+	return listed, err
 }
 
 // listGoSDK lists a streamable HTTP server's tools with the go-sdk client.
@@ -262,7 +256,11 @@ func (r *runtime) callMCP(ctx *tools.Context, c *Connection, remote string, inpu
 	} else {
 		// A process of its own for the call, so that the server's
 		// requests reach this call's person (stdio.go).
-		cs, release, err = r.stdioSession(ctx, c, ctx)
+		var proc *stdioProc
+		proc, release, err = r.stdioSession(ctx, c, ctx)
+		if err == nil {
+			cs = proc.cs
+		}
 	}
 	if err != nil {
 		return nil, err

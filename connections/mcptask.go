@@ -80,8 +80,24 @@ func (t mcpTaskInfo) terminal() bool {
 	return t.Status == "completed" || t.Status == "failed" || t.Status == "cancelled"
 }
 
+// rpcCaller sends one request and returns its result: the raw HTTP
+// client, or a stdio process's muxConn.
+type rpcCaller interface {
+	call(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
+
+// errNotRepeated refuses a second attempt of a call that may have
+// started a task the server never named to eve.
+func errNotRepeated(remote string) error {
+	return tools.NonRetryable(fmt.Errorf("call %s was interrupted before the server's task was recorded, and may have reached the server: "+
+		"it is not repeated, since the tool is not idempotent (set Connection.Retry[%q] if a repeat is safe)", remote, remote))
+}
+
 // callMCPTask calls a remote tool as a task and waits for its end.
 func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, idempotent bool, input json.RawMessage) (any, error) {
+	if c.MCP.URL == "" {
+		return r.callStdioTask(ctx, c, remote, idempotent, input)
+	}
 	p, err := c.principal(ctx.Session)
 	if err != nil {
 		return nil, tools.NonRetryable(err)
@@ -94,8 +110,7 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 		// This attempt's heartbeats carry the checkpoint on, for the next.
 		ctx.Checkpoint(cp)
 	case ctx.Attempt > 1 && !idempotent:
-		return nil, tools.NonRetryable(fmt.Errorf("call %s was interrupted before the server's task was recorded, and may have reached the server: "+
-			"it is not repeated, since the tool is not idempotent (set Connection.Retry[%q] if a repeat is safe)", remote, remote))
+		return nil, errNotRepeated(remote)
 	default:
 		// Nothing heartbeats before the task's id is recorded: the first
 		// heartbeat of an attempt reaches Temporal at once (later ones are
@@ -106,19 +121,69 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 			return nil, fmt.Errorf("connect to the MCP server: %w", err)
 		}
 		task, result, err := r.startTask(ctx, rc, remote, input)
-		if err != nil {
+		if err != nil || task == nil { // task nil: the server answered at once
 			rc.close(context.WithoutCancel(ctx))
-			return nil, err
-		}
-		if task == nil { // the server answered at once
-			rc.close(context.WithoutCancel(ctx))
-			return toolResult(remote, result)
+			return startResult(remote, result, err)
 		}
 		cp = taskCheckpoint{MCPTask: &remoteTask{Session: rc.session, TaskID: task.TaskID}}
 		cp.Message = task.StatusMessage
 		ctx.Checkpoint(cp)
 		rc.notified = notified
 	}
+	out, err := r.finishTask(ctx, rc, remote, cp)
+	if !followedLater(ctx, err) {
+		// The session is done with; one a later attempt follows the task
+		// in stays open (closing it ends the task on some servers).
+		rc.close(context.WithoutCancel(ctx))
+	}
+	return out, err
+}
+
+// followedLater reports whether a later attempt goes on following the
+// task: the worker stops, or the attempt failed and may be retried.
+func followedLater(ctx *tools.Context, err error) bool {
+	if ctx.Err() != nil {
+		return ctx.WorkerStopping()
+	}
+	return err != nil && !tools.IsNonRetryable(err)
+}
+
+// callStdioTask runs a task on a stdio server, on a process the call
+// holds until the task ends. The process ends with its worker, and the
+// task with it: a later attempt cannot follow it.
+func (r *runtime) callStdioTask(ctx *tools.Context, c *Connection, remote string, idempotent bool, input json.RawMessage) (any, error) {
+	var cp taskCheckpoint
+	switch {
+	case ctx.LastHeartbeat(&cp) && cp.MCPTask != nil && cp.MCPTask.TaskID != "":
+		return nil, tools.NonRetryable(fmt.Errorf("task %s of %s ran in a stdio server process that ended with its worker: the task is lost "+
+			"(over streamable HTTP a task outlives the worker)", cp.MCPTask.TaskID, remote))
+	case ctx.Attempt > 1 && !idempotent:
+		return nil, errNotRepeated(remote)
+	}
+	proc, release, err := r.stdioSession(ctx, c, ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	task, result, err := r.startTask(ctx, proc.mux, remote, input)
+	if err != nil || task == nil {
+		return startResult(remote, result, err)
+	}
+	cp = taskCheckpoint{MCPTask: &remoteTask{TaskID: task.TaskID}}
+	cp.Message = task.StatusMessage
+	ctx.Checkpoint(cp)
+	return r.finishTask(ctx, proc.mux, remote, cp)
+}
+
+func startResult(remote string, result json.RawMessage, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return toolResult(remote, result)
+}
+
+// finishTask waits for the task's end; a cancelled call cancels it.
+func (r *runtime) finishTask(ctx *tools.Context, rc rpcCaller, remote string, cp taskCheckpoint) (any, error) {
 	result, err := r.awaitTask(ctx, rc, cp)
 	if ctx.Err() != nil && ctx.WorkerStopping() {
 		// The call goes on from another worker; the task goes on too.
@@ -129,22 +194,23 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_, _ = rc.call(cctx, "tasks/cancel", map[string]any{"taskId": cp.MCPTask.TaskID})
-		rc.close(cctx)
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, tools.NonRetryable(err)
 	}
 	if err != nil {
-		if errors.Is(err, errSessionGone) {
+		if errors.Is(err, errSessionGone) || errors.Is(err, errProcessEnded) {
 			return nil, tools.NonRetryable(fmt.Errorf("the task of %s is lost: %w", remote, err))
 		}
 		return nil, err
 	}
-	rc.close(context.WithoutCancel(ctx))
 	return toolResult(remote, result)
 }
 
 // startTask sends tools/call with a task. A server may answer with the
 // result itself instead; then task is nil.
-func (r *runtime) startTask(ctx *tools.Context, rc *rpcClient, remote string, input json.RawMessage) (*mcpTaskInfo, json.RawMessage, error) {
+func (r *runtime) startTask(ctx *tools.Context, rc rpcCaller, remote string, input json.RawMessage) (*mcpTaskInfo, json.RawMessage, error) {
 	ttl := time.Until(deadlineOf(ctx))
 	res, err := rc.call(ctx, "tools/call", map[string]any{
 		"name": remote, "arguments": input,
@@ -173,7 +239,7 @@ func (r *runtime) startTask(ctx *tools.Context, rc *rpcClient, remote string, in
 // awaitTask polls the task until it ends and returns tasks/result's
 // answer. A task waiting for input is served through tasks/result, whose
 // stream carries the server's elicitation.
-func (r *runtime) awaitTask(ctx *tools.Context, rc *rpcClient, cp taskCheckpoint) (json.RawMessage, error) {
+func (r *runtime) awaitTask(ctx *tools.Context, rc rpcCaller, cp taskCheckpoint) (json.RawMessage, error) {
 	id := cp.MCPTask.TaskID
 	started := time.Now()
 	for {
@@ -212,7 +278,7 @@ func (r *runtime) awaitTask(ctx *tools.Context, rc *rpcClient, cp taskCheckpoint
 // taskResult reads tasks/result, which waits for the task's end; it
 // heartbeats meanwhile, so the call stays alive (and learns of a
 // cancelled turn) however long a person takes to answer.
-func (r *runtime) taskResult(ctx *tools.Context, rc *rpcClient, id string) (json.RawMessage, error) {
+func (r *runtime) taskResult(ctx *tools.Context, rc rpcCaller, id string) (json.RawMessage, error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

@@ -34,8 +34,9 @@ type stdioPool struct {
 
 // stdioProc is one server process and the call that holds it.
 type stdioProc struct {
-	cs *mcp.ClientSession
-	mu sync.Mutex
+	cs  *mcp.ClientSession
+	mux *muxConn
+	mu  sync.Mutex
 	// call holds the process (nil during discovery): its progress keeps
 	// it alive, its elicitations ask its person.
 	call *tools.Context
@@ -127,11 +128,12 @@ func (sp *stdioPool) start(ctx context.Context, p *stdioProc) error {
 		},
 	}
 	// The process outlives the activity that started it.
-	cs, err := mcp.NewClient(clientInfo, opts).Connect(context.WithoutCancel(ctx), &mcp.CommandTransport{Command: cmd}, nil)
+	t := &muxTransport{inner: &mcp.CommandTransport{Command: cmd}}
+	cs, err := mcp.NewClient(clientInfo, opts).Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {
 		return fmt.Errorf("start the MCP server %q: %w", c.MCP.Command, err)
 	}
-	p.cs = cs
+	p.cs, p.mux = cs, t.conn
 	go func() {
 		_ = cs.Wait()
 		sp.mu.Lock()
@@ -169,7 +171,7 @@ func (sp *stdioPool) close() error {
 
 // stdioSession takes a process of c's pool for call (nil: discovery);
 // release returns it.
-func (r *runtime) stdioSession(ctx context.Context, c *Connection, call *tools.Context) (*mcp.ClientSession, func(), error) {
+func (r *runtime) stdioSession(ctx context.Context, c *Connection, call *tools.Context) (*stdioProc, func(), error) {
 	key := c.identity()
 	r.mu.Lock()
 	sp := r.stdio[key]
@@ -182,7 +184,7 @@ func (r *runtime) stdioSession(ctx context.Context, c *Connection, call *tools.C
 	if err != nil {
 		return nil, nil, err
 	}
-	return p.cs, func() { sp.put(p) }, nil
+	return p, func() { sp.put(p) }, nil
 }
 
 // callCapabilities is what eve declares to a server for its calls: it

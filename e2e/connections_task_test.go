@@ -104,6 +104,41 @@ func TestConnectionMCPTask(t *testing.T) {
 		}
 	})
 
+	// Over stdio the task runs on a process the call holds (it would end
+	// with its worker), and its question reaches the call's person.
+	t.Run("stdio", func(t *testing.T) {
+		set, err := connections.Static(&connections.Connection{Name: "everything", MCP: everythingStdio(t), Allow: []string{"simulate-research-query"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := evetest.New(t)
+		env.StartWorker(connectionAgent(t, taskRules, set))
+		ctx := env.Ctx(90 * time.Second)
+		sid := mustSession(t, env)
+		if res := env.SendAndWait(ctx, sid, "research"); res.Outcome == nil || !strings.Contains(res.Outcome.Reply, "Research Report: durable execution") {
+			t.Fatalf("outcome: %+v", res.Outcome)
+		}
+		if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "ambiguous"}); err != nil {
+			t.Fatal(err)
+		}
+		var q protocol.InputRequest
+		waitFor(t, env, sid, func(evs []protocol.Event) bool {
+			for _, e := range evetest.Of(evs, protocol.InputRequested) {
+				var d protocol.InputRequestedData
+				e.Decode(&d)
+				q = d.Requests[0]
+			}
+			return q.RequestID != ""
+		})
+		if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: q.RequestID, Text: "comedy"}}, Wait: true}); err != nil {
+			t.Fatal(err)
+		}
+		env.WaitIdle(sid)
+		if reply := env.Reply(sid); !strings.Contains(reply, "Research Report: python (comedy)") {
+			t.Fatalf("reply %q", reply)
+		}
+	})
+
 	t.Run("in search mode", func(t *testing.T) {
 		set, err := connections.Static(&connections.Connection{Name: "everything", MCP: &connections.MCP{URL: upstream}})
 		if err != nil {
