@@ -204,6 +204,11 @@ type Server struct {
 	done    chan struct{} // closed when cmd has exited
 	waitErr error
 	logs    *ringBuffer
+	// healing is held while a wedged server restarts (wedge.go); heals
+	// counts those restarts; stopped: Stop was called, nothing restarts.
+	healing sync.Mutex
+	heals   int
+	stopped bool
 }
 
 // Start runs `temporal server start-dev` with opts and waits until its frontend
@@ -341,7 +346,7 @@ func (s *Server) start(ctx context.Context) error {
 	// The server must outlive ctx (ctx only bounds the start), so no CommandContext.
 	cmd := exec.Command(o.BinPath, Args(o)...)
 	cmd.Stdout = writerOrDiscard(o.Stdout)
-	cmd.Stderr = io.MultiWriter(s.logs, writerOrDiscard(o.Stderr))
+	cmd.Stderr = s.stderr(o)
 	cmd.SysProcAttr = sysProcAttr(o.DBFile != "")
 	cmd.WaitDelay = 2 * time.Second // don't hang on pipes kept open by grandchildren
 	done := make(chan struct{})
@@ -497,6 +502,11 @@ func (s *Server) Logs() string { return s.logs.String() }
 // continues where it left off. Stop on a stopped server is a no-op. It
 // removes the temporary payload directory (see Options.PayloadStore).
 func (s *Server) Stop() error {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.healing.Lock() // a restart of a wedged server finishes first
+	defer s.healing.Unlock()
 	err := s.stop()
 	s.mu.Lock()
 	s.removeStoreTmp()
