@@ -44,6 +44,15 @@ type Resolver struct {
 	// resolvers whose tools do not depend on the session, such as static
 	// connections (connections.Static). Nil: they serve turns only.
 	Catalog func(ctx context.Context) ([]*Tool, error)
+	// CallerCatalog, when set, lists the resolver's tools for one caller
+	// outside a session, for the tools API and eve mcp: for resolvers whose
+	// tools depend on who asks, such as dynamic connections
+	// (connections.Dynamic). ctx.Session.Auth names the caller as Current
+	// and Initiator ({id, type}; no TurnID), as an execution's session
+	// does: an execution of one of these tools finds it by calling
+	// CallerCatalog again with its own session, so it must list the same
+	// tools for the same caller, and a caller runs only the tools it lists.
+	CallerCatalog func(ctx ResolveContext) ([]*Tool, error)
 }
 
 // Validate checks a resolver's definition.
