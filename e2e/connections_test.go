@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -899,5 +900,150 @@ func TestConnectionToolsInTheCatalog(t *testing.T) {
 	out, err := c.Tools.Execute(ctx, "everything.echo", toolsclient.ExecuteToolOptions{Input: map[string]any{"message": "from the catalog"}})
 	if err != nil || out.Status != catalog.StatusSucceeded || !strings.Contains(string(out.Output), "Echo: from the catalog") {
 		t.Fatalf("execute: %+v %v", out, err)
+	}
+}
+
+// A dynamic connection set is listed and run per caller through the tools
+// API: each API caller (the request's principal, as the resolver's
+// session auth) sees its own connection under its toolkit in all five
+// formats and in search, runs it (execute, run, executeToolCalls for both
+// providers) against the reference server, and can neither see nor run
+// the other's.
+func TestDynamicConnectionToolsPerCaller(t *testing.T) {
+	url := everythingHTTP(t)
+	var resolved sync.Map // principal ids the resolver was asked for
+	set := connections.Dynamic("tenants", tools.ScopeSession, func(rc tools.ResolveContext) ([]*connections.Connection, error) {
+		p := rc.Session.Auth.Current
+		if p == nil {
+			return nil, nil
+		}
+		resolved.Store(p.ID, true)
+		switch p.ID {
+		case "alice":
+			return []*connections.Connection{{Name: "alpha", MCP: &connections.MCP{URL: url}, Allow: []string{"echo"}}}, nil
+		case "bob":
+			return []*connections.Connection{{Name: "beta", MCP: &connections.MCP{URL: url}, Allow: []string{"get-sum"}}}, nil
+		}
+		return nil, nil
+	})
+	env := evetest.New(t)
+	a := connectionAgent(t, `rules: []`, set)
+	a.Name = "ops"
+	startExecutionWorker(t, env, a)
+	// The API server's authentication, as api.Caller answers it: a key
+	// per user.
+	type key struct{}
+	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}}
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second,
+		Caller: func(ctx context.Context) *auth.Principal { p, _ := ctx.Value(key{}).(*auth.Principal); return p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := keys[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		if p == nil {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		svc.Handler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), key{}, p)))
+	}))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	ctx := env.Ctx(90 * time.Second)
+
+	users := []struct {
+		name, key, mine, theirs, toolkit string
+		input                            map[string]any
+		want                             string
+	}{
+		{"alice", "key-alice", "alpha.echo", "beta.get-sum", "alpha", map[string]any{"message": "for alice"}, "Echo: for alice"},
+		{"bob", "key-bob", "beta.get-sum", "alpha.echo", "beta", map[string]any{"a": 2, "b": 40}, "42"},
+	}
+	for _, u := range users {
+		c := toolsclient.New(hs.URL, u.key)
+		for _, f := range catalog.Formats {
+			res, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: f})
+			if err != nil {
+				t.Fatalf("%s %s: %v", u.name, f, err)
+			}
+			raw, _ := json.Marshal(res.Tools)
+			wire, ok := res.NameMap.Wire(u.mine)
+			if f == catalog.FormatCanonical {
+				wire = u.mine
+			}
+			other := strings.SplitN(u.theirs, ".", 2)
+			if !ok || !strings.Contains(string(raw), `"`+wire+`"`) || strings.Contains(string(raw), other[0]) || strings.Contains(string(raw), other[1]) {
+				t.Fatalf("%s %s: want %s (wire %q) and nothing of %s: %s", u.name, f, u.mine, wire, u.theirs, raw)
+			}
+			if _, ok := res.NameMap.Wire(u.theirs); ok {
+				t.Fatalf("%s %s: the name map has %s", u.name, f, u.theirs)
+			}
+		}
+		if res, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Toolkits: []string{u.toolkit}}); err != nil || len(res.Raw) != 1 || res.Raw[0].Name != u.mine {
+			t.Fatalf("%s: toolkit %s: %+v %v", u.name, u.toolkit, res.Raw, err)
+		}
+		if res, err := c.Tools.Search(ctx, catalog.SearchToolsOptions{Query: "echo sum numbers message", Limit: 5}); err != nil || len(res.Tools) == 0 || res.Tools[0].Name != u.mine {
+			t.Fatalf("%s: search: %+v %v", u.name, res, err)
+		}
+		if info, err := c.Tools.Describe(ctx, u.mine); err != nil || !info.Executable {
+			t.Fatalf("%s: describe: %+v %v", u.name, info, err)
+		}
+		// Its own tool runs, against the reference server.
+		out, err := c.Tools.Execute(ctx, u.mine, toolsclient.ExecuteToolOptions{Input: u.input})
+		if err != nil || out.Status != catalog.StatusSucceeded || !strings.Contains(string(out.Output), u.want) {
+			t.Fatalf("%s: execute: %+v %v", u.name, out, err)
+		}
+		ran, err := c.Tools.Run(ctx, u.mine, u.input, toolsclient.RunToolOptions{})
+		if err != nil || !strings.Contains(string(ran), u.want) {
+			t.Fatalf("%s: run: %s %v", u.name, ran, err)
+		}
+		bundle, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatAnthropic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _ := bundle.NameMap.Wire(u.mine)
+		in, _ := json.Marshal(u.input)
+		blocks, err := toolsclient.ExecuteAnthropicToolCalls(ctx, c, []catalog.AnthropicToolCall{{Type: "tool_use", ID: "c1", Name: wire, Input: in}}, toolsclient.ExecuteToolCallsOptions{NameMap: bundle.NameMap})
+		if err != nil || len(blocks) != 1 || blocks[0].IsError || !strings.Contains(blocks[0].Content, u.want) {
+			t.Fatalf("%s: anthropic tool calls: %+v %v", u.name, blocks, err)
+		}
+		openai, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatOpenAI})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owire, _ := openai.NameMap.Wire(u.mine)
+		msgs, err := toolsclient.ExecuteOpenAIToolCalls(ctx, c, []catalog.OpenAIToolCall{&catalog.OpenAIFunctionToolCall{ID: "c2", Type: "function", Function: catalog.OpenAIFunctionCall{Name: owire, Arguments: in}}}, toolsclient.ExecuteToolCallsOptions{NameMap: openai.NameMap})
+		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0].Content, u.want) {
+			t.Fatalf("%s: openai tool calls: %+v %v", u.name, msgs, err)
+		}
+
+		// The other's tool: unknown to this caller, by every route.
+		var apiErr *toolsclient.APIError
+		if _, err := c.Tools.Execute(ctx, u.theirs, toolsclient.ExecuteToolOptions{Input: map[string]any{}}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || apiErr.Code != catalog.CodeUnknownTool || !strings.Contains(apiErr.Message, u.theirs) {
+			t.Fatalf("%s: execute %s: %v", u.name, u.theirs, err)
+		}
+		if _, err := c.Tools.Run(ctx, u.theirs, map[string]any{}, toolsclient.RunToolOptions{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || !strings.Contains(apiErr.Message, u.theirs) {
+			t.Fatalf("%s: run %s: %v", u.name, u.theirs, err)
+		}
+		if _, err := c.Tools.Describe(ctx, u.theirs); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+			t.Fatalf("%s: describe %s: %v", u.name, u.theirs, err)
+		}
+		// Nor by naming the other user: a user acts only for itself.
+		other := toolsclient.New(hs.URL, u.key, toolsclient.WithUserID(map[string]string{"alice": "bob", "bob": "alice"}[u.name]))
+		if _, err := other.Tools.Get(ctx, catalog.GetToolsOptions{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden {
+			t.Fatalf("%s: list as the other user: %v", u.name, err)
+		}
+	}
+	// The shared catalog (eve mcp's and every caller's base) holds neither.
+	for _, d := range svc.Catalog().Definitions() {
+		if strings.HasPrefix(d.Name, "alpha.") || strings.HasPrefix(d.Name, "beta.") {
+			t.Fatalf("shared catalog lists %s", d.Name)
+		}
+	}
+	for _, id := range []string{"alice", "bob"} {
+		if _, ok := resolved.Load(id); !ok {
+			t.Fatalf("the resolver was never asked for %s", id)
+		}
 	}
 }
