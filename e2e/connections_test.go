@@ -18,12 +18,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -35,6 +37,7 @@ import (
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -1035,7 +1038,37 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 			t.Fatalf("%s: list as the other user: %v", u.name, err)
 		}
 	}
-	// The shared catalog (eve mcp's and every caller's base) holds neither.
+	// eve mcp, one server per user (--user; over HTTP an OAuth token's
+	// subject picks it per request), on the same service: each lists and
+	// runs its own tools only.
+	for _, u := range users {
+		srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: u.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, transport := range []string{"stdio", "http"} {
+			cs := mcpConnectWith(t, ctx, srv, transport, nil)
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, tl := range list.Tools {
+				listed = append(listed, tl.Name)
+			}
+			if !slices.Contains(listed, u.mine) || slices.Contains(listed, u.theirs) {
+				t.Fatalf("%s mcp %s: tools/list = %v", u.name, transport, listed)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: u.mine, Arguments: u.input})
+			if err != nil || res.IsError || !strings.Contains(mcpText(res), u.want) {
+				t.Fatalf("%s mcp %s: call %s: %+v %v", u.name, transport, u.mine, res, err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: u.theirs, Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `unknown tool "`+u.theirs+`"`) {
+				t.Fatalf("%s mcp %s: call %s: %v", u.name, transport, u.theirs, err)
+			}
+		}
+	}
+	// The shared catalog (every caller's base) holds neither.
 	for _, d := range svc.Catalog().Definitions() {
 		if strings.HasPrefix(d.Name, "alpha.") || strings.HasPrefix(d.Name, "beta.") {
 			t.Fatalf("shared catalog lists %s", d.Name)

@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -175,6 +177,7 @@ func (s *Service) callerView(caller auth.Principal, shared *catalogView, listed 
 		taken[name] = true
 		taken[t.Name] = true
 	}
+	kits := map[string]bool{}
 	for _, r := range s.perCaller {
 		for _, t := range listed[r.Name] {
 			name := toolcatalog.Definition(t, s.toolkit).Name
@@ -185,6 +188,7 @@ func (s *Service) callerView(caller auth.Principal, shared *catalogView, listed 
 			}
 			taken[name], taken[t.Name] = true, true
 			ts = append(ts, t)
+			kits[strings.SplitN(name, ".", 2)[0]] = true
 		}
 	}
 	v, err := s.build(ts)
@@ -194,6 +198,10 @@ func (s *Service) callerView(caller auth.Principal, shared *catalogView, listed 
 		return shared
 	}
 	v.stale = shared.stale
+	for k := range kits {
+		v.own = append(v.own, k)
+	}
+	slices.Sort(v.own)
 	return &v
 }
 

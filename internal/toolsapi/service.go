@@ -147,6 +147,8 @@ type catalogView struct {
 	byName map[string]*tools.Tool // canonical name -> tool
 	tools  []*tools.Tool          // what it was built of, in order
 	stale  time.Time              // when to list the resolvers again
+	// own are the toolkits of a caller's own tools (callerView), sorted.
+	own []string
 }
 
 // New builds the catalog from the agent's tools (the registry's catalog
@@ -347,6 +349,12 @@ func (s *Service) Tool(name string) (*tools.Tool, bool) {
 func (s *Service) ToolFor(caller auth.Principal, name string) (*tools.Tool, bool) {
 	t, ok := s.viewFor(caller).byName[name]
 	return t, ok
+}
+
+// OwnToolkits lists the toolkits of the tools caller's catalog holds
+// beyond the shared one (see GetFor), sorted.
+func (s *Service) OwnToolkits(caller auth.Principal) []string {
+	return s.viewFor(caller).own
 }
 
 // Get selects and shapes the shared catalog's tools (the reference's
