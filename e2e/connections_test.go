@@ -914,6 +914,8 @@ func TestConnectionToolsInTheCatalog(t *testing.T) {
 // the other's.
 func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 	url := everythingHTTP(t)
+	down := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t)) // nobody listens
+	const carolToken = "tok-carol-3f9a1c"
 	var resolved sync.Map // principal ids the resolver was asked for
 	set := connections.Dynamic("tenants", tools.ScopeSession, func(rc tools.ResolveContext) ([]*connections.Connection, error) {
 		p := rc.Session.Auth.Current
@@ -926,9 +928,16 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 			return []*connections.Connection{{Name: "alpha", MCP: &connections.MCP{URL: url}, Allow: []string{"echo"}}}, nil
 		case "bob":
 			return []*connections.Connection{{Name: "beta", MCP: &connections.MCP{URL: url}, Allow: []string{"get-sum"}}}, nil
+		case "carol": // a server that is down, with her own token
+			return []*connections.Connection{{Name: "gamma", MCP: &connections.MCP{URL: down}, InstanceKey: "carol",
+				Auth: &connections.Auth{Owner: connections.OwnerUser, GetToken: func(context.Context, *auth.Principal) (connections.Token, error) {
+					return connections.Token{Value: carolToken}, nil
+				}}}}, nil
 		}
 		return nil, nil
 	})
+	var logs syncLines
+	set.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	env := evetest.New(t)
 	a := connectionAgent(t, `rules: []`, set)
 	a.Name = "ops"
@@ -936,8 +945,8 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 	// The API server's authentication, as api.Caller answers it: a key
 	// per user.
 	type key struct{}
-	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}}
-	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second,
+	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}, "key-carol": {ID: "carol", Type: auth.TypeUser}}
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second, Logger: set.Logger,
 		Caller: func(ctx context.Context) *auth.Principal { p, _ := ctx.Value(key{}).(*auth.Principal); return p }})
 	if err != nil {
 		t.Fatal(err)
@@ -1038,6 +1047,25 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 			t.Fatalf("%s: list as the other user: %v", u.name, err)
 		}
 	}
+	// Carol's connection cannot be listed: she gets the rest (the agent's
+	// own tools), and the log says why without her token.
+	carol := toolsclient.New(hs.URL, "key-carol")
+	res, err := carol.Tools.Get(ctx, catalog.GetToolsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Raw {
+		if !strings.HasPrefix(d.Name, "ops.") {
+			t.Fatalf("carol lists %s", d.Name)
+		}
+	}
+	if len(res.Raw) == 0 {
+		t.Fatal("carol lists nothing: the agent's own tools are missing")
+	}
+	if l := logs.String(); !strings.Contains(l, `resolver=tenants`) || !strings.Contains(l, "principalId=carol") || !strings.Contains(l, "gamma") || strings.Contains(l, carolToken) {
+		t.Fatalf("the log of carol's failed listing: %s", l)
+	}
+
 	// eve mcp, one server per user (--user; over HTTP an OAuth token's
 	// subject picks it per request), on the same service: each lists and
 	// runs its own tools only.
@@ -1079,4 +1107,22 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 			t.Fatalf("the resolver was never asked for %s", id)
 		}
 	}
+}
+
+// syncLines is a log writer safe for concurrent use.
+type syncLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
