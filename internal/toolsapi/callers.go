@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -166,43 +166,50 @@ func (s *Service) listCaller(caller auth.Principal, prev map[string][]*tools.Too
 	return out
 }
 
-// callerView builds the shared view plus a caller's listed tools. A tool
-// whose canonical name the shared catalog (or an earlier resolver) has is
-// left out and logged: the shared tool wins, as it does when an
-// execution looks the name up.
+// callerView is the shared view extended with a caller's own tools (the
+// shared one itself when it has none): its catalog extends the shared one,
+// whose tools are not compiled again. A tool whose canonical or runtime
+// name the shared catalog (or an earlier resolver) has is left out and
+// logged: the shared tool wins, as it does when an execution looks the
+// name up.
 func (s *Service) callerView(caller auth.Principal, shared *catalogView, listed map[string][]*tools.Tool) *catalogView {
-	ts := append([]*tools.Tool(nil), shared.tools...)
-	taken := make(map[string]bool, len(shared.byName))
+	taken := make(map[string]bool, 2*len(shared.byName))
 	for name, t := range shared.byName {
 		taken[name] = true
 		taken[t.Name] = true
 	}
+	v := &catalogView{byName: map[string]*tools.Tool{}, base: shared, stale: shared.stale}
+	var defs []catalog.Definition
 	kits := map[string]bool{}
 	for _, r := range s.perCaller {
 		for _, t := range listed[r.Name] {
-			name := toolcatalog.Definition(t, s.toolkit).Name
-			if taken[name] || taken[t.Name] {
-				s.log.Warn("toolsapi: a caller's tool is left out: another tool has its name", "resolver", r.Name, "tool", name,
+			d := toolcatalog.Definition(t, s.toolkit)
+			if taken[d.Name] || taken[t.Name] {
+				s.log.Warn("toolsapi: a caller's tool is left out: another tool has its name", "resolver", r.Name, "tool", d.Name,
 					"principalType", principalType(caller.Type), "principalId", caller.ID)
 				continue
 			}
-			taken[name], taken[t.Name] = true, true
-			ts = append(ts, t)
-			kits[strings.SplitN(name, ".", 2)[0]] = true
+			taken[d.Name], taken[t.Name] = true, true
+			defs = append(defs, d)
+			v.byName[d.Name] = t
+			kits[d.Toolkit] = true
 		}
 	}
-	v, err := s.build(ts)
+	if len(defs) == 0 {
+		return shared
+	}
+	cat, err := shared.cat.Extend(defs...)
 	if err != nil {
-		s.log.Warn("toolsapi: a caller's catalog could not be built; the caller sees the shared catalog", "err", fmt.Errorf("build: %w", err),
+		s.log.Warn("toolsapi: a caller's catalog could not be built; the caller sees the shared catalog", "err", err,
 			"principalType", principalType(caller.Type), "principalId", caller.ID)
 		return shared
 	}
-	v.stale = shared.stale
+	v.cat = cat
 	for k := range kits {
 		v.own = append(v.own, k)
 	}
 	slices.Sort(v.own)
-	return &v
+	return v
 }
 
 // callerCatalog runs a resolver's CallerCatalog; a panic is its error.

@@ -320,3 +320,28 @@ func TestCallerToolClashingWithShared(t *testing.T) {
 		t.Fatal("the rest is missing")
 	}
 }
+
+// A caller given no tools of its own reads the shared catalog itself, and
+// one given some reads a catalog that extends it.
+func TestCallerWithoutOwnToolsSharesTheCatalog(t *testing.T) {
+	var p perUser
+	p.list = func(user string) ([]*tools.Tool, error) {
+		if user == "erin" {
+			return nil, nil
+		}
+		return []*tools.Tool{callerTool(user, "list")}, nil
+	}
+	s := callerService(t, nil, nil, p.resolver("tenants"))
+	if s.viewFor(s.UserOf("erin")) != s.current() {
+		t.Fatal("a caller without tools of its own got a copy of the catalog")
+	}
+	if got := s.OwnToolkits(s.UserOf("erin")); len(got) != 0 {
+		t.Fatalf("erin's own toolkits: %v", got)
+	}
+	if got := s.OwnToolkits(s.UserOf("frank")); len(got) != 1 || got[0] != "frank" {
+		t.Fatalf("frank's own toolkits: %v", got)
+	}
+	if _, ok := s.ToolFor(s.UserOf("frank"), "ops.ping"); !ok {
+		t.Fatal("frank lost the shared tools")
+	}
+}

@@ -147,8 +147,21 @@ type catalogView struct {
 	byName map[string]*tools.Tool // canonical name -> tool
 	tools  []*tools.Tool          // what it was built of, in order
 	stale  time.Time              // when to list the resolvers again
-	// own are the toolkits of a caller's own tools (callerView), sorted.
-	own []string
+	// A caller's view (callerView) holds its own tools in byName and
+	// their toolkits, sorted, in own; base (the shared view) holds the rest.
+	base *catalogView
+	own  []string
+}
+
+// tool is the runtime tool behind a canonical name.
+func (v *catalogView) tool(name string) (*tools.Tool, bool) {
+	if t, ok := v.byName[name]; ok {
+		return t, true
+	}
+	if v.base != nil {
+		return v.base.tool(name)
+	}
+	return nil, false
 }
 
 // New builds the catalog from the agent's tools (the registry's catalog
@@ -341,14 +354,12 @@ func (s *Service) Registry() *tools.Registry { return s.reg }
 // Tool returns the runtime tool behind a canonical name of the shared
 // catalog, if any.
 func (s *Service) Tool(name string) (*tools.Tool, bool) {
-	t, ok := s.current().byName[name]
-	return t, ok
+	return s.current().tool(name)
 }
 
 // ToolFor is Tool in the catalog of caller (see GetFor).
 func (s *Service) ToolFor(caller auth.Principal, name string) (*tools.Tool, bool) {
-	t, ok := s.viewFor(caller).byName[name]
-	return t, ok
+	return s.viewFor(caller).tool(name)
 }
 
 // OwnToolkits lists the toolkits of the tools caller's catalog holds
@@ -422,7 +433,7 @@ func (s *Service) executable(v *catalogView, name string, ask bool) error {
 	if _, ok := v.cat.Lookup(name); !ok {
 		return &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	t, ok := v.byName[name]
+	t, ok := v.tool(name)
 	switch {
 	case !ok:
 		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
@@ -506,7 +517,7 @@ func (s *Service) StartRound(ctx context.Context, name, user string, input json.
 // ClientInput reports whether the tool (canonical name of the shared
 // catalog) asks its MCP client for input.
 func (s *Service) ClientInput(name string) bool {
-	t := s.current().byName[name]
+	t, _ := s.current().tool(name)
 	return t != nil && t.ClientInput
 }
 
@@ -594,7 +605,7 @@ func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Princi
 		return catalog.ExecutionResult{}, none, err
 	}
 	def, _ := v.cat.Lookup(name)
-	t := v.byName[name]
+	t, _ := v.tool(name)
 	input := opts.Input
 	if len(bytes.TrimSpace(input)) == 0 || string(bytes.TrimSpace(input)) == "null" {
 		input = json.RawMessage("{}")
