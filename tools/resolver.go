@@ -48,10 +48,11 @@ type Resolver struct {
 	// outside a session, for the tools API and eve mcp: for resolvers whose
 	// tools depend on who asks, such as dynamic connections
 	// (connections.Dynamic). ctx.Session.Auth names the caller as Current
-	// and Initiator ({id, type}; no TurnID), as an execution's session
-	// does: an execution of one of these tools finds it by calling
-	// CallerCatalog again with its own session, so it must list the same
-	// tools for the same caller, and a caller runs only the tools it lists.
+	// and Initiator (its id and type only; no TurnID). An execution of one
+	// of these tools finds it by calling CallerCatalog again for the same
+	// caller (Session.ID is then the execution's id, empty when listing),
+	// so it must list the same tools for the same caller; a caller runs
+	// only the tools listed for it.
 	CallerCatalog func(ctx ResolveContext) ([]*Tool, error)
 }
 

@@ -241,8 +241,13 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 		return nil, nil
 	}
 	// A tools-API execution of a tool listed per caller (a dynamic
-	// connection's): listed again for the execution's caller, so a caller
-	// runs only the tools listed for it.
+	// connection's): listed again for the execution's caller, as the tools
+	// API listed it ({id, type}), so a caller runs only the tools listed
+	// for it.
+	if p := session.Auth.Current; p != nil {
+		c := &auth.Principal{ID: p.ID, Type: p.Type}
+		session.Auth = auth.Auth{Current: c, Initiator: c}
+	}
 	for _, r := range a.Resolvers {
 		if r.CallerCatalog == nil {
 			continue

@@ -195,6 +195,9 @@ func TestLookupCallerCatalog(t *testing.T) {
 		Resolve: func(tools.ResolveContext) ([]*tools.Tool, error) { return nil, nil },
 		CallerCatalog: func(rc tools.ResolveContext) ([]*tools.Tool, error) {
 			calls.Add(1)
+			if rc.Session.Auth.Current.Attributes != nil || rc.Session.Auth.Initiator != rc.Session.Auth.Current {
+				t.Errorf("listed for %+v: want the caller's id and type only, as the tools API lists it", rc.Session.Auth)
+			}
 			user := rc.Session.Auth.Current.ID
 			return []*tools.Tool{{
 				Name: user + "__list", Description: "for " + user, InputSchema: json.RawMessage(`{"type":"object"}`),
@@ -205,7 +208,9 @@ func TestLookupCallerCatalog(t *testing.T) {
 	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{r}}
 	ctx := context.Background()
 	exec := func(id, user string) auth.Session {
-		p := &auth.Principal{ID: user, Type: auth.TypeUser}
+		// As the execution workflow's session: the caller with the
+		// execution's attributes, which the listing never had.
+		p := &auth.Principal{ID: user, Type: auth.TypeUser, Attributes: map[string]string{"connectionId": "c1"}}
 		return auth.Session{ID: id, Auth: auth.Auth{Current: p, Initiator: p}}
 	}
 	tl, err := a.lookup(ctx, "alice__list", nil, exec("exec_a1", "alice"))
