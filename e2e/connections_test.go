@@ -36,6 +36,7 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/connections"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -942,25 +943,19 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 	a := connectionAgent(t, `rules: []`, set)
 	a.Name = "ops"
 	startExecutionWorker(t, env, a)
-	// The API server's authentication, as api.Caller answers it: a key
-	// per user.
-	type key struct{}
-	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser}, "key-carol": {ID: "carol", Type: auth.TypeUser}}
-	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second, Logger: set.Logger,
-		Caller: func(ctx context.Context) *auth.Principal { p, _ := ctx.Value(key{}).(*auth.Principal); return p }})
+	// The API server, a key per principal: billing, a service, may act
+	// for alice.
+	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser},
+		"key-carol": {ID: "carol", Type: auth.TypeUser}, "key-billing": {ID: "billing", Type: auth.TypeService, CanActFor: []string{"alice"}}}
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second, Logger: set.Logger, Caller: api.Caller})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := keys[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		if p == nil {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		svc.Handler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), key{}, p)))
-	}))
-	hs := httptest.NewServer(mux)
+	srv, err := api.New(api.Options{Sessions: env.Sessions, Keys: keys, Tools: svc.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	ctx := env.Ctx(90 * time.Second)
 
@@ -1047,6 +1042,16 @@ func TestDynamicConnectionToolsPerCaller(t *testing.T) {
 			t.Fatalf("%s: list as the other user: %v", u.name, err)
 		}
 	}
+	// A service granted alice lists and runs her tools in her name; as
+	// itself it has none.
+	billing := toolsclient.New(hs.URL, "key-billing", toolsclient.WithUserID("alice"))
+	if out, err := billing.Tools.Execute(ctx, "alpha.echo", toolsclient.ExecuteToolOptions{Input: map[string]any{"message": "via billing"}}); err != nil || !strings.Contains(string(out.Output), "Echo: via billing") {
+		t.Fatalf("billing for alice: %+v %v", out, err)
+	}
+	if res, err := toolsclient.New(hs.URL, "key-billing").Tools.Get(ctx, catalog.GetToolsOptions{}); err != nil || slices.ContainsFunc(res.Raw, func(d catalog.Definition) bool { return !strings.HasPrefix(d.Name, "ops.") }) {
+		t.Fatalf("billing as itself: %+v %v", res.Raw, err)
+	}
+
 	// Carol's connection cannot be listed: she gets the rest (the agent's
 	// own tools), and the log says why without her token.
 	carol := toolsclient.New(hs.URL, "key-carol")
