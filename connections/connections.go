@@ -345,9 +345,15 @@ func (s *Set) Resolver() tools.Resolver {
 		}
 		return out, nil
 	}}
-	if !s.dynamic {
-		// Static connections are the same for every session: the tools
-		// API lists every tool (never the search pair) and runs them.
+	// The tools API lists every tool (never the search pair) and runs
+	// them: static connections are the same for every caller, dynamic ones
+	// are listed for each caller.
+	if s.dynamic {
+		r.CallerCatalog = func(ctx tools.ResolveContext) ([]*tools.Tool, error) {
+			_, out, err := s.discoverAll(ctx)
+			return out, err
+		}
+	} else {
 		r.Catalog = func(ctx context.Context) ([]*tools.Tool, error) {
 			_, out, err := s.discoverAll(tools.ResolveContext{Context: ctx})
 			return out, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,12 +18,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -33,7 +36,9 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/connections"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -900,4 +905,229 @@ func TestConnectionToolsInTheCatalog(t *testing.T) {
 	if err != nil || out.Status != catalog.StatusSucceeded || !strings.Contains(string(out.Output), "Echo: from the catalog") {
 		t.Fatalf("execute: %+v %v", out, err)
 	}
+}
+
+// A dynamic connection set is listed and run per caller through the tools
+// API: each API caller (the request's principal, as the resolver's
+// session auth) sees its own connection under its toolkit in all five
+// formats and in search, runs it (execute, run, executeToolCalls for both
+// providers) against the reference server, and can neither see nor run
+// the other's.
+func TestDynamicConnectionToolsPerCaller(t *testing.T) {
+	url := everythingHTTP(t)
+	down := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t)) // nobody listens
+	const carolToken = "tok-carol-3f9a1c"
+	var resolved sync.Map // principal ids the resolver was asked for
+	set := connections.Dynamic("tenants", tools.ScopeSession, func(rc tools.ResolveContext) ([]*connections.Connection, error) {
+		p := rc.Session.Auth.Current
+		if p == nil {
+			return nil, nil
+		}
+		resolved.Store(p.ID, true)
+		switch p.ID {
+		case "alice":
+			return []*connections.Connection{{Name: "alpha", MCP: &connections.MCP{URL: url}, Allow: []string{"echo"}}}, nil
+		case "bob":
+			return []*connections.Connection{{Name: "beta", MCP: &connections.MCP{URL: url}, Allow: []string{"get-sum"}}}, nil
+		case "carol": // a server that is down, with her own token
+			return []*connections.Connection{{Name: "gamma", MCP: &connections.MCP{URL: down}, InstanceKey: "carol",
+				Auth: &connections.Auth{Owner: connections.OwnerUser, GetToken: func(context.Context, *auth.Principal) (connections.Token, error) {
+					return connections.Token{Value: carolToken}, nil
+				}}}}, nil
+		}
+		return nil, nil
+	})
+	var logs syncLines
+	set.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env := evetest.New(t)
+	a := connectionAgent(t, `rules: []`, set)
+	a.Name = "ops"
+	startExecutionWorker(t, env, a)
+	// The API server, a key per principal: billing, a service, may act
+	// for alice.
+	keys := map[string]*auth.Principal{"key-alice": {ID: "alice", Type: auth.TypeUser}, "key-bob": {ID: "bob", Type: auth.TypeUser},
+		"key-carol": {ID: "carol", Type: auth.TypeUser}, "key-billing": {ID: "billing", Type: auth.TypeService, CanActFor: []string{"alice"}}}
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second, Logger: set.Logger, Caller: api.Caller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Options{Sessions: env.Sessions, Keys: keys, Tools: svc.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	ctx := env.Ctx(90 * time.Second)
+
+	users := []struct {
+		name, key, mine, theirs, toolkit string
+		input                            map[string]any
+		want                             string
+	}{
+		{"alice", "key-alice", "alpha.echo", "beta.get-sum", "alpha", map[string]any{"message": "for alice"}, "Echo: for alice"},
+		{"bob", "key-bob", "beta.get-sum", "alpha.echo", "beta", map[string]any{"a": 2, "b": 40}, "42"},
+	}
+	for _, u := range users {
+		c := toolsclient.New(hs.URL, u.key)
+		for _, f := range catalog.Formats {
+			res, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: f})
+			if err != nil {
+				t.Fatalf("%s %s: %v", u.name, f, err)
+			}
+			raw, _ := json.Marshal(res.Tools)
+			wire, ok := res.NameMap.Wire(u.mine)
+			if f == catalog.FormatCanonical {
+				wire = u.mine
+			}
+			other := strings.SplitN(u.theirs, ".", 2)
+			if !ok || !strings.Contains(string(raw), `"`+wire+`"`) || strings.Contains(string(raw), other[0]) || strings.Contains(string(raw), other[1]) {
+				t.Fatalf("%s %s: want %s (wire %q) and nothing of %s: %s", u.name, f, u.mine, wire, u.theirs, raw)
+			}
+			if _, ok := res.NameMap.Wire(u.theirs); ok {
+				t.Fatalf("%s %s: the name map has %s", u.name, f, u.theirs)
+			}
+		}
+		if res, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Toolkits: []string{u.toolkit}}); err != nil || len(res.Raw) != 1 || res.Raw[0].Name != u.mine {
+			t.Fatalf("%s: toolkit %s: %+v %v", u.name, u.toolkit, res.Raw, err)
+		}
+		if res, err := c.Tools.Search(ctx, catalog.SearchToolsOptions{Query: "echo sum numbers message", Limit: 5}); err != nil || len(res.Tools) == 0 || res.Tools[0].Name != u.mine {
+			t.Fatalf("%s: search: %+v %v", u.name, res, err)
+		}
+		if info, err := c.Tools.Describe(ctx, u.mine); err != nil || !info.Executable {
+			t.Fatalf("%s: describe: %+v %v", u.name, info, err)
+		}
+		// Its own tool runs, against the reference server.
+		out, err := c.Tools.Execute(ctx, u.mine, toolsclient.ExecuteToolOptions{Input: u.input})
+		if err != nil || out.Status != catalog.StatusSucceeded || !strings.Contains(string(out.Output), u.want) {
+			t.Fatalf("%s: execute: %+v %v", u.name, out, err)
+		}
+		ran, err := c.Tools.Run(ctx, u.mine, u.input, toolsclient.RunToolOptions{})
+		if err != nil || !strings.Contains(string(ran), u.want) {
+			t.Fatalf("%s: run: %s %v", u.name, ran, err)
+		}
+		bundle, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatAnthropic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _ := bundle.NameMap.Wire(u.mine)
+		in, _ := json.Marshal(u.input)
+		blocks, err := toolsclient.ExecuteAnthropicToolCalls(ctx, c, []catalog.AnthropicToolCall{{Type: "tool_use", ID: "c1", Name: wire, Input: in}}, toolsclient.ExecuteToolCallsOptions{NameMap: bundle.NameMap})
+		if err != nil || len(blocks) != 1 || blocks[0].IsError || !strings.Contains(blocks[0].Content, u.want) {
+			t.Fatalf("%s: anthropic tool calls: %+v %v", u.name, blocks, err)
+		}
+		openai, err := c.Tools.Get(ctx, catalog.GetToolsOptions{Format: catalog.FormatOpenAI})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owire, _ := openai.NameMap.Wire(u.mine)
+		msgs, err := toolsclient.ExecuteOpenAIToolCalls(ctx, c, []catalog.OpenAIToolCall{&catalog.OpenAIFunctionToolCall{ID: "c2", Type: "function", Function: catalog.OpenAIFunctionCall{Name: owire, Arguments: in}}}, toolsclient.ExecuteToolCallsOptions{NameMap: openai.NameMap})
+		if err != nil || len(msgs) != 1 || !strings.Contains(msgs[0].Content, u.want) {
+			t.Fatalf("%s: openai tool calls: %+v %v", u.name, msgs, err)
+		}
+
+		// The other's tool: unknown to this caller, by every route.
+		var apiErr *toolsclient.APIError
+		if _, err := c.Tools.Execute(ctx, u.theirs, toolsclient.ExecuteToolOptions{Input: map[string]any{}}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || apiErr.Code != catalog.CodeUnknownTool || !strings.Contains(apiErr.Message, u.theirs) {
+			t.Fatalf("%s: execute %s: %v", u.name, u.theirs, err)
+		}
+		if _, err := c.Tools.Run(ctx, u.theirs, map[string]any{}, toolsclient.RunToolOptions{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || !strings.Contains(apiErr.Message, u.theirs) {
+			t.Fatalf("%s: run %s: %v", u.name, u.theirs, err)
+		}
+		if _, err := c.Tools.Describe(ctx, u.theirs); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+			t.Fatalf("%s: describe %s: %v", u.name, u.theirs, err)
+		}
+		// Nor by naming the other user: a user acts only for itself.
+		other := toolsclient.New(hs.URL, u.key, toolsclient.WithUserID(map[string]string{"alice": "bob", "bob": "alice"}[u.name]))
+		if _, err := other.Tools.Get(ctx, catalog.GetToolsOptions{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden {
+			t.Fatalf("%s: list as the other user: %v", u.name, err)
+		}
+	}
+	// A service granted alice lists and runs her tools in her name; as
+	// itself it has none.
+	billing := toolsclient.New(hs.URL, "key-billing", toolsclient.WithUserID("alice"))
+	if out, err := billing.Tools.Execute(ctx, "alpha.echo", toolsclient.ExecuteToolOptions{Input: map[string]any{"message": "via billing"}}); err != nil || !strings.Contains(string(out.Output), "Echo: via billing") {
+		t.Fatalf("billing for alice: %+v %v", out, err)
+	}
+	if res, err := toolsclient.New(hs.URL, "key-billing").Tools.Get(ctx, catalog.GetToolsOptions{}); err != nil || slices.ContainsFunc(res.Raw, func(d catalog.Definition) bool { return !strings.HasPrefix(d.Name, "ops.") }) {
+		t.Fatalf("billing as itself: %+v %v", res.Raw, err)
+	}
+
+	// Carol's connection cannot be listed: she gets the rest (the agent's
+	// own tools), and the log says why without her token.
+	carol := toolsclient.New(hs.URL, "key-carol")
+	res, err := carol.Tools.Get(ctx, catalog.GetToolsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Raw {
+		if !strings.HasPrefix(d.Name, "ops.") {
+			t.Fatalf("carol lists %s", d.Name)
+		}
+	}
+	if len(res.Raw) == 0 {
+		t.Fatal("carol lists nothing: the agent's own tools are missing")
+	}
+	if l := logs.String(); !strings.Contains(l, `resolver=tenants`) || !strings.Contains(l, "principalId=carol") || !strings.Contains(l, "gamma") || strings.Contains(l, carolToken) {
+		t.Fatalf("the log of carol's failed listing: %s", l)
+	}
+
+	// eve mcp, one server per user (--user; over HTTP an OAuth token's
+	// subject picks it per request), on the same service: each lists and
+	// runs its own tools only.
+	for _, u := range users {
+		srv, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: u.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, transport := range []string{"stdio", "http"} {
+			cs := mcpConnectWith(t, ctx, srv, transport, nil)
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, tl := range list.Tools {
+				listed = append(listed, tl.Name)
+			}
+			if !slices.Contains(listed, u.mine) || slices.Contains(listed, u.theirs) {
+				t.Fatalf("%s mcp %s: tools/list = %v", u.name, transport, listed)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: u.mine, Arguments: u.input})
+			if err != nil || res.IsError || !strings.Contains(mcpText(res), u.want) {
+				t.Fatalf("%s mcp %s: call %s: %+v %v", u.name, transport, u.mine, res, err)
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: u.theirs, Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `unknown tool "`+u.theirs+`"`) {
+				t.Fatalf("%s mcp %s: call %s: %v", u.name, transport, u.theirs, err)
+			}
+		}
+	}
+	// The shared catalog (every caller's base) holds neither.
+	for _, d := range svc.Catalog().Definitions() {
+		if strings.HasPrefix(d.Name, "alpha.") || strings.HasPrefix(d.Name, "beta.") {
+			t.Fatalf("shared catalog lists %s", d.Name)
+		}
+	}
+	for _, id := range []string{"alice", "bob"} {
+		if _, ok := resolved.Load(id); !ok {
+			t.Fatalf("the resolver was never asked for %s", id)
+		}
+	}
+}
+
+// syncLines is a log writer safe for concurrent use.
+type syncLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -44,6 +44,16 @@ type Resolver struct {
 	// resolvers whose tools do not depend on the session, such as static
 	// connections (connections.Static). Nil: they serve turns only.
 	Catalog func(ctx context.Context) ([]*Tool, error)
+	// CallerCatalog, when set, lists the resolver's tools for one caller
+	// outside a session, for the tools API and eve mcp: for resolvers whose
+	// tools depend on who asks, such as dynamic connections
+	// (connections.Dynamic). ctx.Session.Auth names the caller as Current
+	// and Initiator (its id and type only; no TurnID). An execution of one
+	// of these tools finds it by calling CallerCatalog again for the same
+	// caller (Session.ID is then the execution's id, empty when listing),
+	// so it must list the same tools for the same caller; a caller runs
+	// only the tools listed for it.
+	CallerCatalog func(ctx ResolveContext) ([]*Tool, error)
 }
 
 // Validate checks a resolver's definition.

@@ -251,7 +251,12 @@ func (t *Tools) Get(ctx context.Context, opts catalog.GetToolsOptions) (catalog.
 // tools API can execute it.
 func (t *Tools) Describe(ctx context.Context, name string) (ToolInfo, error) {
 	var info ToolInfo
-	_, err := t.c.do(ctx, http.MethodGet, "/v1/tools/"+url.PathEscape(name), nil, nil, &info)
+	path := "/v1/tools/" + url.PathEscape(name)
+	if u := t.c.user(""); u != "" {
+		// The client-level user's catalog: it may hold tools of its own.
+		path += "?userId=" + url.QueryEscape(u)
+	}
+	_, err := t.c.do(ctx, http.MethodGet, path, nil, nil, &info)
 	return info, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,10 +13,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/tools"
 )
 
 var (
@@ -81,6 +84,63 @@ func BenchmarkSearch10kHTTP(b *testing.B) {
 		if rec.Code != 200 {
 			b.Fatal(rec.Code)
 		}
+	}
+}
+
+// callerService10k is service10k's catalog plus a resolver listed per
+// caller (a dynamic connection set) that gives every user 5 tools.
+func callerService10k(b *testing.B) *toolsapi.Service {
+	b.Helper()
+	r := tools.Resolver{Name: "tenants", Scope: tools.ScopeSession,
+		Resolve: func(tools.ResolveContext) ([]*tools.Tool, error) { return nil, nil },
+		CallerCatalog: func(rc tools.ResolveContext) ([]*tools.Tool, error) {
+			kit := "t" + rc.Session.Auth.Current.ID
+			var ts []*tools.Tool
+			for i := range 5 {
+				name := fmt.Sprintf("op%d", i)
+				t := tools.Func(kit+"__"+name, "Operation "+name+" of the caller's tenant.", func(*tools.Context, struct{}) (string, error) { return "", nil })
+				t.Toolkit, t.Remote = kit, &tools.Remote{Connection: kit, Tool: name}
+				ts = append(ts, t)
+			}
+			return ts, nil
+		}}
+	s, err := toolsapi.New(toolsapi.Options{Extra: catalogtest.Synthetic(10000), Agent: &agent.Agent{Name: "bench", Resolvers: []tools.Resolver{r}},
+		MaxCallers: 1 << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkCallerFirstRead10k is a new caller's first read over 10,000
+// shared tools: its 5 own tools listed (in memory) and its catalog
+// extended from the shared one. B/op is what a caller's catalog costs.
+func BenchmarkCallerFirstRead10k(b *testing.B) {
+	s := callerService10k(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := s.ToolFor(s.UserOf(fmt.Sprint("u", i)), fmt.Sprintf("tu%d.op0", i)); !ok {
+			b.Fatal("the caller's tool is missing")
+		}
+	}
+}
+
+// BenchmarkGetAnthropicCaller10kHTTP is GET /v1/tools?format=anthropic
+// for a caller with tools of its own (listed once), over 10,000 shared
+// tools.
+func BenchmarkGetAnthropicCaller10kHTTP(b *testing.B) {
+	h := callerService10k(b).Handler()
+	req := httptest.NewRequest(http.MethodGet, "/v1/tools?format=anthropic&userId=ana", nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := &CountingWriter{}
+		h.ServeHTTP(w, req)
+		if w.Status != 200 {
+			b.Fatal(w.Status)
+		}
+		b.SetBytes(w.N)
 	}
 }
 

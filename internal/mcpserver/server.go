@@ -262,6 +262,15 @@ func (s *Server) listMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// declares no prompts or resources; a tools server has none.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not offered: this server serves tools only (its capabilities declare tools)", method)}
 		}
+		if cr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && cr.Params != nil && s.entries[cr.Params.Name] == nil {
+			// A tool listed for this caller only (callers.go); the SDK
+			// answers the names nobody's catalog has.
+			if user, err := s.requestUser(cr.Extra); err == nil {
+				if e := s.callerEntries(user).byName[cr.Params.Name]; e != nil {
+					return s.callOwn(ctx, e, user, cr)
+				}
+			}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil || method != "tools/list" {
 			return res, err
@@ -270,7 +279,14 @@ func (s *Server) listMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return res, nil
 		}
-		return &toolList{ListToolsResult: lr, s: s, tasks: tasksNegotiated(req)}, nil
+		l := &toolList{ListToolsResult: lr, s: s, tasks: tasksNegotiated(req)}
+		if lr.NextCursor == "" {
+			// The caller's own tools come on the last page.
+			if user, err := s.requestUser(req.GetExtra()); err == nil {
+				l.own = s.callerEntries(user).list
+			}
+		}
+		return l, nil
 	}
 }
 
@@ -287,6 +303,7 @@ type toolList struct {
 	*mcp.ListToolsResult
 	s     *Server
 	tasks bool
+	own   []*entry // the caller's own tools
 }
 
 func (l *toolList) MarshalJSON() ([]byte, error) {
@@ -311,6 +328,9 @@ func (l *toolList) MarshalJSON() ([]byte, error) {
 			taskOnly = append(taskOnly, e.desc)
 			continue
 		}
+		tools = append(tools, e.desc)
+	}
+	for _, e := range l.own {
 		tools = append(tools, e.desc)
 	}
 	tools = append(tools, taskOnly...)
@@ -377,21 +397,27 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
+	user, err := s.requestUser(req.Extra)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	return s.callEntry(ctx, e, user, req)
+}
+
+// requestUser is user for a request's HTTP header and token (none on stdio).
+func (s *Server) requestUser(x *mcp.RequestExtra) (string, error) {
+	if x == nil {
+		return s.user(nil, nil)
+	}
+	return s.user(x.Header, x.TokenInfo)
+}
+
+// callEntry runs a plain tools/call of e for user.
+func (s *Server) callEntry(ctx context.Context, e *entry, user string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if e.async {
 		// taskSupport "required": a call without a task is refused (MCP
 		// 2025-11-25 asks for -32601); clients without Tasks never see it.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %s is asynchronous: call it as a task (MCP Tasks), which this client did not negotiate", req.Params.Name)}
-	}
-	var (
-		h  http.Header
-		ti *auth.TokenInfo
-	)
-	if req.Extra != nil {
-		h, ti = req.Extra.Header, req.Extra.TokenInfo
-	}
-	user, err := s.user(h, ti)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	if e.asks && multiRoundTrip(req) {
 		return s.callAsking(ctx, e, user, req)

@@ -169,7 +169,12 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		}
 		*dst = v
 	}
-	res, err := s.Get(opts)
+	owner, err := s.owner(r, opts.UserID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.GetFor(owner, opts)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -193,7 +198,12 @@ func putBuf(b *[]byte) { bufPool.Put(b) }
 
 func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	v := s.current()
+	owner, err := s.owner(r, r.URL.Query().Get("userId"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	v := s.viewFor(owner)
 	d, ok := v.cat.Lookup(name)
 	if !ok {
 		writeError(w, &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)})
@@ -201,7 +211,7 @@ func (s *Service) handleTool(w http.ResponseWriter, r *http.Request) {
 	}
 	res := ToolResponse{Tool: d, Executable: true}
 	res.Wire, _ = v.cat.NameMap().Wire(name)
-	if err := s.Executable(name); err != nil {
+	if err := s.executable(v, name, false); err != nil {
 		res.Executable = false
 		var e *Error
 		if errors.As(err, &e) {
@@ -216,7 +226,12 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &opts) {
 		return
 	}
-	res, err := s.Search(opts)
+	owner, err := s.owner(r, opts.UserID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.SearchFor(owner, opts)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -51,6 +51,8 @@ const (
 	// DefaultMaxToolCalls bounds the calls of one executeToolCalls request:
 	// each starts an execution, and they all start at once.
 	DefaultMaxToolCalls = 32
+	// DefaultMaxCallers bounds the callers' catalogs kept (Options.MaxCallers).
+	DefaultMaxCallers = 256
 )
 
 // ExecutionIDPrefix starts every execution id.
@@ -108,7 +110,16 @@ type Options struct {
 	// (default DefaultMaxToolCalls; negative: no bound); a request with
 	// more is refused with 400 too_many_calls before any starts.
 	MaxToolCalls int
-	Logger       *slog.Logger
+	// MaxCallers bounds the callers whose own catalogs are kept: the tools
+	// of resolvers listed per caller (dynamic connections, see
+	// tools.Resolver.CallerCatalog), each listed again after ListedTTL.
+	// The least recently seen caller goes first (default
+	// DefaultMaxCallers); one that comes back is listed again. A caller
+	// with tools of its own keeps a catalog extending the shared one, of
+	// about its size (bench/toolsbench: 8 MB over 10,000 shared tools);
+	// one without shares the shared catalog.
+	MaxCallers int
+	Logger     *slog.Logger
 }
 
 // Service is the tools API over one agent's tools. It is safe for
@@ -126,13 +137,34 @@ type Service struct {
 	mu        sync.Mutex
 	view      *catalogView // base plus the listed resolvers' tools, when read
 	relisting bool         // a goroutine lists them again
+	// perCaller are the resolvers listed for each caller
+	// (tools.Resolver.CallerCatalog); callers keeps their listings.
+	perCaller []tools.Resolver
+	callers   callerCache
+	now       func() time.Time // the callers' listings' clock (tests move it)
 }
 
 // catalogView is a catalog and the runtime tools behind its names.
 type catalogView struct {
 	cat    *catalog.Catalog
 	byName map[string]*tools.Tool // canonical name -> tool
+	tools  []*tools.Tool          // what it was built of, in order
 	stale  time.Time              // when to list the resolvers again
+	// A caller's view (callerView) holds its own tools in byName and
+	// their toolkits, sorted, in own; base (the shared view) holds the rest.
+	base *catalogView
+	own  []string
+}
+
+// tool is the runtime tool behind a canonical name.
+func (v *catalogView) tool(name string) (*tools.Tool, bool) {
+	if t, ok := v.byName[name]; ok {
+		return t, true
+	}
+	if v.base != nil {
+		return v.base.tool(name)
+	}
+	return nil, false
 }
 
 // New builds the catalog from the agent's tools (the registry's catalog
@@ -165,7 +197,10 @@ func New(opts Options) (*Service, error) {
 	if opts.MaxToolCalls == 0 {
 		opts.MaxToolCalls = DefaultMaxToolCalls
 	}
-	s := &Service{opts: opts, log: opts.Logger}
+	if opts.MaxCallers <= 0 {
+		opts.MaxCallers = DefaultMaxCallers
+	}
+	s := &Service{opts: opts, log: opts.Logger, callers: callerCache{limit: opts.MaxCallers}, now: time.Now}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -197,6 +232,9 @@ func New(opts Options) (*Service, error) {
 			if r.Catalog != nil {
 				s.listed = append(s.listed, r)
 			}
+			if r.CallerCatalog != nil {
+				s.perCaller = append(s.perCaller, r)
+			}
 		}
 	}
 	return s, nil
@@ -204,7 +242,7 @@ func New(opts Options) (*Service, error) {
 
 // build makes the catalog of ts (and Options.Extra).
 func (s *Service) build(ts []*tools.Tool) (catalogView, error) {
-	v := catalogView{byName: map[string]*tools.Tool{}}
+	v := catalogView{byName: map[string]*tools.Tool{}, tools: ts}
 	defs := make([]catalog.Definition, 0, len(ts)+len(s.opts.Extra))
 	for _, t := range ts {
 		d := toolcatalog.Definition(t, s.toolkit)
@@ -304,7 +342,9 @@ func ToolkitSlug(name string) string {
 	return s
 }
 
-// Catalog returns the service's catalog.
+// Catalog returns the service's shared catalog: the tools every caller
+// sees (the agent's, and those of resolvers listed for all, such as static
+// connections). Tools listed per caller are in GetFor's answers only.
 func (s *Service) Catalog() *catalog.Catalog { return s.current().cat }
 
 // Toolkit returns the agent's toolkit slug.
@@ -314,15 +354,37 @@ func (s *Service) Toolkit() string { return s.toolkit }
 // and Options.Tools.
 func (s *Service) Registry() *tools.Registry { return s.reg }
 
-// Tool returns the runtime tool behind a canonical name, if any.
+// Tool returns the runtime tool behind a canonical name of the shared
+// catalog, if any.
 func (s *Service) Tool(name string) (*tools.Tool, bool) {
-	t, ok := s.current().byName[name]
-	return t, ok
+	return s.current().tool(name)
 }
 
-// Get selects and shapes tools (the reference's get).
+// ToolFor is Tool in the catalog of caller (see GetFor).
+func (s *Service) ToolFor(caller auth.Principal, name string) (*tools.Tool, bool) {
+	return s.viewFor(caller).tool(name)
+}
+
+// OwnToolkits lists the toolkits of the tools caller's catalog holds
+// beyond the shared one (see GetFor), sorted.
+func (s *Service) OwnToolkits(caller auth.Principal) []string {
+	return s.viewFor(caller).own
+}
+
+// Get selects and shapes the shared catalog's tools (the reference's
+// get); opts.UserID is not read (GetFor lists a caller's catalog).
 func (s *Service) Get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, error) {
-	res, err := s.current().cat.Get(opts)
+	return s.current().get(opts)
+}
+
+// GetFor is Get over the catalog caller sees: the shared tools and those
+// the resolvers listed per caller (dynamic connections) list for it.
+func (s *Service) GetFor(caller auth.Principal, opts catalog.GetToolsOptions) (catalog.GetToolsResult, error) {
+	return s.viewFor(caller).get(opts)
+}
+
+func (v *catalogView) get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, error) {
+	res, err := v.cat.Get(opts)
 	if errors.Is(err, catalog.ErrUnknownToolkit) {
 		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
 	}
@@ -332,9 +394,19 @@ func (s *Service) Get(opts catalog.GetToolsOptions) (catalog.GetToolsResult, err
 	return res, nil
 }
 
-// Search ranks tools for a query (the reference's search).
+// Search ranks the shared catalog's tools for a query (the reference's
+// search); SearchFor ranks a caller's.
 func (s *Service) Search(opts catalog.SearchToolsOptions) (catalog.SearchToolsResult, error) {
-	res, err := s.current().cat.Search(opts)
+	return s.current().search(opts)
+}
+
+// SearchFor is Search over the catalog caller sees (see GetFor).
+func (s *Service) SearchFor(caller auth.Principal, opts catalog.SearchToolsOptions) (catalog.SearchToolsResult, error) {
+	return s.viewFor(caller).search(opts)
+}
+
+func (v *catalogView) search(opts catalog.SearchToolsOptions) (catalog.SearchToolsResult, error) {
+	res, err := v.cat.Search(opts)
 	if errors.Is(err, catalog.ErrUnknownToolkit) {
 		return res, &Error{Status: http.StatusBadRequest, Code: "unknown_toolkit", Message: err.Error()}
 	}
@@ -344,22 +416,27 @@ func (s *Service) Search(opts catalog.SearchToolsOptions) (catalog.SearchToolsRe
 	return res, nil
 }
 
-// Executable reports whether a canonical name can run through the tools
-// API, and why not. Client tools, tools with only a discovery definition,
-// and (unless SkipApprovals) tools whose approval policy always asks
-// cannot.
-func (s *Service) Executable(name string) error { return s.executable(name, false) }
+// Executable reports whether a canonical name of the shared catalog can
+// run through the tools API, and why not. Client tools, tools with only a
+// discovery definition, and (unless SkipApprovals) tools whose approval
+// policy always asks cannot.
+func (s *Service) Executable(name string) error { return s.executable(s.current(), name, false) }
 
 // ExecutableAsking is Executable for a caller that can answer an approval
 // (StartAsking): tools whose policy asks a person are executable too.
-func (s *Service) ExecutableAsking(name string) error { return s.executable(name, true) }
+func (s *Service) ExecutableAsking(name string) error { return s.executable(s.current(), name, true) }
 
-func (s *Service) executable(name string, ask bool) error {
-	v := s.current()
+// ExecutableFor is Executable (ask false) or ExecutableAsking (ask true)
+// in the catalog of caller (see GetFor).
+func (s *Service) ExecutableFor(caller auth.Principal, name string, ask bool) error {
+	return s.executable(s.viewFor(caller), name, ask)
+}
+
+func (s *Service) executable(v *catalogView, name string, ask bool) error {
 	if _, ok := v.cat.Lookup(name); !ok {
 		return &Error{Status: http.StatusNotFound, Code: catalog.CodeUnknownTool, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	t, ok := v.byName[name]
+	t, ok := v.tool(name)
 	switch {
 	case !ok:
 		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
@@ -440,10 +517,10 @@ func (s *Service) StartRound(ctx context.Context, name, user string, input json.
 	return res, err
 }
 
-// ClientInput reports whether the tool (canonical name) asks its MCP
-// client for input.
+// ClientInput reports whether the tool (canonical name of the shared
+// catalog) asks its MCP client for input.
 func (s *Service) ClientInput(name string) bool {
-	t := s.current().byName[name]
+	t, _ := s.current().tool(name)
 	return t != nil && t.ClientInput
 }
 
@@ -523,12 +600,15 @@ func (s *Service) execute(ctx context.Context, name string, owner auth.Principal
 // executeAsk is execute with what only some starters set.
 func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Principal, opts catalog.ExecuteToolOptions, wait time.Duration, x startExtra) (catalog.ExecutionResult, signals.ExecutionOutput, error) {
 	var none signals.ExecutionOutput
-	if err := s.executable(name, x.ask); err != nil {
+	// The caller's own catalog: a tool listed for another caller is
+	// unknown here, and its execution finds it again for this caller.
+	owner.Type = principalType(owner.Type)
+	v := s.viewFor(owner)
+	if err := s.executable(v, name, x.ask); err != nil {
 		return catalog.ExecutionResult{}, none, err
 	}
-	v := s.current()
 	def, _ := v.cat.Lookup(name)
-	t := v.byName[name]
+	t, _ := v.tool(name)
 	input := opts.Input
 	if len(bytes.TrimSpace(input)) == 0 || string(bytes.TrimSpace(input)) == "null" {
 		input = json.RawMessage("{}")
@@ -540,7 +620,6 @@ func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Princi
 	if s.opts.Client == nil {
 		return catalog.ExecutionResult{}, none, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "this server has no Temporal client: it serves the catalog only"}
 	}
-	owner.Type = principalType(owner.Type)
 	user := owner.ID
 	mode := opts.Mode
 	switch mode {

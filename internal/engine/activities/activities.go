@@ -187,7 +187,7 @@ func (a *Activities) ModelStep(ctx context.Context, in ModelStepInput) (ModelSte
 		out.Conversation = &next
 	}
 	for _, c := range resp.ToolCalls {
-		t, err := a.lookup(ctx, c.Name, in.Dynamic)
+		t, err := a.lookup(ctx, c.Name, in.Dynamic, auth.Session{})
 		if err != nil {
 			return ModelStepOutput{}, fmt.Errorf("find tool %s: %w", c.Name, err)
 		}
@@ -270,7 +270,7 @@ const PolicyTimeout = 10 * time.Second
 // errors, panics, times out or answers nonsense fails closed: the result
 // asks a person, with the reason logged and shown in the prompt.
 func (a *Activities) EvaluateApproval(ctx context.Context, in ApprovalInput) (st approval.Status, err error) {
-	t, lerr := a.lookup(ctx, in.Context.ToolName, in.Dynamic)
+	t, lerr := a.lookup(ctx, in.Context.ToolName, in.Dynamic, in.Context.Session)
 	if lerr != nil || t == nil {
 		return approval.Status{Type: approval.UserApproval, Reason: "the approval policy could not be found"}, nil
 	}
@@ -319,7 +319,7 @@ const (
 // error of type ErrTypeResponsePolicy, logged with the tool and call).
 func (a *Activities) EvaluateResponse(ctx context.Context, in ResponseInput) (v approval.Verdict, err error) {
 	c := in.Context
-	t, lerr := a.lookup(ctx, c.Request.ToolName, in.Dynamic)
+	t, lerr := a.lookup(ctx, c.Request.ToolName, in.Dynamic, c.Session)
 	if lerr != nil || t == nil {
 		return approval.Verdict{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the response policy of tool %s could not be found", c.Request.ToolName), ErrTypeResponsePolicy, lerr)
@@ -382,7 +382,7 @@ func FailedOutcome(code, message string) ToolOutcome {
 
 // ExecuteTool validates the input, runs the tool and validates its output.
 func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolOutcome, error) {
-	t, err := a.lookup(ctx, in.ToolName, in.Dynamic)
+	t, err := a.lookup(ctx, in.ToolName, in.Dynamic, in.Session)
 	var changed *IdentityChangedError
 	if errors.As(err, &changed) {
 		return FailedOutcome(protocol.CodeConnectionChanged, changed.Error()), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/model"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -147,13 +148,20 @@ func (a *Activities) disabled(name string) bool {
 // can: the model step and the tool executions that follow a resolution look
 // its tools up again by name.
 func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveInput) ([]*tools.Tool, error) {
-	key := cacheKey(in, r.Name)
+	return a.cached(cacheKey(in, r.Name), r.Name, func() ([]*tools.Tool, error) {
+		return r.Resolve(tools.ResolveContext{Context: ctx, Session: in.Session, TurnID: in.TurnID, StepIndex: in.StepIndex})
+	})
+}
+
+// cached returns what resolve returns, checked, from the worker's cache
+// under key when it can.
+func (a *Activities) cached(key, resolver string, resolve func() ([]*tools.Tool, error)) ([]*tools.Tool, error) {
 	if ts, ok := a.cache.get(key); ok {
 		return ts, nil
 	}
-	ts, err := r.Resolve(tools.ResolveContext{Context: ctx, Session: in.Session, TurnID: in.TurnID, StepIndex: in.StepIndex})
+	ts, err := resolve()
 	if err != nil {
-		return nil, fmt.Errorf("resolver %q: %w", r.Name, err)
+		return nil, fmt.Errorf("resolver %q: %w", resolver, err)
 	}
 	err = tools.Compile(ts...)
 	if err == nil && a.CheckTool != nil {
@@ -166,12 +174,12 @@ func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveIn
 		err = errors.Join(errs...)
 	}
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", r.Name, err), ErrTypeResolve, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", resolver, err), ErrTypeResolve, err)
 	}
 	seen := make(map[string]bool, len(ts))
 	for _, t := range ts {
 		if seen[t.Name] {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned two tools named %q", r.Name, t.Name), ErrTypeResolve, nil)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned two tools named %q", resolver, t.Name), ErrTypeResolve, nil)
 		}
 		seen[t.Name] = true
 	}
@@ -180,8 +188,9 @@ func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveIn
 }
 
 // lookup finds the tool a call names: a dynamic tool first (it overrides a
-// static tool of the same name), then the agent's static tools.
-func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicTool) (*tools.Tool, error) {
+// static tool of the same name), then the agent's static tools, then the
+// tools the tools API lists (for an execution: session is its session).
+func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicTool, session auth.Session) (*tools.Tool, error) {
 	for _, d := range dynamic {
 		if d.Name != name {
 			continue
@@ -228,8 +237,39 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 			}
 		}
 	}
+	if !strings.HasPrefix(session.ID, signals.ExecutionIDPrefix) {
+		return nil, nil
+	}
+	// A tools-API execution of a tool listed per caller (a dynamic
+	// connection's): listed again for the execution's caller, as the tools
+	// API listed it ({id, type}), so a caller runs only the tools listed
+	// for it.
+	if p := session.Auth.Current; p != nil {
+		c := &auth.Principal{ID: p.ID, Type: p.Type}
+		session.Auth = auth.Auth{Current: c, Initiator: c}
+	}
+	for _, r := range a.Resolvers {
+		if r.CallerCatalog == nil {
+			continue
+		}
+		ts, err := a.cached(cacheKey(ResolveInput{Scope: scopeCaller, Session: session}, r.Name), r.Name, func() ([]*tools.Tool, error) {
+			return r.CallerCatalog(tools.ResolveContext{Context: ctx, Session: session})
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			if t.Name == name {
+				return t, nil
+			}
+		}
+	}
 	return nil, nil
 }
+
+// scopeCaller keys a caller's listing (tools.Resolver.CallerCatalog) in
+// the resolver cache, apart from every resolution scope.
+const scopeCaller tools.Scope = "caller"
 
 func identityOf(t *tools.Tool) string {
 	if t.Remote == nil {

@@ -55,7 +55,7 @@ func TestResolverCacheIsBounded(t *testing.T) {
 		}
 		// Every step runs the session's tool, as a model step planning
 		// its call does.
-		if tl, err := a.lookup(ctx, "connections", sessionTools); err != nil || tl == nil {
+		if tl, err := a.lookup(ctx, "connections", sessionTools, auth.Session{}); err != nil || tl == nil {
 			t.Fatalf("step %d: lookup of the session tool = %v, %v", i, tl, err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestResolverCacheIsBounded(t *testing.T) {
 
 	// Step 0's resolution was evicted long ago: the lookup resolves its
 	// context again and finds the tool for that context.
-	tl, err := a.lookup(ctx, "scratch", first)
+	tl, err := a.lookup(ctx, "scratch", first, auth.Session{})
 	if err != nil || tl == nil {
 		t.Fatalf("lookup after eviction = %v, %v", tl, err)
 	}
@@ -95,7 +95,7 @@ func TestLookupUsesCachedResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached, _ := a.cache.get(cacheKey(in, "scratch-resolver"))
-	tl, err := a.lookup(ctx, "scratch", out.Tools)
+	tl, err := a.lookup(ctx, "scratch", out.Tools, auth.Session{})
 	if err != nil || tl == nil || len(cached) != 1 || tl != cached[0] {
 		t.Fatalf("lookup = %v, %v; cached %v", tl, err, cached)
 	}
@@ -183,5 +183,48 @@ func TestConnectionOwnsItsPrefix(t *testing.T) {
 	out, err := a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
 	if err != nil || len(out.Tools) != 1 || out.Tools[0].Identity != "sha256:1" {
 		t.Fatalf("resolved %+v, %v", out, err)
+	}
+}
+
+// A tools-API execution finds a tool listed per caller by listing it again
+// for the execution's caller: one caller's tool is unknown to another's
+// execution, and to a session's turn (which resolves its own tools).
+func TestLookupCallerCatalog(t *testing.T) {
+	var calls atomic.Int64
+	r := tools.Resolver{Name: "tenants", Scope: tools.ScopeSession,
+		Resolve: func(tools.ResolveContext) ([]*tools.Tool, error) { return nil, nil },
+		CallerCatalog: func(rc tools.ResolveContext) ([]*tools.Tool, error) {
+			calls.Add(1)
+			if rc.Session.Auth.Current.Attributes != nil || rc.Session.Auth.Initiator != rc.Session.Auth.Current {
+				t.Errorf("listed for %+v: want the caller's id and type only, as the tools API lists it", rc.Session.Auth)
+			}
+			user := rc.Session.Auth.Current.ID
+			return []*tools.Tool{{
+				Name: user + "__list", Description: "for " + user, InputSchema: json.RawMessage(`{"type":"object"}`),
+				Execute: func(*tools.Context, json.RawMessage) (any, error) { return user, nil },
+				Remote:  &tools.Remote{Connection: user, Tool: "list"},
+			}}, nil
+		}}
+	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{r}}
+	ctx := context.Background()
+	exec := func(id, user string) auth.Session {
+		// As the execution workflow's session: the caller with the
+		// execution's attributes, which the listing never had.
+		p := &auth.Principal{ID: user, Type: auth.TypeUser, Attributes: map[string]string{"connectionId": "c1"}}
+		return auth.Session{ID: id, Auth: auth.Auth{Current: p, Initiator: p}}
+	}
+	tl, err := a.lookup(ctx, "alice__list", nil, exec("exec_a1", "alice"))
+	if err != nil || tl == nil || tl.Description != "for alice" {
+		t.Fatalf("alice's own: %+v %v", tl, err)
+	}
+	if tl, err := a.lookup(ctx, "alice__list", nil, exec("exec_b1", "bob")); err != nil || tl != nil {
+		t.Fatalf("bob's execution found alice's tool: %+v %v", tl, err)
+	}
+	if tl, err := a.lookup(ctx, "alice__list", nil, exec("ses_a", "alice")); err != nil || tl != nil {
+		t.Fatalf("a session's lookup listed per caller: %+v %v", tl, err)
+	}
+	// The execution's approval policy and its call share one listing.
+	if _, err := a.lookup(ctx, "alice__list", nil, exec("exec_a1", "alice")); err != nil || calls.Load() != 2 {
+		t.Fatalf("calls = %d, %v; want 2 (alice's execution listed once, bob's once)", calls.Load(), err)
 	}
 }
