@@ -1,18 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,41 +57,6 @@ func connectionKillAgent(mcpURL string) *agent.Agent {
 	return &agent.Agent{Name: "conn-kill", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Resolvers: []tools.Resolver{set.Resolver()}}
 }
 
-// callCounter stands in front of an MCP server and counts its tools/call
-// requests; first is closed at the first request of method at (default
-// tools/call).
-type callCounter struct {
-	mu     sync.Mutex
-	calls  int
-	at     string
-	first  chan struct{}
-	closed bool
-}
-
-func (c *callCounter) handler(target string) http.Handler {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(body, &msg) == nil {
-			c.mu.Lock()
-			if msg.Method == "tools/call" {
-				c.calls++
-			}
-			if at := cmp.Or(c.at, "tools/call"); msg.Method == at && !c.closed {
-				c.closed = true
-				close(c.first)
-			}
-			c.mu.Unlock()
-		}
-		rp.ServeHTTP(w, r)
-	})
-}
-
 // A worker killed (SIGKILL) in the middle of a remote call: the turn
 // finishes on another worker; a call the server declares idempotent is
 // sent again, one that must not be repeated is not (the model reads that
@@ -120,7 +78,8 @@ func TestConnectionWorkerKilledMidCall(t *testing.T) {
 		{"research", "tools/call", 1, "TOOL_EXECUTION_FAILED"},
 	} {
 		t.Run(tc.msg+"/"+cmp.Or(tc.killAt, "tools/call"), func(t *testing.T) {
-			counter := &callCounter{first: make(chan struct{}), at: tc.killAt}
+			counter := &methodLog{first: make(chan struct{}), at: cmp.Or(tc.killAt, "tools/call")}
+			first := counter.first
 			proxy := httptest.NewServer(counter.handler(upstream))
 			t.Cleanup(proxy.Close)
 			env := evetest.New(t)
@@ -141,7 +100,7 @@ func TestConnectionWorkerKilledMidCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			select {
-			case <-counter.first:
+			case <-first:
 			case <-ctx.Done():
 				t.Fatal("the call never reached the server")
 			}
@@ -164,9 +123,7 @@ func TestConnectionWorkerKilledMidCall(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond) // polling the events, not a barrier
 			}
-			counter.mu.Lock()
-			calls := counter.calls
-			counter.mu.Unlock()
+			calls := counter.count("tools/call")
 			if !strings.Contains(reply, tc.reply) || calls != tc.calls {
 				t.Fatalf("reply %q after %d calls; want %q after %d", reply, calls, tc.reply, tc.calls)
 			}

@@ -21,10 +21,13 @@ import (
 )
 
 // methodLog stands in front of an MCP server and records the JSON-RPC
-// methods of the requests it forwards.
+// methods of the requests it forwards; first, when set, is closed at the
+// first request of method at.
 type methodLog struct {
 	mu      sync.Mutex
 	methods []string
+	at      string
+	first   chan struct{}
 }
 
 func (l *methodLog) handler(target string) http.Handler {
@@ -39,6 +42,10 @@ func (l *methodLog) handler(target string) http.Handler {
 		if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
 			l.mu.Lock()
 			l.methods = append(l.methods, msg.Method)
+			if l.first != nil && msg.Method == l.at {
+				close(l.first)
+				l.first = nil
+			}
 			l.mu.Unlock()
 		}
 		rp.ServeHTTP(w, r)
@@ -121,15 +128,7 @@ func TestConnectionMCPTask(t *testing.T) {
 		if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "ambiguous"}); err != nil {
 			t.Fatal(err)
 		}
-		var q protocol.InputRequest
-		waitFor(t, env, sid, func(evs []protocol.Event) bool {
-			for _, e := range evetest.Of(evs, protocol.InputRequested) {
-				var d protocol.InputRequestedData
-				e.Decode(&d)
-				q = d.Requests[0]
-			}
-			return q.RequestID != ""
-		})
+		q := firstQuestion(t, env, sid)
 		if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: q.RequestID, Text: "comedy"}}, Wait: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -160,15 +159,7 @@ func TestConnectionMCPTask(t *testing.T) {
 		if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "ambiguous"}); err != nil {
 			t.Fatal(err)
 		}
-		var q protocol.InputRequest
-		waitFor(t, env, sid, func(evs []protocol.Event) bool {
-			for _, e := range evetest.Of(evs, protocol.InputRequested) {
-				var d protocol.InputRequestedData
-				e.Decode(&d)
-				q = d.Requests[0]
-			}
-			return q.RequestID != ""
-		})
+		q := firstQuestion(t, env, sid)
 		if !strings.Contains(q.Prompt, "could have multiple interpretations") || q.Action.ToolName != "everything__simulate-research-query" {
 			t.Fatalf("the task's elicitation: %+v", q)
 		}
@@ -205,6 +196,21 @@ func TestConnectionMCPTask(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // polling the proxy's log, not a barrier
 		}
 	})
+}
+
+// firstQuestion waits for the session's first input request.
+func firstQuestion(t *testing.T, env *evetest.Env, sid string) protocol.InputRequest {
+	t.Helper()
+	var q protocol.InputRequest
+	waitFor(t, env, sid, func(evs []protocol.Event) bool {
+		for _, e := range evetest.Of(evs, protocol.InputRequested) {
+			var d protocol.InputRequestedData
+			e.Decode(&d)
+			q = d.Requests[0]
+		}
+		return q.RequestID != ""
+	})
+	return q
 }
 
 func mustSession(t *testing.T, env *evetest.Env) string {
