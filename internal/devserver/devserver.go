@@ -379,7 +379,7 @@ func (s *Server) start(ctx context.Context) error {
 	defer cancel()
 	if err := s.waitReady(wctx, done); err != nil {
 		_ = s.stop()
-		return fmt.Errorf("devserver: %s %s: %w%s", o.BinPath, strings.Join(Args(o), " "), err, s.logTail())
+		return fmt.Errorf("devserver: %s %s: %w%s", o.BinPath, strings.Join(Args(o), " "), err, s.LogTail(4000))
 	}
 	return nil
 }
@@ -599,15 +599,17 @@ func (s *Server) portProblem() bool {
 		strings.Contains(l, "can't set")
 }
 
-func (s *Server) logTail() string {
+// LogTail is the end of the server's stderr, at most n bytes, after a
+// newline and a heading: for error messages ("" when it logged nothing).
+func (s *Server) LogTail(n int) string {
 	t := strings.TrimSpace(s.logs.String())
 	if t == "" {
 		return ""
 	}
-	if len(t) > 4000 {
-		t = "..." + t[len(t)-4000:]
+	if len(t) > n {
+		t = "..." + t[len(t)-n:]
 	}
-	return "\nserver stderr:\n" + t
+	return "\nthe dev server's stderr ends:\n" + t
 }
 
 // FreePort returns a TCP port on host that nothing listens on right now. It

@@ -100,10 +100,10 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 	select {
 	case err := <-started:
 		if err != nil {
-			e.T.Fatalf("start worker: %v%s", err, e.serverLogTail())
+			e.T.Fatalf("start worker: %v%s", err, e.Server.LogTail(3000))
 		}
 	case <-time.After(workerStartTimeout):
-		e.T.Fatalf("start worker: the Temporal server at %s did not answer within %s%s", e.Server.Addr, workerStartTimeout, e.serverLogTail())
+		e.T.Fatalf("start worker: the Temporal server at %s did not answer within %s%s", e.Server.Addr, workerStartTimeout, e.Server.LogTail(3000))
 	}
 	stopped := false
 	stop = func() {
@@ -119,19 +119,6 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 // workerStartTimeout bounds worker.Start (see StartWorkerWith); a loaded
 // machine starts a worker in well under a second.
 const workerStartTimeout = 60 * time.Second
-
-// serverLogTail is the end of the dev server's own log, for failures that
-// only the server can explain.
-func (e *Env) serverLogTail() string {
-	l := strings.TrimSpace(e.Server.Logs())
-	if l == "" {
-		return ""
-	}
-	if len(l) > 3000 {
-		l = "..." + l[len(l)-3000:]
-	}
-	return "\nthe dev server's log ends:\n" + l
-}
 
 // Ctx returns a context that ends with the test or after d.
 func (e *Env) Ctx(d time.Duration) context.Context {
