@@ -86,18 +86,43 @@ func (r *runtime) discoverMCP(ctx tools.ResolveContext, c *Connection, log *slog
 type listedTool struct {
 	*mcp.Tool
 	task bool
+	// modern: its tasks are the 2026-07-28 extension's.
+	modern bool
 }
 
 // listHTTP lists a streamable HTTP server's tools with the raw client,
-// which sees what the go-sdk's Tool has no field for: taskSupport.
+// which sees what the go-sdk's Tool has no field for: taskSupport. A
+// server that offers the 2026-07-28 tasks extension is listed (and its
+// tasks run) statelessly; any other in a 2025-11-25 session.
 func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal) ([]listedTool, error) {
+	modern := r.rpc(nil, c, p)
+	modern.modern = true
+	if res, err := modern.call(ctx, "server/discover", map[string]any{}); err == nil && offersTasksExtension(res) {
+		if listed, err := modern.listTools(ctx, true); err == nil {
+			return listed, nil
+		}
+	}
 	rc := r.rpc(nil, c, p)
 	raw, err := rc.initialize(ctx, clientCapabilities())
 	if err != nil {
 		return nil, fmt.Errorf("connect to the MCP server: %w", err)
 	}
 	defer rc.close(context.WithoutCancel(ctx))
-	tasks := runsToolTasks(raw)
+	return rc.listTools(ctx, runsToolTasks(raw))
+}
+
+// offersTasksExtension reads a server/discover result.
+func offersTasksExtension(raw json.RawMessage) bool {
+	var d struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	return json.Unmarshal(raw, &d) == nil && d.Capabilities.Extensions[tasksExtension] != nil
+}
+
+// listTools pages through tools/list; tasks says the server runs tasks.
+func (rc *rpcClient) listTools(ctx context.Context, tasks bool) ([]listedTool, error) {
 	var out []listedTool
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -131,7 +156,8 @@ func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal
 			}
 			_ = json.Unmarshal(b, &ex)
 			ts := ex.Execution.TaskSupport
-			out = append(out, listedTool{Tool: &t, task: tasks && (ts == taskOptional || ts == taskRequired)})
+			task := tasks && (ts == taskOptional || ts == taskRequired)
+			out = append(out, listedTool{Tool: &t, task: task, modern: task && rc.modern})
 		}
 		if page.NextCursor == "" {
 			return out, nil
@@ -228,9 +254,9 @@ func (c *Connection) mcpTool(r *runtime, lt listedTool) (*tools.Tool, error) {
 		t.HeartbeatTimeout = TaskHeartbeatTimeout
 		retry := taskRetry
 		t.Retry = &retry
-		idempotent := t.Idempotent
+		idempotent, modern := t.Idempotent, lt.modern
 		t.Execute = func(ctx *tools.Context, input json.RawMessage) (any, error) {
-			return r.callMCPTask(ctx, c, remote, idempotent, input)
+			return r.callMCPTask(ctx, c, remote, idempotent, modern, input)
 		}
 	}
 	return t, nil

@@ -66,14 +66,35 @@ type taskCheckpoint struct {
 type remoteTask struct {
 	Session string `json:"session,omitempty"`
 	TaskID  string `json:"taskId,omitempty"`
+	// Version is the revision whose tasks these are: modernVersion for
+	// the stateless extension's, "" for 2025-11-25.
+	Version string `json:"version,omitempty"`
 }
 
-// mcpTaskInfo is a task as tasks/get and CreateTaskResult describe it.
+// mcpTaskInfo is a task as tasks/get and CreateTaskResult describe it,
+// in 2025-11-25 and in the 2026-07-28 extension (which names the poll
+// interval pollIntervalMs, and carries the result, the error and the
+// input a task waits for in tasks/get).
 type mcpTaskInfo struct {
-	TaskID        string `json:"taskId"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	PollInterval  int64  `json:"pollInterval,omitempty"` // milliseconds
+	TaskID         string                      `json:"taskId"`
+	Status         string                      `json:"status"`
+	StatusMessage  string                      `json:"statusMessage,omitempty"`
+	PollInterval   int64                       `json:"pollInterval,omitempty"` // milliseconds
+	PollIntervalMs int64                       `json:"pollIntervalMs,omitempty"`
+	ResultType     string                      `json:"resultType,omitempty"`
+	Result         json.RawMessage             `json:"result,omitempty"`
+	Error          *rpcError                   `json:"error,omitempty"`
+	InputRequests  map[string]taskInputRequest `json:"inputRequests,omitempty"`
+}
+
+// taskInputRequest is a request a 2026-07-28 task waits for an answer to.
+type taskInputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func (t mcpTaskInfo) poll() time.Duration {
+	return time.Duration(max(t.PollInterval, t.PollIntervalMs)) * time.Millisecond
 }
 
 func (t mcpTaskInfo) terminal() bool {
@@ -94,7 +115,7 @@ func errNotRepeated(remote string) error {
 }
 
 // callMCPTask calls a remote tool as a task and waits for its end.
-func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, idempotent bool, input json.RawMessage) (any, error) {
+func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, idempotent, modern bool, input json.RawMessage) (any, error) {
 	if c.MCP.URL == "" {
 		return r.callStdioTask(ctx, c, remote, idempotent, input)
 	}
@@ -106,7 +127,7 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 	var cp taskCheckpoint
 	switch {
 	case ctx.LastHeartbeat(&cp) && cp.MCPTask != nil && cp.MCPTask.TaskID != "":
-		rc.session = cp.MCPTask.Session
+		rc.session, rc.modern = cp.MCPTask.Session, cp.MCPTask.Version == modernVersion
 		// This attempt's heartbeats carry the checkpoint on, for the next.
 		ctx.Checkpoint(cp)
 	case ctx.Attempt > 1 && !idempotent:
@@ -117,8 +138,11 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 		// throttled), and the id must be there before the call goes on.
 		notified := rc.notified
 		rc.notified = nil
-		if _, err := rc.initialize(ctx, clientCapabilities()); err != nil {
-			return nil, fmt.Errorf("connect to the MCP server: %w", err)
+		rc.modern = modern
+		if !modern { // a stateless server has no session to open
+			if _, err := rc.initialize(ctx, clientCapabilities()); err != nil {
+				return nil, fmt.Errorf("connect to the MCP server: %w", err)
+			}
 		}
 		task, result, err := r.startTask(ctx, rc, remote, input)
 		if err != nil || task == nil { // task nil: the server answered at once
@@ -126,6 +150,9 @@ func (r *runtime) callMCPTask(ctx *tools.Context, c *Connection, remote string, 
 			return startResult(remote, result, err)
 		}
 		cp = taskCheckpoint{MCPTask: &remoteTask{Session: rc.session, TaskID: task.TaskID}}
+		if modern {
+			cp.MCPTask.Version = modernVersion
+		}
 		cp.Message = task.StatusMessage
 		ctx.Checkpoint(cp)
 		rc.notified = notified
@@ -211,12 +238,14 @@ func (r *runtime) finishTask(ctx *tools.Context, rc rpcCaller, remote string, cp
 // startTask sends tools/call with a task. A server may answer with the
 // result itself instead; then task is nil.
 func (r *runtime) startTask(ctx *tools.Context, rc rpcCaller, remote string, input json.RawMessage) (*mcpTaskInfo, json.RawMessage, error) {
-	ttl := time.Until(deadlineOf(ctx))
-	res, err := rc.call(ctx, "tools/call", map[string]any{
-		"name": remote, "arguments": input,
-		"task":  map[string]any{"ttl": ttl.Milliseconds()},
-		"_meta": map[string]any{"progressToken": ctx.IdempotencyKey},
-	})
+	params := map[string]any{"name": remote, "arguments": input}
+	if !isModern(rc) {
+		// 2025-11-25 asks for a task; the extension runs one when the
+		// tool declares it.
+		params["task"] = map[string]any{"ttl": time.Until(deadlineOf(ctx)).Milliseconds()}
+		params["_meta"] = map[string]any{"progressToken": ctx.IdempotencyKey}
+	}
+	res, err := rc.call(ctx, "tools/call", params)
 	if err != nil {
 		var re *rpcError
 		if errors.As(err, &re) {
@@ -226,14 +255,18 @@ func (r *runtime) startTask(ctx *tools.Context, rc rpcCaller, remote string, inp
 	}
 	var created struct {
 		Task *mcpTaskInfo `json:"task"`
+		mcpTaskInfo
 	}
 	if err := json.Unmarshal(res, &created); err != nil {
 		return nil, nil, fmt.Errorf("call %s: %w", remote, err)
 	}
-	if created.Task == nil || created.Task.TaskID == "" {
-		return nil, res, nil
+	switch {
+	case created.Task != nil && created.Task.TaskID != "":
+		return created.Task, nil, nil
+	case created.ResultType == "task" && created.TaskID != "": // the extension's
+		return &created.mcpTaskInfo, nil, nil
 	}
-	return created.Task, nil, nil
+	return nil, res, nil
 }
 
 // awaitTask polls the task until it ends and returns tasks/result's
@@ -242,6 +275,7 @@ func (r *runtime) startTask(ctx *tools.Context, rc rpcCaller, remote string, inp
 func (r *runtime) awaitTask(ctx *tools.Context, rc rpcCaller, cp taskCheckpoint) (json.RawMessage, error) {
 	id := cp.MCPTask.TaskID
 	started := time.Now()
+	answered := map[string]bool{}
 	for {
 		res, err := rc.call(ctx, "tasks/get", map[string]any{"taskId": id})
 		if err != nil {
@@ -260,10 +294,22 @@ func (r *runtime) awaitTask(ctx *tools.Context, rc rpcCaller, cp taskCheckpoint)
 		switch {
 		case t.Status == "cancelled":
 			return nil, remoteError("the server cancelled task %s: %s", id, t.StatusMessage)
+		case isModern(rc) && t.Status == "completed":
+			return t.Result, nil
+		case isModern(rc) && t.Status == "failed":
+			msg := t.StatusMessage
+			if t.Error != nil {
+				msg = t.Error.Message
+			}
+			return nil, remoteError("task %s failed: %s", id, msg)
+		case isModern(rc) && t.Status == "input_required":
+			if err := answerTaskInput(ctx, rc.(*rpcClient), id, t.InputRequests, answered); err != nil {
+				return nil, err
+			}
 		case t.terminal() || t.Status == "input_required":
 			return r.taskResult(ctx, rc, id)
 		}
-		wait := max(time.Duration(t.PollInterval)*time.Millisecond, minTaskPoll)
+		wait := max(t.poll(), minTaskPoll)
 		if time.Since(started) > slowTaskAfter {
 			wait = max(wait, slowTaskPoll)
 		}
@@ -273,6 +319,41 @@ func (r *runtime) awaitTask(ctx *tools.Context, rc rpcCaller, cp taskCheckpoint)
 		case <-time.After(wait):
 		}
 	}
+}
+
+func isModern(rc rpcCaller) bool {
+	c, ok := rc.(*rpcClient)
+	return ok && c.modern
+}
+
+// answerTaskInput asks the session's person what a 2026-07-28 task waits
+// for (elicitations) and sends the answers with tasks/update; a request
+// answered already is not asked again while the server catches up.
+func answerTaskInput(ctx *tools.Context, rc *rpcClient, id string, reqs map[string]taskInputRequest, answered map[string]bool) error {
+	responses := map[string]any{}
+	for rid, req := range reqs {
+		if answered[rid] {
+			continue
+		}
+		if req.Method != "elicitation/create" {
+			return remoteError("task %s waits for %s, which eve does not answer", id, req.Method)
+		}
+		res, err := rc.serve(ctx, req.Method, req.Params)
+		if err != nil {
+			return err
+		}
+		responses[rid] = res
+	}
+	if len(responses) == 0 {
+		return nil
+	}
+	if _, err := rc.call(ctx, "tasks/update", map[string]any{"taskId": id, "inputResponses": responses}); err != nil {
+		return fmt.Errorf("answer task %s: %w", id, err)
+	}
+	for rid := range responses {
+		answered[rid] = true
+	}
+	return nil
 }
 
 // taskResult reads tasks/result, which waits for the task's end; it

@@ -104,7 +104,7 @@ func TestCallMCPTask(t *testing.T) {
 	r := newRuntime()
 
 	var beats []any
-	out, err := r.callMCPTask(taskContext(1, nil, &beats), c, "research", false, json.RawMessage(`{}`))
+	out, err := r.callMCPTask(taskContext(1, nil, &beats), c, "research", false, false, json.RawMessage(`{}`))
 	if err != nil || !strings.Contains(string(out.(json.RawMessage)), `"done"`) {
 		t.Fatalf("call: %s %v", out, err)
 	}
@@ -121,7 +121,7 @@ func TestCallMCPTask(t *testing.T) {
 	srv.polls = 0
 	cp := taskCheckpoint{MCPTask: &remoteTask{Session: "s-1", TaskID: "t-1"}}
 	cp.Message = "researching" // as the lost attempt last saw it
-	if _, err := r.callMCPTask(taskContext(2, &cp, &beats), c, "research", false, json.RawMessage(`{}`)); err != nil {
+	if _, err := r.callMCPTask(taskContext(2, &cp, &beats), c, "research", false, false, json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if srv.count("tools/call") != 1 {
@@ -138,14 +138,14 @@ func TestCallMCPTask(t *testing.T) {
 
 	// Lost before its checkpoint: not repeated unless idempotent.
 	beats = nil
-	if _, err := r.callMCPTask(taskContext(2, nil, &beats), c, "research", false, json.RawMessage(`{}`)); err == nil || !tools.IsNonRetryable(err) ||
+	if _, err := r.callMCPTask(taskContext(2, nil, &beats), c, "research", false, false, json.RawMessage(`{}`)); err == nil || !tools.IsNonRetryable(err) ||
 		!strings.Contains(err.Error(), "not repeated") {
 		t.Fatalf("a non-idempotent call lost before its checkpoint: %v", err)
 	}
 	if srv.count("tools/call") != 1 {
 		t.Fatalf("methods: %v", srv.methods)
 	}
-	if _, err := r.callMCPTask(taskContext(2, nil, &beats), c, "research", true, json.RawMessage(`{}`)); err != nil || srv.count("tools/call") != 2 {
+	if _, err := r.callMCPTask(taskContext(2, nil, &beats), c, "research", true, false, json.RawMessage(`{}`)); err != nil || srv.count("tools/call") != 2 {
 		t.Fatalf("an idempotent call is called again: %v %v", err, srv.methods)
 	}
 }
@@ -164,7 +164,7 @@ func TestCallMCPTaskCancelled(t *testing.T) {
 			cancel()
 		}
 	})
-	_, err := newRuntime().callMCPTask(tctx, c, "research", false, json.RawMessage(`{}`))
+	_, err := newRuntime().callMCPTask(tctx, c, "research", false, false, json.RawMessage(`{}`))
 	if err == nil || srv.count("tasks/cancel") != 1 {
 		t.Fatalf("cancelled: %v, methods %v", err, srv.methods)
 	}

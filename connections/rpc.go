@@ -15,9 +15,16 @@ import (
 	"sync/atomic"
 )
 
-// rpcVersion is the MCP revision the raw client speaks: the one whose
-// tasks (SEP-1686) the reference server and eve's own server serve.
-const rpcVersion = "2025-11-25"
+// rpcVersion is the MCP revision the raw client speaks by default: the one
+// whose tasks (SEP-1686) the reference server and eve's own server serve.
+// modernVersion is the stateless revision, whose tasks are the extension
+// tasksExtension (SEP-2663): no session, and every request carries the
+// revision and the client's capabilities in _meta and in headers.
+const (
+	rpcVersion     = "2025-11-25"
+	modernVersion  = "2026-07-28"
+	tasksExtension = "io.modelcontextprotocol/tasks"
+)
 
 // rpcClient is a small JSON-RPC client for MCP's streamable HTTP
 // transport. The go-sdk client serves plain calls; this one serves what
@@ -29,6 +36,9 @@ type rpcClient struct {
 	url     string
 	hc      *http.Client
 	session string // Mcp-Session-Id, once initialized
+	// modern: requests are stateless 2026-07-28 ones with the tasks
+	// extension negotiated.
+	modern bool
 	next    atomic.Int64
 	// serve answers the server's requests that arrive on a response
 	// stream (elicitation/create while a task waits for input); nil
@@ -85,11 +95,15 @@ func (c *rpcClient) initialize(ctx context.Context, capabilities map[string]any)
 // call sends a request and returns its result.
 func (c *rpcClient) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := "eve-" + strconv.FormatInt(c.next.Add(1), 10)
+	var name string
+	if c.modern {
+		params, name = modernParams(params)
+	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.post(ctx, body)
+	resp, err := c.postAs(ctx, body, method, name)
 	if err != nil {
 		return nil, err
 	}
@@ -149,13 +163,51 @@ func (c *rpcClient) close(ctx context.Context) {
 }
 
 func (c *rpcClient) headers(req *http.Request) {
+	if c.modern {
+		req.Header.Set("MCP-Protocol-Version", modernVersion)
+		return
+	}
 	req.Header.Set("MCP-Protocol-Version", rpcVersion)
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 	}
 }
 
+// modernParams adds to a request's params the _meta of a stateless
+// request, and returns the name its Mcp-Name header carries (a tool's, or
+// a task's id).
+func modernParams(params any) (map[string]any, string) {
+	m := map[string]any{}
+	if p, ok := params.(map[string]any); ok {
+		for k, v := range p {
+			m[k] = v
+		}
+	}
+	m["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": modernCapabilities(),
+	}
+	name, _ := m["name"].(string)
+	if id, ok := m["taskId"].(string); ok {
+		name = id
+	}
+	return m, name
+}
+
+// modernCapabilities is what eve declares in each stateless request.
+func modernCapabilities() map[string]any {
+	caps := clientCapabilities()
+	caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+	return caps
+}
+
 func (c *rpcClient) post(ctx context.Context, body []byte) (*http.Response, error) {
+	return c.postAs(ctx, body, "", "")
+}
+
+// postAs posts a message; a stateless request names its method and name
+// in headers too.
+func (c *rpcClient) postAs(ctx context.Context, body []byte, method, name string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -164,6 +216,12 @@ func (c *rpcClient) post(ctx context.Context, body []byte) (*http.Response, erro
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.headers(req)
+	if c.modern && method != "" {
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err

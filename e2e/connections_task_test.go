@@ -16,6 +16,8 @@ import (
 
 	"github.com/eve-temporal/eve/connections"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/mcpserver"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -220,4 +222,71 @@ func mustSession(t *testing.T, env *evetest.Env) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// A remote tool whose server offers the 2026-07-28 tasks extension
+// (eve's own MCP server over streamable HTTP, whose extension passes the
+// official conformance suite's tasks-* scenarios): the call runs it
+// statelessly as a task, asks the session's person what the task waits
+// for (two elicitations, answered together in one tasks/update), and reads the
+// result from tasks/get.
+func TestConnectionMCPTaskExtension(t *testing.T) {
+	server := evetest.New(t)
+	peer := evetest.Agent(t, `rules: []`, askTwoTool())
+	startExecutionWorker(t, server, peer)
+	svc, err := toolsapi.New(toolsapi.Options{Client: server.Client, TaskQueue: server.TaskQueue, Agent: peer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "alice", TaskTools: map[string]string{"test.ask_two": "required"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &methodLog{}
+	hs := httptest.NewServer(log.handler(httptest.NewServer(ms.HTTPHandler(nil)).URL))
+	t.Cleanup(hs.Close)
+
+	set, err := connections.Static(&connections.Connection{Name: "peer", MCP: &connections.MCP{URL: hs.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := evetest.New(t)
+	env.StartWorker(connectionAgent(t, `
+rules:
+  - match: names
+    steps:
+      - calls: [{tool: peer__test_ask_two}]
+      - reply: "{{result.peer__test_ask_two.code}}{{result.peer__test_ask_two.content}}"
+`, set))
+	ctx := env.Ctx(90 * time.Second)
+	sid := mustSession(t, env)
+	if _, err := env.Sessions.Send(ctx, sid, signals.SendRequest{Message: "names"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"Ada", "Alan"} {
+		var q protocol.InputRequest
+		waitFor(t, env, sid, func(evs []protocol.Event) bool {
+			reqs := evetest.Of(evs, protocol.InputRequested)
+			if len(reqs) <= i || evs[len(evs)-1].Type != protocol.TurnWaiting {
+				return false
+			}
+			var d protocol.InputRequestedData
+			reqs[i].Decode(&d)
+			q = d.Requests[0]
+			return true
+		})
+		if !strings.Contains(q.Prompt, "peer asks: Name?") {
+			t.Fatalf("question %d: %+v", i, q)
+		}
+		if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: q.RequestID, Text: `{"name":"` + name + `"}`}}, Wait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitIdle(sid)
+	if reply := env.Reply(sid); !strings.Contains(reply, "Ada") || !strings.Contains(reply, "Alan") {
+		t.Fatalf("reply %q", reply)
+	}
+	if log.count("server/discover") == 0 || log.count("tasks/update") != 1 || log.count("tasks/result") != 0 || log.count("initialize") != 0 {
+		t.Fatalf("the call must run as a task of the extension (server/discover, tasks/get, tasks/update; no session): %v", log.methods)
+	}
 }
