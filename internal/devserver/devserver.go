@@ -31,6 +31,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/eve-temporal/eve/payloadstore"
 )
@@ -440,7 +441,8 @@ func Reachable(ctx context.Context, addr string) bool {
 
 // Dial returns a client for this server, with HostPort and (unless set)
 // Namespace, Logger (WarnLogger) and ExternalStorage (to PayloadStore)
-// filled in.
+// filled in. Its requests are shielded from their callers' cancellation
+// (shieldCancellation), which can wedge the server.
 func (s *Server) Dial(opts client.Options) (client.Client, error) {
 	opts.HostPort = s.Addr
 	if len(opts.ExternalStorage.Drivers) == 0 {
@@ -452,6 +454,7 @@ func (s *Server) Dial(opts client.Options) (client.Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = WarnLogger()
 	}
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(shieldCancellation))
 	return client.Dial(opts)
 }
 

@@ -37,3 +37,16 @@ func TestWedgeDetector(t *testing.T) {
 		t.Fatal("a burst of interrupted queries is a wedge")
 	}
 }
+
+func TestIsTaskQueuePoll(t *testing.T) {
+	for m, want := range map[string]bool{
+		"/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowTaskQueue": true,
+		"/temporal.api.workflowservice.v1.WorkflowService/PollActivityTaskQueue": true,
+		"/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowExecutionUpdate": false,
+		"/temporal.api.workflowservice.v1.WorkflowService/QueryWorkflow":               false,
+	} {
+		if got := isTaskQueuePoll(m); got != want {
+			t.Errorf("%s: %v, want %v", m, got, want)
+		}
+	}
+}
