@@ -40,8 +40,8 @@ func TestWedgeDetector(t *testing.T) {
 
 func TestIsTaskQueuePoll(t *testing.T) {
 	for m, want := range map[string]bool{
-		"/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowTaskQueue": true,
-		"/temporal.api.workflowservice.v1.WorkflowService/PollActivityTaskQueue": true,
+		"/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowTaskQueue":       true,
+		"/temporal.api.workflowservice.v1.WorkflowService/PollActivityTaskQueue":       true,
 		"/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowExecutionUpdate": false,
 		"/temporal.api.workflowservice.v1.WorkflowService/QueryWorkflow":               false,
 	} {
