@@ -322,6 +322,9 @@ func Register(w worker.Registry, a *Agent) error {
 	if a.OnReminder != nil {
 		acts.OnReminder = a.OnReminder
 	}
+	if sub, ok := a.Notifier.(activities.Subscriber); ok {
+		acts.Changes = sub // a bus (notify.Bus) tells waiting calls of answers
+	}
 	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
 	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
 	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})

@@ -66,7 +66,17 @@ type Activities struct {
 	Conversations *conversation.Store
 	// OnReminder notifies people of reminders and escalations (nil: none).
 	OnReminder ReminderHook
-	cache      resolverCache
+	// Changes, when set, tells which sessions recorded events (the notify
+	// bus): a call waiting for its person's answer reads it when its
+	// session changes instead of polling (ask.go).
+	Changes Subscriber
+	cache   resolverCache
+}
+
+// Subscriber delivers "session X changed" (notify.Bus's Subscribe); an
+// empty session id means any may have.
+type Subscriber interface {
+	Subscribe(fn func(sessionID string, events int)) (cancel func())
 }
 
 // ModelStepInput is one model call.

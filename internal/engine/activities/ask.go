@@ -12,6 +12,10 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
+// quietPoll is how often a call waiting for its person reads the answer
+// when the notify bus tells it of its session's changes.
+const quietPoll = 30 * time.Second
+
 // askUnknownAfter is how long a call waits for its turn to take a
 // question before it gives up (the turn ignores a question of a call it
 // does not run).
@@ -19,7 +23,8 @@ const askUnknownAfter = 30 * time.Second
 
 // asker lets a turn's call ask its person (tools.Context.Ask): a signal to
 // the turn, which records input.requested; then the answer, read by a
-// query with a backoff up to 2 s, heartbeating meanwhile. Questions are
+// query with a backoff up to 2 s (30 s when the notify bus wakes it on
+// each change of the session), heartbeating meanwhile. Questions are
 // numbered in the order the call asks them, so a retried attempt asking
 // the same ones finds their answers. Nil when nobody can be asked.
 func (a *Activities) asker(in ExecuteToolInput) tools.Asker {
@@ -38,6 +43,26 @@ func (a *Activities) asker(in ExecuteToolInput) tools.Asker {
 			AllowFreeform: q.AllowFreeform, RequestID: id}
 		if err := a.Client.SignalWorkflow(tctx, wid, "", signals.SignalAsk, signals.AskRequest{CallID: in.CallID, Request: req}); err != nil {
 			return tools.Answer{}, fmt.Errorf("ask the session's person: %w", err)
+		}
+		// With the notify bus, a change of the session wakes the wait; the
+		// query then runs only when something happened (and every
+		// quietPoll meanwhile, since delivery is best effort).
+		changed := make(chan struct{}, 1)
+		most := 2 * time.Second
+		if a.Changes != nil {
+			cancel := a.Changes.Subscribe(func(sid string, _ int) {
+				if sid == in.Session.ID || sid == "" {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			})
+			defer cancel()
+			most = quietPoll
+		}
+		if hb := activity.GetInfo(tctx).HeartbeatTimeout; hb > 0 {
+			most = min(most, hb/2) // the wait heartbeats the call
 		}
 		wait, asked := 200*time.Millisecond, time.Now()
 		for {
@@ -64,9 +89,10 @@ func (a *Activities) asker(in ExecuteToolInput) tools.Asker {
 			select {
 			case <-tctx.Done():
 				return tools.Answer{}, tctx.Err()
+			case <-changed:
 			case <-time.After(wait):
 			}
-			wait = min(2*wait, 2*time.Second)
+			wait = min(2*wait, most)
 		}
 	}
 }
