@@ -85,6 +85,9 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	reachable := devserver.Reachable(rctx, cfg.Temporal.Address)
+	// A dev server, started here or reused: keep the stack's cancelled
+	// requests from wedging its SQLite (internal/devserver/wedge.go).
+	cfg.Temporal.DialOptions = append(cfg.Temporal.DialOptions, devserver.ShieldOption())
 	cancel()
 	if reachable {
 		fmt.Fprintf(out, "Temporal     %s (already running; reusing it)\n", cfg.Temporal.Address)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/eve-temporal/eve/payloadstore"
 )
@@ -83,6 +84,9 @@ type Temporal struct {
 	// every process of a deployment must name the same store. "" means
 	// $EVE_PAYLOAD_STORE, else payloadstore.DefaultSpec.
 	PayloadStore string
+	// DialOptions are added to the gRPC connection of every client Dial
+	// makes (eve dev: devserver.ShieldOption, for the dev server's sake).
+	DialOptions []grpc.DialOption
 
 	// store caches the opened store. Bind allocates it, so copies of a
 	// bound Temporal share one store.
@@ -253,6 +257,7 @@ func (t *Temporal) Dial(ctx context.Context, logger *slog.Logger, extra func(*cl
 		return nil, err
 	}
 	opts.ExternalStorage = payloadstore.ExternalStorage(store)
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, t.DialOptions...)
 	if extra != nil {
 		extra(&opts)
 	}

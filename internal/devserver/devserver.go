@@ -31,7 +31,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
-	"google.golang.org/grpc"
 
 	"github.com/eve-temporal/eve/payloadstore"
 )
@@ -454,7 +453,7 @@ func (s *Server) Dial(opts client.Options) (client.Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = WarnLogger()
 	}
-	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(shieldCancellation))
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, ShieldOption())
 	return client.Dial(opts)
 }
 

@@ -42,6 +42,10 @@ func shieldCancellation(ctx context.Context, method string, req, reply any, cc *
 	}
 }
 
+// ShieldOption is the gRPC dial option that shields a client's requests
+// to a dev server as Dial's are (for clients Dial does not make).
+func ShieldOption() grpc.DialOption { return grpc.WithChainUnaryInterceptor(shieldCancellation) }
+
 func isTaskQueuePoll(method string) bool {
 	m := method[strings.LastIndexByte(method, '/')+1:]
 	return strings.HasPrefix(m, "Poll") && strings.HasSuffix(m, "TaskQueue")
