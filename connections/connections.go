@@ -399,9 +399,15 @@ type runtime struct {
 	tokens tokenCache
 	mu     sync.Mutex
 	stdio  map[string]*stdioPool // by identity
+	// plain are the HTTP servers that answered a 2025-11-25 session and
+	// not the 2026-07-28 tasks extension, by identity: until when
+	// discovery skips asking them again (mcp.go).
+	plain map[string]time.Time
 }
 
-func newRuntime() *runtime { return &runtime{stdio: map[string]*stdioPool{}} }
+func newRuntime() *runtime {
+	return &runtime{stdio: map[string]*stdioPool{}, plain: map[string]time.Time{}}
+}
 
 func (r *runtime) discover(ctx tools.ResolveContext, c *Connection, log *slog.Logger) ([]*tools.Tool, error) {
 	if c.MCP != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,11 +96,17 @@ type listedTool struct {
 // server that offers the 2026-07-28 tasks extension is listed (and its
 // tasks run) statelessly; any other in a 2025-11-25 session.
 func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal) ([]listedTool, error) {
-	modern := r.rpc(nil, c, p)
-	modern.modern = true
-	if res, err := modern.call(ctx, "server/discover", map[string]any{}); err == nil && offersTasksExtension(res) {
-		if listed, err := modern.listTools(ctx, true); err == nil {
-			return listed, nil
+	key := c.identity()
+	r.mu.Lock()
+	askModern := time.Now().After(r.plain[key])
+	r.mu.Unlock()
+	if askModern {
+		modern := r.rpc(nil, c, p)
+		modern.modern = true
+		if res, err := modern.call(ctx, "server/discover", map[string]any{}); err == nil && offersTasksExtension(res) {
+			if listed, err := modern.listTools(ctx, true); err == nil {
+				return listed, nil
+			}
 		}
 	}
 	rc := r.rpc(nil, c, p)
@@ -107,9 +114,20 @@ func (r *runtime) listHTTP(ctx context.Context, c *Connection, p *auth.Principal
 	if err != nil {
 		return nil, fmt.Errorf("connect to the MCP server: %w", err)
 	}
+	if askModern {
+		// It answers 2025-11-25, not the extension: not asked again for a
+		// while (a session's discovery should not pay a refused request).
+		r.mu.Lock()
+		r.plain[key] = time.Now().Add(plainRecheck)
+		r.mu.Unlock()
+	}
 	defer rc.close(context.WithoutCancel(ctx))
 	return rc.listTools(ctx, runsToolTasks(raw))
 }
+
+// plainRecheck is how long a server that refused the 2026-07-28 tasks
+// extension is listed without asking it again.
+const plainRecheck = 10 * time.Minute
 
 // offersTasksExtension reads a server/discover result.
 func offersTasksExtension(raw json.RawMessage) bool {

@@ -169,3 +169,21 @@ func TestCallMCPTaskCancelled(t *testing.T) {
 		t.Fatalf("cancelled: %v, methods %v", err, srv.methods)
 	}
 }
+
+// A server that answers a 2025-11-25 session and not the 2026-07-28
+// extension is not asked for the extension at every discovery.
+func TestDiscoveryRemembersAPlainServer(t *testing.T) {
+	srv := &taskServer{}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c := &Connection{Name: "x", MCP: &MCP{URL: hs.URL}}
+	r := newRuntime()
+	for range 2 {
+		if _, err := r.listHTTP(context.Background(), c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if srv.count("server/discover") != 1 || srv.count("initialize") != 2 {
+		t.Fatalf("methods: %v", srv.methods)
+	}
+}

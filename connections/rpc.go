@@ -39,7 +39,7 @@ type rpcClient struct {
 	// modern: requests are stateless 2026-07-28 ones with the tasks
 	// extension negotiated.
 	modern bool
-	next    atomic.Int64
+	next   atomic.Int64
 	// serve answers the server's requests that arrive on a response
 	// stream (elicitation/create while a task waits for input); nil
 	// refuses them.

@@ -116,7 +116,7 @@ func (c *muxConn) observe(resp *jsonrpc.Response) {
 	}
 }
 
-// runsTasks reports whether the server runs name as a task.
+// runsTask reports whether the server runs name as a task.
 func (c *muxConn) runsTask(name string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

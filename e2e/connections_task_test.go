@@ -243,7 +243,9 @@ func TestConnectionMCPTaskExtension(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &methodLog{}
-	hs := httptest.NewServer(log.handler(httptest.NewServer(ms.HTTPHandler(nil)).URL))
+	upstream := httptest.NewServer(ms.HTTPHandler(nil))
+	t.Cleanup(upstream.Close)
+	hs := httptest.NewServer(log.handler(upstream.URL))
 	t.Cleanup(hs.Close)
 
 	set, err := connections.Static(&connections.Connection{Name: "peer", MCP: &connections.MCP{URL: hs.URL}})
