@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser screenshots dev bench fmt vet clean distclean
 
 all: build
 
@@ -89,6 +89,11 @@ connection-servers:
 # Debian's chromium (the chromium target).
 console-browser:
 	cd test/console && npm ci --no-audit --no-fund --loglevel=error
+
+# Refreshes docs/console/*.png from the console's browser suite. A deliberate
+# act: `make test` writes its screenshots into build/console, which git ignores.
+screenshots: $(TEMPORAL_BIN) chromium console-browser
+	EVE_SCREENSHOTS=$(CURDIR)/docs/console EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 10m -run 'TestConsoleBrowser$$' ./e2e/
 
 test-go: $(TEMPORAL_BIN) chromium connection-servers console-browser
 	$(GO) vet ./...

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // The contract package and the workflows agree: a session started with

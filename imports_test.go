@@ -19,8 +19,8 @@ func TestImportsRunOneWay(t *testing.T) {
 	}
 	var (
 		temporal   = "go.temporal.io/"
-		workflows  = module + "/internal/engine/workflows"
-		activities = module + "/internal/engine/activities"
+		workflows  = module + "/workflows"
+		activities = module + "/activities"
 		agent      = module + "/agent"
 		tools      = module + "/tools"
 		catalog    = module + "/catalog"
@@ -50,9 +50,9 @@ func TestImportsRunOneWay(t *testing.T) {
 			"the API server names workflows through the contract package"},
 		{"internal/mcpserver", true, []string{workflows, activities},
 			"the MCP server names workflows through the contract package"},
-		{"internal/engine/workflows", false, []string{catalog},
+		{"workflows", false, []string{catalog},
 			"the engine runs tools and records the tools API's results in protocol's types: it never depends on the catalog"},
-		{"internal/engine/activities", false, []string{catalog},
+		{"activities", false, []string{catalog},
 			"the engine runs tools: it never depends on the catalog"},
 		{"tools", false, []string{catalog, workflows, activities, agent},
 			"authoring a tool needs no catalog and no engine"},
@@ -113,7 +113,7 @@ var layers = []struct {
 		"internal/query", "internal/console", "internal/schema", "internal/tracing", "internal/devserver", "internal/devserver/"}},
 	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
 	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient", "connections"}},
-	{"engine", []string{"internal/engine/"}},
+	{"engine", []string{"workflows", "activities"}},
 	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
 	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},
 	{"front ends", []string{"internal/api", "internal/toolsapi", "internal/mcpserver", "internal/actionsvc", "internal/workerhost", "internal/evetest"}},

@@ -16,13 +16,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/conversation"
-	"github.com/eve-temporal/eve/internal/engine/activities"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // Agent is one agent definition.

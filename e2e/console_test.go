@@ -100,14 +100,21 @@ func consoleSuite(t *testing.T) (dir, node string) {
 // in, approves, denies with a note, answers questions, watches a streamed
 // reply, cancels a delegated job, checks that bob sees none of alice's
 // requests and that a wrong key is refused, fails on any browser console
-// error, and writes the screenshots of docs/console.md.
+// error, and takes the screenshots of docs/console.md (into build/console;
+// `make screenshots` writes them into docs/console).
 func TestConsoleBrowser(t *testing.T) {
 	bin := chromium(t)
 	dir, node := consoleSuite(t)
 	e, jobs := consoleStack(t)
 	env := e.Env
 
-	shots, _ := filepath.Abs("../docs/console")
+	// Screenshots go to a build directory git ignores; `make screenshots`
+	// points EVE_SCREENSHOTS at docs/console to refresh the docs' pictures.
+	shots := os.Getenv("EVE_SCREENSHOTS")
+	if shots == "" {
+		shots = "../build/console"
+	}
+	shots, _ = filepath.Abs(shots)
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}

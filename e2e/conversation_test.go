@@ -16,10 +16,10 @@ import (
 
 	evecl "github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/conversation"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 const echoRules = `

@@ -21,10 +21,10 @@ import (
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/devserver"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/payloadstore/s3test"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // keyLog remembers the keys a process put, and those it got before it had

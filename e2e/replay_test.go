@@ -22,13 +22,13 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/demo"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // Saved workflow histories guard running sessions against incompatible

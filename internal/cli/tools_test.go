@@ -17,10 +17,10 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/demo"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // toolsEnv is the demo agent's worker (executions included) and the tools

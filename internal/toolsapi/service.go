@@ -26,11 +26,11 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
-	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"

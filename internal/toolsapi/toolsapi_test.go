@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/demo"
-	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 var types = map[string]enumspb.IndexedValueType{

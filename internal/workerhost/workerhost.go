@@ -17,8 +17,8 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/internal/visibility"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // Limits bound what one worker process runs at once. It is eve.Limits;

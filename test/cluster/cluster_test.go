@@ -21,8 +21,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/client"
-	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/protocol"
 )
 

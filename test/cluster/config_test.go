@@ -17,7 +17,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/eve-temporal/eve/internal/engine/workflows"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // The one configuration of docker-compose.yml and the cluster test.

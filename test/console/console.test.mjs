@@ -48,7 +48,8 @@ async function signIn(page, who) {
   await page.locator('[data-page="inbox"][data-state="loaded"]').waitFor({ timeout: WAIT });
 }
 
-// shot writes docs/console/<name>.png, after checking that every control
+// shot writes <EVE_SCREENSHOTS>/<name>.png (build/console, or docs/console
+// under `make screenshots`), after checking that every control
 // on the page has an accessible name (a label, aria-label or title).
 async function shot(page, name) {
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button")]
@@ -140,13 +141,20 @@ test("signing in with a wrong key is refused", async () => {
 
 test("approve from the inbox", async () => {
   const sid = await park("alice", "refund ch_1 for 5");
+  const opened = Date.now();
   const page = await open();
   await signIn(page, "alice");
   const c = card(page, sid);
   await c.waitFor({ timeout: WAIT });
   await c.getByText("Refund $5.00 for charge ch_1?").waitFor();
   assert.match(await c.locator(".fields").innerText(), /chargeId\s+ch_1/);
-  assert.match(await c.locator("time.deadline").innerText(), /^59m \d+s left$/);
+  // The countdown is checked against the deadline the API gave for this
+  // request, read around the moment the page painted it (never wall time
+  // since an unknown moment): a repaint happens between opened and read.
+  const item = (await inboxItems("alice")).find((i) => i.id.startsWith(sid + ":"));
+  assert.ok(item?.deadline, "the inbox item has a deadline");
+  assert.equal(await c.locator("time.deadline").getAttribute("datetime"), item.deadline);
+  assertCountdown(await c.locator("time.deadline").innerText(), item.deadline, opened, Date.now());
   await shot(page, "inbox");
   await c.getByRole("button", { name: "Approve" }).click();
   await c.waitFor({ state: "detached", timeout: WAIT });
@@ -269,12 +277,16 @@ test("cancel a delegated job", async () => {
   };
   assert.equal((await beat()).cancelRequested, false);
 
+  const opened = Date.now();
   const page = await open();
   await signIn(page, "alice");
   await page.getByRole("link", { name: "Delegated jobs" }).click();
   const row = page.locator(`tr[data-id="${job.action.id}"]`);
   await row.waitFor({ timeout: WAIT });
-  assert.match(await row.innerText(), /run_report[\s\S]*m \d+s left[\s\S]*ago[\s\S]*"progress":40/);
+  assert.match(await row.innerText(), /run_report[\s\S]* left[\s\S]*ago[\s\S]*"progress":40/);
+  const listed = (await call("alice", "GET", "/eve/v1/jobs?session=" + acc.sessionId)).items.find((j) => j.actionId === job.action.id);
+  assert.ok(listed?.deadline, "the job has a deadline");
+  assertCountdown(await row.locator("time.deadline").innerText(), listed.deadline, opened, Date.now());
   await shot(page, "jobs");
   await row.getByRole("button", { name: /^Cancel run_report job/ }).click();
   await row.waitFor({ state: "detached", timeout: WAIT });
@@ -283,16 +295,35 @@ test("cancel a delegated job", async () => {
   await page.context().close();
 });
 
-// All of alice's open requests via the API, every page.
-async function inboxAll(who) {
-  const ids = [];
+// assertCountdown checks a countdown's text ("59m 12s left", "1h 0m left",
+// "40s left") against its deadline: the page painted it at some moment
+// between from and to (ms), so it shows at most the seconds left at from
+// and at least those left at to, rounded down as the console rounds.
+function assertCountdown(text, deadline, from, to) {
+  const m = /^(?:(\d+)d )?(?:(\d+)h )?(?:(\d+)m )?(?:(\d+)s )?left$/.exec(text);
+  assert.ok(m, `a countdown: ${JSON.stringify(text)}`);
+  const [d, h, min, s] = m.slice(1).map((x) => Number(x || 0));
+  const shown = d * 86400 + h * 3600 + min * 60 + s;
+  const at = new Date(deadline).getTime();
+  const most = Math.floor((at - from) / 1000), least = Math.floor((at - to) / 1000);
+  // The text drops the smaller units of a large countdown ("1h 0m" hides
+  // the seconds, "1d 2h" the minutes): compare at the text's precision.
+  const unit = d > 0 ? 3600 : h > 0 ? 60 : 1;
+  assert.ok(shown <= most && shown + unit - 1 >= least,
+    `countdown ${JSON.stringify(text)} (${shown}s) outside [${least}s, ${most}s] for deadline ${deadline}`);
+}
+
+// All of a principal's open requests via the API, every page.
+async function inboxItems(who) {
+  const items = [];
   for (let cursor = "", n = 0; n < 100; n++) {
     const p = await call(who, "GET", "/eve/v1/inbox" + (cursor ? "?cursor=" + cursor : ""));
-    ids.push(...p.items.map((i) => i.id));
+    items.push(...p.items);
     if (!(cursor = p.nextCursor)) break;
   }
-  return ids.sort();
+  return items;
 }
+const inboxAll = async (who) => (await inboxItems(who)).map((i) => i.id).sort();
 
 test("the inbox pages with the API's cursor", async () => {
   for (const m of ["refund ch_11 for 1", "refund ch_12 for 2", "refund ch_13 for 3"]) await park("alice", m);

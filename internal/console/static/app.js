@@ -56,8 +56,9 @@ function ago(t) {
   if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m ago`;
   return `${Math.floor(s / 86400)}d ago`;
 }
+// remaining never shows more time than is left: whole seconds, rounded down.
 function remaining(t) {
-  const s = Math.round((new Date(t).getTime() - Date.now()) / 1000);
+  const s = Math.floor((new Date(t).getTime() - Date.now()) / 1000);
   if (s <= 0) return "expired";
   const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60), ss = s % 60;
   if (d > 0) return `${d}d ${hh}h left`;

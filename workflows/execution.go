@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/engine/activities"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 )

@@ -32,16 +32,16 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/engine/activities"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // rules drive the scripted model: each rule is one path through a turn.

@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"github.com/eve-temporal/eve/internal/engine/activities"
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/protocol"
 	"go.temporal.io/sdk/workflow"
 )

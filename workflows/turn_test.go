@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/agent"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // An approval parks the turn; approving runs the call and the model

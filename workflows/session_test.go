@@ -15,10 +15,10 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
-	"github.com/eve-temporal/eve/internal/engine/workflows"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 var s1 = workflows.SessionInput{SessionID: "s1", Initiator: alice}

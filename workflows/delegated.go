@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/internal/engine/activities"
+	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/signals"
 )
