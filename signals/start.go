@@ -3,8 +3,10 @@ package signals
 import "github.com/eve-temporal/eve/auth"
 
 // Version is eve's version, reported in session.started and by the API
-// server's /eve/v1/info and the MCP server's initialize.
-const Version = "0.2.0"
+// server's /eve/v1/info and the MCP server's initialize. It names the
+// newest release whose workflow code has saved histories: the newest
+// "v<Version>-" prefix in e2e/testdata/histories (workflows/changes.go).
+const Version = "0.4.0"
 
 // MaxMessageBytes bounds one user message: the session's send validator
 // refuses a longer one, and the API server answers 413 before asking it.

@@ -10,11 +10,6 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-// changeAsk versions questions a running call asks its person
-// (tools.Context.Ask, eve 0.4: a remote MCP server's elicitation). Turns
-// recorded before it never received such a question.
-const changeAsk = "eve-call-asks"
-
 // runningCall is a call whose tool is running, which may ask.
 type runningCall struct {
 	c       *pendingCall

@@ -91,11 +91,6 @@ func needsPolicy(p activities.CallPlan) bool {
 	return p.Known && p.InputError == "" && (p.Approval == approval.KindCustom || p.Approval == approval.KindAuto)
 }
 
-// changeAuto versions approval.Auto's review (eve 0.3). No 0.2 history has
-// an auto plan; a review the version refuses is left unevaluated, and the
-// gate fails closed: a person is asked.
-const changeAuto = "eve-approval-auto"
-
 // reviewed reports whether the gate may evaluate p's policy.
 func reviewed(ctx workflow.Context, p activities.CallPlan) bool {
 	return p.Approval != approval.KindAuto || workflow.GetVersion(ctx, changeAuto, workflow.DefaultVersion, 1) >= 1
@@ -184,11 +179,6 @@ type taskReporter interface {
 	taskStarted(ctx workflow.Context, c *pendingCall, taskID string)
 	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool)
 }
-
-// changeTasks versions task.started/task.settled around a turn's
-// delegated calls (eve 0.3): eve's reducers then show a call the turn's
-// cancellation stopped as cancelled, not failed.
-const changeTasks = "eve-task-events"
 
 func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) {
 	if !t.tasks {

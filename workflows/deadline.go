@@ -11,10 +11,6 @@ import (
 	"github.com/eve-temporal/eve/protocol"
 )
 
-// changeDeadlines versions input deadlines (eve 0.3): a request with one
-// starts a durable timer; unanswered at the deadline, it settles expired.
-const changeDeadlines = "eve-input-deadlines"
-
 // deadlineOf is a request's deadline: the call's own (changeFollowUps),
 // else the tool's, else the agent's (0: none; a negative one turns those
 // after it off).

@@ -9,11 +9,6 @@ import (
 	"github.com/eve-temporal/eve/protocol"
 )
 
-// changeDecisions versions the decision record (eve 0.4): after each
-// input.resolved a turn records decision.recorded, one per resolution. A
-// turn recorded before it replays without them, so no index moves.
-const changeDecisions = "eve-decision-record"
-
 // recordDecisions records the settlement of each resolution's request.
 // Events are workflow state, so a retried task records them again in the
 // same places, with the same ids.

@@ -31,10 +31,6 @@ import (
 // with the edit; the model reads the call with the input that ran and a
 // note naming the editor and the original input.
 
-// changeEdits versions approve-with-edits (eve 0.4). It is asked when an
-// edited response is applied, so turns without edits record no marker.
-const changeEdits = "eve-approval-edits"
-
 // inputEdit is a person's edit of a call's input.
 type inputEdit struct {
 	input, original json.RawMessage

@@ -45,10 +45,6 @@ type ExecutionInput struct {
 	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
-// changeClientInput versions client input rounds (eve 0.4): the round
-// reaches the tool, and a round that asks keeps its requests as output.
-const changeClientInput = "eve-client-input"
-
 // ExecutionOutput is signals.ExecutionOutput.
 type ExecutionOutput = signals.ExecutionOutput
 
@@ -209,7 +205,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	case stageAnswer:
 		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
 	case stageAsk:
-		if e.in.AskApproval && workflow.GetVersion(ctx, "execution-ask-approval", workflow.DefaultVersion, 1) == 1 {
+		if e.in.AskApproval && workflow.GetVersion(ctx, changeAskApproval, workflow.DefaultVersion, 1) == 1 {
 			return e.ask(ctx, c)
 		}
 		msg := fmt.Sprintf("tool %s needs a person's approval, which only a session can ask for; it did not run", e.in.Tool)

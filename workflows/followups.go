@@ -14,16 +14,6 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-// changeFollowUps versions what follows an open request beyond its
-// deadline (eve 0.4): a per-call deadline from the approval policy,
-// reminders before the deadline (input.reminder and the worker's hook) and
-// escalation to a second group (approval.escalated). Each is a durable
-// timer of the turn, so it fires whether or not a worker runs, and the
-// turn acts on it in the workflow task that follows; the turn never
-// continues as new while it waits (its session does so only between
-// turns), so the timers hold for as long as the request is open.
-const changeFollowUps = "eve-input-followups"
-
 // followUps is what a request's plan and the session's config ask for.
 type followUps struct {
 	on bool

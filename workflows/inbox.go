@@ -24,9 +24,6 @@ var (
 // InboxOpen is EveInbox's value on a turn with open requests.
 const InboxOpen = "open"
 
-// changeInbox versions the turn's inbox publication (eve 0.3).
-const changeInbox = "eve-inbox"
-
 // publishInbox follows the board in a coroutine of its own: whenever the
 // set of open requests changes, it upserts the memo and the attributes in
 // the same workflow task (so every path that opens or settles a request is

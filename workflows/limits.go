@@ -17,10 +17,6 @@ import (
 // held turn and is read once the window is granted. A session nobody can
 // be asked in fails the call instead.
 
-// changeLimits versions the turn's hold on its session's limits, and the
-// session's bookkeeping of its limit window.
-const changeLimits = "eve-session-limits"
-
 // Error codes of a turn that ran into a limit nobody could lift.
 const (
 	CodeSessionTokenLimit = "SESSION_TOKEN_LIMIT_REACHED"

@@ -24,12 +24,6 @@ import (
 // timed-out or stale (the request stays open, turn.waiting{on:"input"}
 // again), or the request settles.
 
-// changeResponses versions the turn's approval model of eve 0.3 (response
-// policies and their default, approval.candidate/approval.settled, the
-// approver in the tool's context, the prompt from the input). Histories of
-// 0.2.0 replay without it: anyone the API let through settles directly.
-const changeResponses = "eve-approval-responses"
-
 // requester is who asked for the turn's calls: nil for an anonymous
 // caller, whom nobody matches (then anyone may settle, as in eve).
 func (t *turn) requester() *auth.Principal {

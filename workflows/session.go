@@ -101,9 +101,6 @@ type session struct {
 	pastDeadline, ended bool
 }
 
-// changeLifetime versions the session's lifetime (eve 0.3).
-const changeLifetime = "eve-session-lifetime"
-
 // expired reports a session past its lifetime with nothing left to do: no
 // turn runs (turns run in the session's loop, so one that was active has
 // settled) and no message waits, so none is lost.

@@ -72,10 +72,6 @@ func (s *session) answersApproval(ctx workflow.Context, message string) bool {
 	return workflow.GetVersion(ctx, changeOffers, workflow.DefaultVersion, 1) >= 1
 }
 
-// changeOffers versions the session's offer of other people's approval
-// answers to the turn (eve 0.3's approval model, see changeResponses).
-const changeOffers = "eve-approval-offers"
-
 // requeueUntaken runs the offered messages the turn did not take (it ended
 // first, or they were queued) as turns of their own, in arrival order.
 func (s *session) requeueUntaken(taken []string) {

@@ -1,0 +1,71 @@
+package workflows
+
+// The one table of replay-affecting changes, as the Temporal Go SDK keeps
+// its SDK flags in one file (internal_flags.go). Every workflow.GetVersion
+// in this package names its change id from here and nowhere else: an id
+// is declared once, says what it changed, and names the saved histories
+// (e2e/testdata/histories) that replay its new path. A history recorded
+// before a change replays the old path, which is why no id is ever
+// removed or reused. changes_test.go holds the table to that.
+//
+// To add a change: declare its id below (prefix "eve-"), add a row to
+// changes, branch on workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1),
+// and record histories of the new path under the newest prefix
+// (CONTRIBUTING.md, "A replay-affecting workflow change").
+const (
+	changeResponses   = "eve-approval-responses"
+	changeOffers      = "eve-approval-offers"
+	changeAuto        = "eve-approval-auto"
+	changeInbox       = "eve-inbox"
+	changeLifetime    = "eve-session-lifetime"
+	changeLimits      = "eve-session-limits"
+	changeDeadlines   = "eve-input-deadlines"
+	changeTasks       = "eve-task-events"
+	changeAskApproval = "execution-ask-approval" // released without the eve- prefix; kept as recorded
+	changeClientInput = "eve-client-input"
+	changeEdits       = "eve-approval-edits"
+	changeDecisions   = "eve-decision-record"
+	changeAsk         = "eve-call-asks"
+	changeFollowUps   = "eve-input-followups"
+)
+
+// change is one row of the table: an id, the release that brought it,
+// what its new path does, and the saved histories that cover that path
+// (file name globs under e2e/testdata/histories).
+type change struct {
+	id        string
+	release   string
+	what      string
+	histories []string
+}
+
+var changes = []change{
+	{changeResponses, "0.3.0", "the turn's approval model: response policies, approval.candidate and approval.settled, the approver in the tool's context, the prompt from the input; 0.2.0 turns let anyone the API let through settle directly",
+		[]string{"v0.3.0-turn-four-eyes*.json", "v0.3.0-turn-approval.json"}},
+	{changeOffers, "0.3.0", "the session offers other people's approval answers to the turn (see eve-approval-responses)",
+		[]string{"v0.3.0-session-four-eyes-typed.json"}},
+	{changeAuto, "0.3.0", "approval.Auto's review runs as a local activity; a review the version refuses fails closed (a person is asked)",
+		[]string{"v0.3.0-turn-auto-*.json"}},
+	{changeInbox, "0.3.0", "the turn publishes its open requests in search attributes (EveInbox and the rest) for the inbox",
+		[]string{"v0.3.0-turn-inbox.json"}},
+	{changeLifetime, "0.3.0", "the session's lifetime: a durable timer ends it at ExpiresAt",
+		[]string{"v0.3.0-session-limits-lifetime.json"}},
+	{changeLimits, "0.3.0", "the turn holds its session's limits (a session-limit request), and the session keeps its limit window",
+		[]string{"v0.3.0-turn-limit-*.json", "v0.3.0-session-limits-lifetime.json"}},
+	{changeDeadlines, "0.3.0", "a request with a deadline starts a durable timer and settles expired when it fires unanswered",
+		[]string{"v0.3.0-turn-deadline-*.json"}},
+	{changeTasks, "0.3.0", "task.started and task.settled around a turn's delegated calls, so a cancelled call reads as cancelled",
+		[]string{"v0.3.0-turn-delegated.json"}},
+	{changeAskApproval, "0.3.0", "a tools-API execution of a tool that needs approval asks its caller instead of refusing",
+		[]string{"v0.3.0-execution-approval-*.json"}},
+	{changeClientInput, "0.4.0", "client input rounds reach the tool in an execution; a round that asks keeps its requests as output",
+		[]string{"v0.4.0-execution-client-*.json"}},
+	{changeEdits, "0.4.0", "approve with edits: policies judge the edited input, the call runs with it, the model reads a note; asked only when an edit is applied",
+		[]string{"v0.4.0-turn-approval-edited.json"}},
+	{changeDecisions, "0.4.0", "decision.recorded after each input.resolved, one per resolution",
+		[]string{"v0.4.0-turn-decision-*.json"}},
+	{changeAsk, "0.4.0", "a running call asks its person (tools.Context.Ask: a remote MCP server's elicitation)",
+		[]string{"v0.4.0-turn-ask-*.json"}},
+	{changeFollowUps, "0.4.0", "reminders before a request's deadline (input.reminder) and escalation to a second group (approval.escalated), as durable timers",
+		[]string{"v0.4.0-turn-escalated.json", "v0.4.0-turn-request-deadline-*.json"}},
+}
