@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -32,8 +33,9 @@ type statusWatch struct {
 }
 
 type watched struct {
-	ext  bool   // a tasks-extension task (else 2025-11-25)
-	last string // the status last sent
+	ext   bool   // a tasks-extension task (else 2025-11-25)
+	last  string // the status last sent
+	fails int    // looks that failed in a row
 }
 
 func newStatusWatch(ctx context.Context, s *Server, user string, write func(context.Context, jsonrpc.Message) error) *statusWatch {
@@ -55,6 +57,31 @@ func (w *statusWatch) watch(id, status string, ext bool) {
 	// A change may have come before the subscription: look once.
 	w.dirty[id] = true
 	w.signal()
+	go w.awaitEnd(id)
+}
+
+// awaitEnd looks again once the task's workflow has closed. The bus hears
+// of a change inside the workflow task that makes it, before Temporal
+// commits it: a look woken by the last change can still find the task
+// working, and no later change would wake another. Waiting on the close
+// itself (a long poll, no polling) makes the terminal status certain.
+func (w *statusWatch) awaitEnd(id string) {
+	backoff := 100 * time.Millisecond
+	for range maxLooks {
+		res, err := w.s.svc.Wait(w.ctx, id, 0)
+		if w.ctx.Err() != nil {
+			return
+		}
+		if err == nil && res.Status.Terminal() {
+			w.heard(id, 0)
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		select { // Temporal unreachable for now: try again
+		case <-w.ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // heard is the bus's callback: it must not block.
@@ -115,6 +142,7 @@ func (w *statusWatch) push(id string) {
 		res, err := w.s.tasksExt(w.ctx, w.user, "tasks/get", nil, modernParams{TaskID: id})
 		m, ok := res.(map[string]any)
 		if err != nil || !ok {
+			w.retry(id)
 			return
 		}
 		delete(m, "resultType")
@@ -124,12 +152,14 @@ func (w *statusWatch) push(id string) {
 		res, err := w.s.task(w.ctx, w.user, true, &jsonrpc.Request{Method: "tasks/get", Params: b})
 		task, ok := res.(Task)
 		if err != nil || !ok {
+			w.retry(id)
 			return
 		}
 		params, status = task, task.Status
 	}
 	terminal := status == TaskCompleted || status == TaskFailed || status == TaskCancelled
 	w.mu.Lock()
+	t.fails = 0
 	changed := status != t.last
 	t.last = status
 	if terminal {
@@ -146,6 +176,29 @@ func (w *statusWatch) push(id string) {
 	if err := w.write(w.ctx, &jsonrpc.Request{Method: methodTaskStatus, Params: b}); err != nil {
 		w.s.log.Debug("mcpserver: task status notification", "task", id, "err", err)
 	}
+}
+
+// maxLooks bounds the tries of a look that keeps failing (a task the
+// connection may no longer read, Temporal down for minutes): the client
+// still has tasks/get.
+const maxLooks = 60
+
+// retry looks at a task again after a failed look (Temporal busy or
+// briefly unreachable), so a change the bus told of is not dropped.
+func (w *statusWatch) retry(id string) {
+	w.mu.Lock()
+	t := w.tasks[id]
+	if t == nil || t.fails >= maxLooks {
+		w.mu.Unlock()
+		return
+	}
+	t.fails++
+	w.mu.Unlock()
+	time.AfterFunc(time.Second, func() {
+		if w.ctx.Err() == nil {
+			w.heard(id, 0)
+		}
+	})
 }
 
 func (w *statusWatch) close() {
