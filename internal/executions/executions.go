@@ -121,11 +121,6 @@ type State struct {
 	// Progress is the running tool's latest report (its activity's last
 	// heartbeat, tools.Context.ReportProgress), nil without one.
 	Progress *protocol.Progress
-	// Deciding: a worker was running one of the execution's workflow tasks
-	// when it was read. What that task changes shows only once it
-	// completes, and the workflow tells its Notifier of a change from
-	// inside that task: a read prompted by the notification may come first.
-	Deciding bool
 }
 
 // Owner is the principal the execution runs for.
@@ -182,7 +177,6 @@ func (d *Driver) Describe(ctx context.Context, id, runID string) (State, signals
 			st.Result.Status = protocol.ExecutionQueued
 		}
 		st.Progress = progressOf(resp.GetPendingActivities(), dc)
-		st.Deciding = resp.GetPendingWorkflowTask().GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED
 		return st, out, nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if err := d.Client.GetWorkflow(ctx, id, st.RunID).Get(ctx, &out); err != nil {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -33,16 +32,9 @@ type statusWatch struct {
 }
 
 type watched struct {
-	ext   bool   // a tasks-extension task (else 2025-11-25)
-	last  string // the status last sent
-	early int    // reads in a row that came while a workflow task ran
+	ext  bool   // a tasks-extension task (else 2025-11-25)
+	last string // the status last sent
 }
-
-// earlyBackoff spaces the reads again of a task read while one of its
-// workflow tasks ran (20 ms, doubling: about 10 s in all); after them the
-// read stands.
-var earlyBackoff = []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond,
-	320 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond, 2560 * time.Millisecond, 5120 * time.Millisecond}
 
 func newStatusWatch(ctx context.Context, s *Server, user string, write func(context.Context, jsonrpc.Message) error) *statusWatch {
 	return &statusWatch{s: s, ctx: ctx, user: user, write: write, tasks: map[string]*watched{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
@@ -115,23 +107,6 @@ func (w *statusWatch) push(id string) {
 	if t == nil {
 		return
 	}
-	// The execution workflow tells the bus of a change from inside the
-	// workflow task that makes it, before Temporal records it: a read
-	// while that task runs may not show it yet (and, the task done, no
-	// other notification comes). Such a read waits and is made again.
-	if st, _, err := w.s.svc.Describe(w.ctx, id); err == nil && st.Deciding {
-		w.mu.Lock()
-		n := t.early
-		t.early++
-		w.mu.Unlock()
-		if n < len(earlyBackoff) {
-			time.AfterFunc(earlyBackoff[n], func() { w.heard(id, 0) })
-			return
-		}
-	}
-	w.mu.Lock()
-	t.early = 0
-	w.mu.Unlock()
 	var (
 		params any
 		status string
