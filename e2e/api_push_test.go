@@ -115,12 +115,15 @@ func TestAPIIdleStreamsMakeNoQueries(t *testing.T) {
 	// Settle (a feed may still re-read after its first notification),
 	// then nothing is asked of Temporal while the streams idle.
 	prev := queries.Load()
-	for quiet := 0; quiet < 2; {
+	for quiet, deadline := 0, time.Now().Add(60*time.Second); quiet < 2; {
 		time.Sleep(time.Second)
 		if n := queries.Load(); n == prev {
 			quiet++
 		} else {
 			prev, quiet = n, 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle streams still query Temporal after 60 s (%d queries)", prev)
 		}
 	}
 	time.Sleep(3 * time.Second)
@@ -136,8 +139,10 @@ func TestAPIIdleStreamsMakeNoQueries(t *testing.T) {
 }
 
 // Two API servers over one dev server, workers and servers joined by the
-// PostgreSQL bus: an answer posted to one reaches a stream on the other
-// within 1 s.
+// PostgreSQL bus: an answer posted to one reaches a stream on the other.
+// Only a notification can bring it there: B's feed never polls while a bus
+// tells it of changes, so the wait's bound is for a loaded machine, and
+// the time it took is logged.
 func TestAPITwoServersPostgres(t *testing.T) {
 	url := pgtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,7 +185,7 @@ func TestAPITwoServersPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	posted := time.Now()
-	waitEvent(t, onB, protocol.InputResolved, time.Second)
+	waitEvent(t, onB, protocol.InputResolved, 30*time.Second)
 	t.Logf("answer posted to A → stream on B: %s", time.Since(posted))
 	waitEvent(t, onB, protocol.TurnCompleted, 10*time.Second)
 }

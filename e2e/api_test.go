@@ -516,9 +516,11 @@ func TestAPIBadInputs(t *testing.T) {
 // client that reconnects from its cursor across leases without losing or
 // repeating an event.
 func TestAPIStreamLeaseAndReconnect(t *testing.T) {
+	// Heartbeats every 100 ms: the 1 s lease holds one unless the stream
+	// stalls for most of it (a loaded machine's pause).
 	e := demoAPI(t, func(o *api.Options) {
 		o.LeaseDuration = time.Second
-		o.HeartbeatInterval = 200 * time.Millisecond
+		o.HeartbeatInterval = 100 * time.Millisecond
 	})
 	ctx := e.Ctx(60 * time.Second)
 	first, err := e.C.SendAndWait(ctx, "", "what's the weather in Paris", nil)
@@ -553,7 +555,7 @@ func TestAPIStreamLeaseAndReconnect(t *testing.T) {
 		}
 	}
 	if blanks < 1 {
-		t.Fatalf("want heartbeats (every 200ms) before the lease ended, body %q", body)
+		t.Fatalf("want heartbeats (every 100ms) before the lease ended, body %q", body)
 	}
 	// Without stream control the response does not end at the lease.
 	rctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)

@@ -45,9 +45,13 @@ func connectionKillAgent(mcpURL string) *agent.Agent {
 		panic(err)
 	}
 	const tool = "trigger-long-running-operation"
+	// The attempt lost with the killed worker ends at the timeout; the one
+	// after it runs the 4 s operation within it, with room for a loaded
+	// machine (an attempt that timed out too would be a third call).
+	const timeout = 12 * time.Second
 	set, err := connections.Static(
-		&connections.Connection{Name: "again", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second},
-		&connections.Connection{Name: "once", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: 8 * time.Second,
+		&connections.Connection{Name: "again", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: timeout},
+		&connections.Connection{Name: "once", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{tool}, Timeout: timeout,
 			Retry: map[string]bool{tool: false}},
 		&connections.Connection{Name: "task", MCP: &connections.MCP{URL: mcpURL}, Allow: []string{"simulate-research-query"}},
 	)

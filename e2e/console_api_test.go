@@ -140,11 +140,11 @@ func TestConsoleRoutes(t *testing.T) {
 			t.Fatalf("item = %+v", s)
 		}
 	}
-	bobs, err := bob.Sessions(ctx, client.SessionFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ids := sessionIDs(bobs); slices.Contains(ids, a.SessionID) || !slices.Contains(ids, b.SessionID) {
+	// Visibility lists bob's session eventually (alice's being listed says
+	// nothing of a session created after it).
+	bobs := waitListed(t, "bob's sessions", func() (client.SessionPage, error) { return bob.Sessions(ctx, client.SessionFilter{}) },
+		func(p client.SessionPage) bool { return slices.Contains(sessionIDs(p), b.SessionID) })
+	if ids := sessionIDs(bobs); slices.Contains(ids, a.SessionID) {
 		t.Fatalf("bob's sessions = %v", ids)
 	}
 	if p, err := alice.Sessions(ctx, client.SessionFilter{Owner: "bob"}); err != nil || len(p.Items) != 0 {

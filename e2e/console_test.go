@@ -119,7 +119,9 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := json.Marshal(map[string]string{"alice": "key-alice", "bob": "key-bob"})
-	ctx := env.Ctx(4 * time.Minute)
+	// The suite takes a minute or so here; the bound is for a loaded
+	// one-core machine (a browser is the heaviest process of the run).
+	ctx := env.Ctx(10 * time.Minute)
 	args := []string{"--test", "--test-concurrency=1", "--test-reporter=spec"}
 	if only := os.Getenv("EVE_CONSOLE_ONLY"); only != "" {
 		args = append(args, "--test-name-pattern="+only) // one case, when working on it

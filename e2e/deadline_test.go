@@ -25,19 +25,31 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const deadline = 3 * time.Second
-	a.InputDeadline = deadline
+	// The deadlines leave room for both parks and the worker's stop (well
+	// under a second here, a few on a loaded machine) before the first of
+	// them passes; the history below shows whether they did.
+	a.InputDeadline = 10 * time.Second
 	// The refund's own deadline (its policy's, per call) wins over the agent's.
 	refundTool, _ := a.Tools.Get("refund_charge")
-	refundTool.Approval = refundTool.Approval.WithDeadline(func(approval.PromptContext) time.Duration { return 2 * time.Second })
+	refundTool.Approval = refundTool.Approval.WithDeadline(func(approval.PromptContext) time.Duration { return 8 * time.Second })
 	stop := env.StartWorker(a)
 	e := newAPIEnv(t, env, nil)
-	ctx := e.Ctx(90 * time.Second)
+	ctx := e.Ctx(2 * time.Minute)
 	refund := parkOver(t, ctx, e.C, "", "refund ch_9 9")
 	question := parkOver(t, ctx, e.C, "", "choose a plan")
 	stop()
 	down := time.Now()
-	time.Sleep(deadline + time.Second) // the scenario: the worker is down when the deadlines pass
+	// The scenario: the worker is down when the deadlines pass. Wait for
+	// both timers to fire on the server (not for a guess of when a loaded
+	// server fires them), then start the worker again.
+	for _, id := range []string{refund.SessionID, question.SessionID} {
+		wid := signals.TurnWorkflowID(id, "turn_0")
+		for deadline := time.Now().Add(60 * time.Second); historyCounts(t, ctx, env.Client, wid)[enumspb.EVENT_TYPE_TIMER_FIRED] == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the deadline timer of %s never fired", wid)
+			}
+		}
+	}
 	restarted := time.Now()
 	env.StartWorker(a)
 
@@ -68,7 +80,7 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 			if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_FIRED {
 				at := ev.GetEventTime().AsTime()
 				if at.Before(down) || !at.Before(restarted) {
-					t.Fatalf("%s: the timer fired at %v, want while the worker was down (%v to %v)", turn.kind, at, down, restarted)
+					t.Fatalf("%s: the timer fired at %v, want while the worker was down (%v to %v): the parks and the stop took longer than the deadlines allow", turn.kind, at, down, restarted)
 				}
 				fired = true
 			}
@@ -77,7 +89,7 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 			t.Fatalf("%s: no timer fired", turn.kind)
 		}
 	}
-	if r := env.Reply(refund.SessionID); !strings.Contains(r, "Nobody answered the approval for refund_charge before its deadline (2s)") {
+	if r := env.Reply(refund.SessionID); !strings.Contains(r, "Nobody answered the approval for refund_charge before its deadline (8s)") {
 		t.Fatalf("the model read: %q", r)
 	}
 	// A late answer is refused, saying it expired; nothing is recorded.

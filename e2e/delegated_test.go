@@ -219,10 +219,13 @@ func TestDelegatedForgedCapabilityAnsweredAtOnce(t *testing.T) {
 	_, j := d.start(t)
 	u := j.Action.Completion.URL
 	forged := u[:len(u)-3] + "xyz"
+	// At once: the signature is checked before any Temporal call (one that
+	// hung would take the service's 10 s Timeout). The bound leaves a
+	// loaded machine room and still tells the two apart.
 	start := time.Now()
 	st, body := post(t, forged, `{"output":{"status":"succeeded","detail":"x"}}`)
-	if st != 401 || time.Since(start) > time.Second {
-		t.Fatalf("forged: %d %s in %v", st, body, time.Since(start))
+	if took := time.Since(start); st != 401 || took > 5*time.Second {
+		t.Fatalf("forged: %d %s in %v", st, body, took)
 	}
 	err := actions.Complete(env.Ctx(5*time.Second), tools.Completion{URL: forged}, map[string]string{})
 	if !errors.Is(err, actions.ErrInvalidCapability) {

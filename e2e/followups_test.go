@@ -64,7 +64,10 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	}
 	a.SearchAttributes, a.InboxAttributes = true, true
 	refund, _ := a.Tools.Get("refund_charge")
-	const after = 4 * time.Second
+	// The checks before the escalation must run before it: they take a
+	// second or two here (Visibility lists the request first); the time
+	// leaves a loaded machine room, and the test checks that they did.
+	const after = 10 * time.Second
 	refund.Approval = refund.Approval.EscalateAfter(after, "role", "manager")
 	var notices noticeLog
 	a.OnReminder = notices.hook
@@ -93,6 +96,7 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	if len(evetest.Of(evs, protocol.ApprovalEscalated)) != 0 {
 		t.Fatal("escalated before its time")
 	}
+	checked := time.Now()
 
 	evs = waitFor(t, env, turn.SessionID, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.ApprovalEscalated)) == 1 })
 	var esc protocol.ApprovalEscalatedData
@@ -100,6 +104,10 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 		t.Fatalf("approval.escalated %+v %v", esc, err)
 	}
 	asked, _ := time.Parse(time.RFC3339, evetest.Of(evs, protocol.InputRequested)[0].Meta.At)
+	t.Logf("the checks before the escalation ended %v after the ask", checked.Sub(asked).Round(time.Millisecond))
+	if !checked.Before(esc.At) {
+		t.Fatalf("the checks before the escalation ended %v after the ask, past the escalation (%v): they proved nothing", checked.Sub(asked), after)
+	}
 	if waited := esc.At.Sub(asked); waited < after-time.Second {
 		t.Fatalf("escalated %v after it was asked, want %v", waited, after)
 	}

@@ -86,7 +86,7 @@ func workerMain() bool {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), worker.Options{})
+	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), worker.Options{MaxHeartbeatThrottleInterval: evetest.HeartbeatThrottle}) // as the test's own workers
 	a := killAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "race" {
 		a = raceAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))

@@ -43,7 +43,11 @@ func TestMCPProgressRelay(t *testing.T) {
 		}
 		return "done", nil
 	})
-	progress.HeartbeatTimeout = time.Second
+	// The worker sends a heartbeat at most evetest.HeartbeatThrottle after
+	// the report (startExecutionWorker): the timeout is slack for a loaded
+	// machine, not a pace. An attempt that timed out would start over at
+	// the first step, which this test would read as a repeated report.
+	progress.HeartbeatTimeout = 5 * time.Second
 	a := evetest.Agent(t, `rules: []`, progress)
 	a.Name = "ops"
 	startExecutionWorker(t, env, a)

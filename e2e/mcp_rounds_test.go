@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"testing"
@@ -259,14 +260,37 @@ func TestMCPTasksExtensionOverStdio(t *testing.T) {
 	}
 }
 
+// lateCommit tells the bus of a change, then holds the workflow task that
+// made it for a while: a reader the bus wakes reads before Temporal has
+// recorded the change (what a loaded worker or server does now and then).
+type lateCommit struct {
+	bus   *notify.Local
+	delay time.Duration
+}
+
+func (l lateCommit) Notify(id string, n int) {
+	l.bus.Notify(id, n)
+	time.Sleep(l.delay) // the scenario: the task completes after the notification
+}
+
 // With a notify bus, a task created on stdio is followed: each change of
 // its status reaches the client as notifications/tasks/status, pushed by
-// the execution workflow through the bus, without a tasks/get.
+// the execution workflow through the bus, without a tasks/get; also when
+// each notification arrives before the workflow task that sent it has
+// completed.
 func TestMCPTaskStatusNotificationsOverStdio(t *testing.T) {
+	// 150 ms: a workflow task notifies at most twice, and stays well under
+	// the SDK's 1 s deadlock detector.
+	for _, delay := range []time.Duration{0, 150 * time.Millisecond} {
+		t.Run(fmt.Sprintf("commit %v after the notification", delay), func(t *testing.T) { taskStatusNotifications(t, delay) })
+	}
+}
+
+func taskStatusNotifications(t *testing.T, delay time.Duration) {
 	env := evetest.New(t)
 	bus := notify.NewLocal()
 	a := evetest.Agent(t, `rules: []`, askTwoTool())
-	a.Notifier = bus
+	a.Notifier = lateCommit{bus, delay}
 	startExecutionWorker(t, env, a)
 	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
 	if err != nil {

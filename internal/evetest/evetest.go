@@ -88,6 +88,9 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 	if a.Client == nil {
 		a.Client = e.Client // as eve's workers have (internal/workerhost)
 	}
+	if opts.MaxHeartbeatThrottleInterval == 0 {
+		opts.MaxHeartbeatThrottleInterval = HeartbeatThrottle
+	}
 	w := worker.New(e.Client, e.TaskQueue, opts)
 	if err := agent.Register(w, a); err != nil {
 		e.T.Fatalf("register agent: %v", err)
@@ -115,6 +118,14 @@ func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func())
 	e.T.Cleanup(stop)
 	return stop
 }
+
+// HeartbeatThrottle is how long a test worker holds a tool's heartbeat at
+// most before sending it. The SDK's default holds it up to 80% of the
+// tool's HeartbeatTimeout, which leaves a loaded machine 20% of it before
+// the attempt times out; tests' tools heartbeat every few hundred
+// milliseconds, and their heartbeats then reach the server with most of
+// the timeout to spare (and progress reports promptly).
+const HeartbeatThrottle = 200 * time.Millisecond
 
 // workerStartTimeout bounds worker.Start (see StartWorkerWith); a loaded
 // machine starts a worker in well under a second.

@@ -145,14 +145,18 @@ func TestHTTPChecksComeFirst(t *testing.T) {
 // Idle HTTP sessions expire and task requests keep them alive; tasks
 // outlive sessions (they are executions).
 func TestHTTPIdleSessionExpires(t *testing.T) {
-	const timeout = 400 * time.Millisecond
+	// The keep-alive requests come every timeout/10: a loaded machine may
+	// stall the test for most of the timeout between two of them and the
+	// session still lives.
+	const timeout = 2 * time.Second
 	s := serverWith(t, func(o *Options) { o.SessionTimeout = timeout })
 	hs := httptest.NewServer(s.HTTPHandler(nil))
 	defer hs.Close()
 	c := &rawHTTP{t: t, url: hs.URL}
 	c.initialize()
-	// Task requests only (the SDK never sees them) keep it alive...
-	for end := time.Now().Add(3 * timeout); time.Now().Before(end); time.Sleep(timeout / 4) {
+	// Task requests only (the SDK never sees them) keep it alive, for
+	// longer than the timeout...
+	for end := time.Now().Add(2 * timeout); time.Now().Before(end); time.Sleep(timeout / 10) {
 		if st, body := c.post("tasks/get", map[string]any{"taskId": "exe_unknown"}, nil); st != 200 {
 			t.Fatalf("kept alive: %d %s", st, body)
 		}
@@ -161,7 +165,21 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 	if st, body := c.post("tools/list", map[string]any{}, nil); st != 200 || !strings.Contains(body, "demo.get_weather") {
 		t.Fatalf("tools/list on a live session: %d %s", st, body)
 	}
-	time.Sleep(timeout + 300*time.Millisecond)
+	// Idle, it expires: the session's timer fires at timeout after the
+	// last request, and a loaded machine may run it late. Each look waits
+	// past the timeout again (a look that finds the session alive restarts
+	// its timer), within a bound.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		time.Sleep(timeout + 500*time.Millisecond)
+		st, body := c.post("tools/list", map[string]any{}, nil)
+		if st == 404 {
+			break
+		}
+		if st != 200 || time.Now().After(deadline) {
+			t.Fatalf("tools/list, idle past the timeout: %d %s", st, body)
+		}
+	}
+	// The SDK forgot it last (this layer first): neither knows it now.
 	for _, m := range []string{"tasks/list", "tools/list"} {
 		if st, body := c.post(m, map[string]any{}, nil); st != 404 || !strings.Contains(body, "session not found") {
 			t.Fatalf("%s after expiry: %d %s", m, st, body)

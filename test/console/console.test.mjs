@@ -14,7 +14,9 @@ const BASE = process.env.EVE_CONSOLE_URL;
 const KEYS = JSON.parse(process.env.EVE_CONSOLE_KEYS || "{}");
 const JOBS = process.env.EVE_JOBS_DIR;
 const SHOTS = process.env.EVE_SCREENSHOTS;
-const WAIT = 20000; // every bounded wait, ms
+// Every bounded wait, ms: a bound for a loaded one-core machine (what the
+// page waits for takes a second or two here), not a pace.
+const WAIT = 60000;
 
 let browser;
 let errors = [];
@@ -35,6 +37,7 @@ afterEach(() => {
 // page opens a fresh browser context (its own sessionStorage) at the console.
 async function open(viewport = { width: 1100, height: 820 }) {
   const ctx = await browser.newContext({ viewport });
+  ctx.setDefaultTimeout(WAIT); // every action and wait that names no bound of its own
   const page = await ctx.newPage();
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
   page.on("pageerror", (e) => errors.push("pageerror: " + e.message));
@@ -326,8 +329,14 @@ async function inboxItems(who) {
 const inboxAll = async (who) => (await inboxItems(who)).map((i) => i.id).sort();
 
 test("the inbox pages with the API's cursor", async () => {
-  for (const m of ["refund ch_11 for 1", "refund ch_12 for 2", "refund ch_13 for 3"]) await park("alice", m);
-  const want = await eventually(async () => { const ids = await inboxAll("alice"); return ids.length >= 3 && ids; }, "three open requests");
+  const sids = [];
+  for (const m of ["refund ch_11 for 1", "refund ch_12 for 2", "refund ch_13 for 3"]) sids.push(await park("alice", m));
+  // Visibility lists requests eventually: wait until it lists these three
+  // (beside any other open request of alice's), then page through that.
+  const want = await eventually(async () => {
+    const ids = await inboxAll("alice");
+    return sids.every((sid) => ids.some((id) => id.startsWith(sid + ":"))) && ids;
+  }, "the three open requests in the inbox");
   const page = await open();
   await signIn(page, "alice");
   await page.goto(`${BASE}/console/#/inbox?limit=2`);

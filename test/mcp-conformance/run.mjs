@@ -58,6 +58,28 @@ async function waitPort(what, port, proc) {
   throw new Error(`timed out waiting for ${what} on port ${port}`);
 }
 
+// waitPollers waits until the worker polls the task queue for workflow and
+// activity tasks (the Temporal CLI asks the server), so that the suite's
+// first tool call does not spend its own time bound on a worker starting
+// up on a loaded machine.
+async function waitPollers(temporal, taskQueue, proc) {
+  const deadline = Date.now() + 90_000;
+  let last = "";
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.pid === undefined) throw new Error(`the worker did not start or exited (${proc.exitCode})`);
+    const r = spawnSync(temporalBin, ["task-queue", "describe", "--task-queue", taskQueue, "--address", temporal, "-o", "json"], { encoding: "utf8" });
+    last = `${r.stdout}${r.stderr}`;
+    try {
+      const kinds = new Set((JSON.parse(r.stdout).pollers || []).map((p) => p.taskQueueType));
+      if (kinds.has("workflow") && kinds.has("activity")) return;
+    } catch {
+      // not answered yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for the worker to poll ${taskQueue}: ${last}`);
+}
+
 const procs = [];
 const logs = [];
 function start(name, bin, args, env = {}) {
@@ -100,7 +122,8 @@ try {
     "--db-filename", path.join(dir, "temporal.db")]);
   await waitPort("the Temporal dev server", tport, t);
   const env = { EVE_PAYLOAD_STORE: `file:${path.join(dir, "payloads")}`, EVE_API_KEY: "", EVE_TASK_QUEUE: `conformance-${process.pid}` };
-  start("worker", agent, ["worker", "--address", temporal, "--metrics-addr", "", "--log-level", "warn"], env);
+  const w = start("worker", agent, ["worker", "--address", temporal, "--metrics-addr", "", "--log-level", "warn"], env);
+  await waitPollers(temporal, env.EVE_TASK_QUEUE, w);
   const mport = await freePort();
   const m = start("mcp", agent, ["mcp", "--address", temporal, "--http", `127.0.0.1:${mport}`, "--bare-names", "--task-tool", "slow_compute=optional", "--task-tool", "failing_job=required", "--task-tool", "protocol_error_job=optional", "--task-tool", "test_tool_with_task=required", "--task-tool", "multi_input=required", "--log-level", "warn"], env);
   await waitPort("eve mcp --http", mport, m);

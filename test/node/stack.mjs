@@ -41,6 +41,21 @@ async function waitFor(what, fn, timeoutMs = 90_000) {
   throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
 }
 
+/**
+ * Polls fn until it returns something truthy, for at most timeoutMs (a
+ * bound for a loaded machine, not a pace), and returns its last value:
+ * falsy when the bound passed, for the caller's assertions to say what
+ * they see.
+ */
+export async function waitUntil(fn, { timeoutMs = 60_000, everyMs = 25 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 function portOpen(port) {
   return new Promise((resolve) => {
     const s = connect(port, "127.0.0.1");

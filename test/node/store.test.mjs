@@ -4,7 +4,7 @@ import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, EveAgentStore, conversationReducer, openConversationInputs, toolCallState } from "eve/client";
-import { cleanupBinaries, startStack } from "./stack.mjs";
+import { cleanupBinaries, startStack, waitUntil } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
 let stack;
@@ -38,7 +38,9 @@ function lastAssistantText(events) {
   return done.at(-1)?.data.message;
 }
 
-describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
+// The suite's bound is for a loaded one-core machine (it takes well under
+// a minute here).
+describe("useEveAgent's store against eve serve", { timeout: 600_000 }, () => {
   test("a plain text turn, a tool call, and a reconnect after the lease", async () => {
     const { store, errors } = newStore();
     await store.send({ message: "hello" });
@@ -119,7 +121,7 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
       // keeps reading, as eve's docs say; its events arrive on the stream.
       await store.send({ inputResponses: [{ requestId: req.requestId, optionId: "approve" }] });
       const refused = () => store.snapshot.events.filter((e) => e.type === "approval.candidate").length === 2 && store.snapshot.events.at(-1).type === "turn.waiting";
-      for (let i = 0; i < 400 && !refused(); i++) await sleep(25);
+      await waitUntil(refused); // the assertions below say what came instead
       snap = store.snapshot;
       assert.notEqual(snap.status, "error", String(snap.error));
       const cands = snap.events.filter((e) => e.type === "approval.candidate");
@@ -139,7 +141,7 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
       const settled = done.events.find((e) => e.type === "approval.settled");
       assert.equal(settled?.data.outcome, "approved");
       assert.equal(settled?.data.responderPrincipalId, "carol");
-      for (let i = 0; i < 200 && lastAssistantText(store.snapshot.events) !== "Transfer to bob: 25 approved by carol"; i++) await sleep(25);
+      await waitUntil(() => lastAssistantText(store.snapshot.events) === "Transfer to bob: 25 approved by carol");
       snap = store.snapshot;
       assert.equal(lastAssistantText(snap.events), "Transfer to bob: 25 approved by carol");
       assert.equal(openConversationInputs(snap.conversation).length, 0);
@@ -180,7 +182,7 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
       assert.deepEqual(res?.originalInput, { tenantId: "acme", amount: 1500 });
       assert.deepEqual(res?.editedBy, { id: "alice", type: "user" });
 
-      for (let i = 0; i < 200 && lastAssistantText(store.snapshot.events) !== "Credit for acme: 1200"; i++) await sleep(25);
+      await waitUntil(() => lastAssistantText(store.snapshot.events) === "Credit for acme: 1200");
       snap = store.snapshot;
       assert.notEqual(snap.status, "error", String(snap.error));
       assert.equal(lastAssistantText(snap.events), "Credit for acme: 1200");
@@ -199,7 +201,7 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     const { store, errors } = newStore();
     const sent = store.send({ message: "run the q4 report" });
     const waiting = () => store.snapshot.events.some((e) => e.type === "turn.waiting" && e.data.on === "tasks");
-    for (let i = 0; i < 400 && !waiting(); i++) await sleep(25);
+    await waitUntil(waiting);
     let snap = store.snapshot;
     const started = snap.events.find((e) => e.type === "task.started");
     assert.ok(started, `no task.started: ${snap.events.map((e) => e.type).join(" ")}`);
@@ -209,7 +211,7 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     const client = new Client({ host: stack.url });
     await client.sessions.attach(snap.session.sessionId).cancel();
     await sent;
-    for (let i = 0; i < 400 && !store.snapshot.events.some((e) => e.type === "session.waiting"); i++) await sleep(25);
+    await waitUntil(() => store.snapshot.events.some((e) => e.type === "session.waiting"));
     snap = store.snapshot;
     const settled = snap.events.find((e) => e.type === "task.settled");
     assert.equal(settled?.data.status, "cancelled");

@@ -15,6 +15,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -107,10 +108,19 @@ func fixtures() []*tools.Tool {
 	headers.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)
 	// Progress: three reports, each heartbeated (Temporal records a
 	// heartbeat at most every 80% of HeartbeatTimeout, so they are spaced
-	// beyond that), relayed as notifications/progress.
+	// beyond that), relayed as notifications/progress. That leaves a
+	// report 300 ms to reach the server before the attempt times out: on
+	// a loaded machine it may not, and the next attempt goes on from the
+	// last report it recorded (never back to 0: the suite wants the
+	// values in order).
 	progress := tools.Func("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100.",
 		func(ctx *tools.Context, _ none) (string, error) {
+			var last protocol.Progress
+			resumed := ctx.LastHeartbeat(&last)
 			for _, p := range []float64{0, 50, 100} {
+				if resumed && p < last.Progress {
+					continue
+				}
 				ctx.ReportProgress(p, 100, fmt.Sprintf("%g of 100", p))
 				if err := sleep(ctx, progressStep); err != nil {
 					return "", err
@@ -119,6 +129,8 @@ func fixtures() []*tools.Tool {
 			return "progress reported: 0, 50, 100", nil
 		})
 	progress.HeartbeatTimeout = 2 * time.Second
+	progress.Idempotent = true // reporting progress has no side effect to repeat
+	progress.Retry = &tools.RetryPolicy{InitialInterval: 100 * time.Millisecond}
 	return append([]*tools.Tool{simple, failing, schema, greet, compute, job, crash, confirm, headers, progress}, roundFixtures()...)
 }
 
