@@ -31,10 +31,14 @@ const (
 
 // SessionAccess is what Options.AuthorizeSession decides on: a caller who
 // is not the session's owner (its initiator) and holds no keys-file grant
-// for it wants to act on it.
+// for it (canActFor, reviews) wants to act on it.
 type SessionAccess struct {
 	SessionID string
-	// Action is one of the Action* constants.
+	// Action is one of the Action* constants: send, respond, stream,
+	// cancel, clear, compact, reset, or decisions (read the session's
+	// decision record). Listings ask too: the inbox asks respond for each
+	// request it would list, the sessions list stream, the jobs list
+	// cancel, and the decisions export decisions.
 	Action string
 	// Owner is the session's initiator (nil for a session started without
 	// one); Caller the authenticated principal of the request.
@@ -109,12 +113,37 @@ func (s *Server) ownerAllows(caller, owner *auth.Principal) bool {
 	return caller.ActsFor(owner)
 }
 
-// allows applies ownerAllows, then the app's hook.
+// allows applies ownerAllows, then the caller's review grant, then the
+// app's hook.
 func (s *Server) allows(ctx context.Context, a SessionAccess) bool {
-	if s.ownerAllows(a.Caller, a.Owner) {
+	if s.ownerAllows(a.Caller, a.Owner) || reviewerAllows(a) {
 		return true
 	}
 	return s.opts.AuthorizeSession != nil && s.opts.AuthorizeSession(ctx, a)
+}
+
+// reviewerAllows applies the caller's keys-file review grant
+// (auth.ReviewGrant): on a session of an owner it covers, a reviewer may
+// stream, read the decision record and answer approvals — only approvals,
+// so Requests must hold the requests answered, each one an approval. Who
+// may settle an approval is then its response policy's business (or, for
+// a tool without one, its requester's only).
+func reviewerAllows(a SessionAccess) bool {
+	switch a.Action {
+	case ActionStream, ActionDecisions:
+	case ActionRespond:
+		if len(a.Requests) == 0 {
+			return false
+		}
+		for _, r := range a.Requests {
+			if r.Kind != protocol.KindToolApproval {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return a.Caller.MayReview(a.Owner)
 }
 
 // forbidden is the refusal of a session route: 403 forbidden. (Not 404:

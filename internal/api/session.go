@@ -280,12 +280,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	access := SessionAccess{SessionID: id, Action: ActionRespond, Owner: sum.Initiator, Caller: caller, Responses: rs}
 	var inputs *protocol.Inputs
 	if !s.ownerAllows(caller, sum.Initiator) && !s.mayAnswerEscalated(ctx, sum.ActiveTurn, caller, rs) {
-		if s.opts.AuthorizeSession == nil {
+		if s.opts.AuthorizeSession == nil && !caller.MayReview(sum.Initiator) {
 			s.fail(w, s.forbidden(access))
 			return
 		}
-		// The app's hook sees the requests being answered (those the
-		// session asked) before anything else is said about them.
+		// A reviewer's grant and the app's hook see the requests being
+		// answered (those the session asked) before anything else is said
+		// about them.
 		if inputs, err = s.inputsFor(ctx, id, sum.ActiveTurn, rs); err != nil {
 			s.fail(w, s.temporalError("read the session", id, err))
 			return
