@@ -56,11 +56,15 @@ type Options struct {
 	// every caller is the anonymous principal (Anonymous).
 	Keys map[string]*auth.Principal
 	// AuthorizeSession decides whether a caller other than the session's
-	// owner (its initiator, or a service whose keys-file canActFor names
-	// the owner) may act on it: send, respond, stream, cancel, clear,
-	// compact or reset, or read its decision record (SessionAccess.Action). Nil: nobody else may. It
-	// runs in the request, before anything reaches the workflow, so it must
-	// not block for long; a refusal answers 403 and records nothing.
+	// owner (its initiator, a service whose keys-file canActFor names the
+	// owner, or a reviewer whose keys-file reviews grant covers it) may act
+	// on it: send, respond, stream, cancel, clear, compact or reset, or
+	// read its decision record (SessionAccess.Action). Nil: nobody else
+	// may. It runs in the request, before anything reaches the workflow,
+	// so it must not block for long; a refusal answers 403 and records
+	// nothing. The listings ask it too, per item: the inbox (respond, with
+	// the request), the sessions list (stream), the jobs list (cancel) and
+	// the decisions export (decisions).
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
 	// Addr is the address the server is served on (host:port), when known.
 	// An open server (no Keys) on a non-loopback address is refused unless
