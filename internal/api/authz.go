@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -58,14 +59,25 @@ const DefaultOwnerCacheSize = 50_000
 
 // ownerCache maps session ids to their owners. An entry is forgotten only
 // to make room; forgetting costs one state query on the next request.
+// Lookups of one id at once share one query (inflight): N inbox streams
+// hearing of the same session ask Temporal once, not N times.
 type ownerCache struct {
-	mu  sync.Mutex
-	m   map[string]*auth.Principal
-	max int
+	mu       sync.Mutex
+	m        map[string]*auth.Principal
+	max      int
+	inflight map[string]*ownerLookup
+}
+
+// ownerLookup is one state query of a session's owner, shared by those
+// who asked meanwhile; done closes when it has answered.
+type ownerLookup struct {
+	done chan struct{}
+	sum  signals.SessionSummary
+	err  error
 }
 
 func newOwnerCache(max int) *ownerCache {
-	return &ownerCache{m: map[string]*auth.Principal{}, max: max}
+	return &ownerCache{m: map[string]*auth.Principal{}, max: max, inflight: map[string]*ownerLookup{}}
 }
 
 func (c *ownerCache) get(id string) (*auth.Principal, bool) {
@@ -78,6 +90,10 @@ func (c *ownerCache) get(id string) (*auth.Principal, bool) {
 func (c *ownerCache) put(id string, p *auth.Principal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(id, p)
+}
+
+func (c *ownerCache) putLocked(id string, p *auth.Principal) {
 	if _, ok := c.m[id]; !ok && len(c.m) >= c.max {
 		for k := range c.m { // an arbitrary entry
 			delete(c.m, k)
@@ -87,6 +103,32 @@ func (c *ownerCache) put(id string, p *auth.Principal) {
 	c.m[id] = p
 }
 
+// join returns the lookup of id under way, or starts one with fetch (in
+// a goroutine of its own, so it outlives a caller that gives up).
+func (c *ownerCache) join(id string, fetch func() (signals.SessionSummary, error)) *ownerLookup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.inflight[id]; ok {
+		return l
+	}
+	l := &ownerLookup{done: make(chan struct{})}
+	c.inflight[id] = l
+	go func() {
+		l.sum, l.err = fetch()
+		c.mu.Lock()
+		delete(c.inflight, id)
+		if l.err == nil {
+			c.putLocked(id, l.sum.Initiator)
+		}
+		c.mu.Unlock()
+		close(l.done)
+	}()
+	return l
+}
+
+// ownerLookupTimeout bounds one shared owner lookup.
+const ownerLookupTimeout = 10 * time.Second
+
 // owner returns the session's owner: remembered, or read from its state
 // query (then the summary is returned too). Errors are those of
 // sessions.Service.Summary: ErrNotFound, *EndedError, or a failure.
@@ -94,11 +136,20 @@ func (s *Server) owner(ctx context.Context, id string) (*auth.Principal, *signal
 	if p, ok := s.owners.get(id); ok {
 		return p, nil, nil
 	}
-	sum, err := s.opts.Sessions.Summary(ctx, id)
-	if err != nil {
-		return nil, nil, err
+	l := s.owners.join(id, func() (signals.SessionSummary, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ownerLookupTimeout)
+		defer cancel()
+		return s.opts.Sessions.Summary(lctx, id)
+	})
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
-	s.owners.put(id, sum.Initiator)
+	if l.err != nil {
+		return nil, nil, l.err
+	}
+	sum := l.sum
 	return sum.Initiator, &sum, nil
 }
 

@@ -220,8 +220,13 @@ func (s *Server) inboxEvents(w http.ResponseWriter, r *http.Request) {
 		if v, ok := may[id]; ok {
 			return v
 		}
+		// The owner is remembered, or looked up once for all streams
+		// hearing of id at once (ownerCache.join).
 		owner, _, err := s.owner(ctx, id)
-		ok := err == nil && s.allows(ctx, SessionAccess{SessionID: id, Action: ActionStream, Owner: owner, Caller: caller})
+		if err != nil {
+			return false // not remembered: a later change asks again
+		}
+		ok := s.allows(ctx, SessionAccess{SessionID: id, Action: ActionStream, Owner: owner, Caller: caller})
 		if len(may) < 10000 {
 			may[id] = ok
 		}

@@ -402,13 +402,14 @@ func rejectionMessage(err error) string {
 }
 
 // temporalError maps an error of sessions.Service to an HTTP error. A
-// session found ended or gone wakes its streams' reader, so they end too
-// (a terminated workflow records no event to be notified of).
+// session found ended or gone wakes its own streams' reader, if it has
+// one, so they end too (a terminated workflow records no event to be
+// notified of); it wakes no other stream (hub.gone).
 func (s *Server) temporalError(what, id string, err error) error {
 	he := s.mapTemporalError(what, id, err)
 	var h *httpError
 	if id != "" && errors.As(he, &h) && (h.status == http.StatusGone || h.status == http.StatusNotFound) {
-		s.hub.wake(id)
+		s.hub.gone(id)
 	}
 	return he
 }
