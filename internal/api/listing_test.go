@@ -24,7 +24,9 @@ func badListings(t *testing.T, s *Server, caller *auth.Principal) []struct{ name
 	flipped := base64.RawURLEncoding.EncodeToString(raw)
 	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"t":"AAAA","a":"ses_x/turn_0"}`))
 	var out []struct{ name, path, field string }
-	add := func(name, path, field string) { out = append(out, struct{ name, path, field string }{name, path, field}) }
+	add := func(name, path, field string) {
+		out = append(out, struct{ name, path, field string }{name, path, field})
+	}
 	for _, route := range []string{"inbox", "sessions", "jobs"} {
 		add(route+" quote in tool", "/eve/v1/"+route+"?tool=x%22y", "tool")
 		add(route+" NUL in tool", "/eve/v1/"+route+"?tool=x%00y", "tool")
@@ -87,13 +89,17 @@ func TestCursorSealing(t *testing.T) {
 		t.Fatalf("another limit: %+v, %v", got, err)
 	}
 	for name, open := range map[string]func() (listPos, error){
-		"another key":     func() (listPos, error) { return other.open(scope, c) },
-		"another caller":  func() (listPos, error) { return a.open(listScope("inbox", mallory, url.Values{"tool": {"refund"}}), c) },
-		"another route":   func() (listPos, error) { return a.open(listScope("jobs", alice, url.Values{"tool": {"refund"}}), c) },
-		"another filter":  func() (listPos, error) { return a.open(listScope("inbox", alice, url.Values{"tool": {"transfer"}}), c) },
-		"a filter added":  func() (listPos, error) { return a.open(listScope("inbox", alice, url.Values{"tool": {"refund"}, "kind": {"question"}}), c) },
-		"truncated":       func() (listPos, error) { return a.open(scope, c[:len(c)-4]) },
-		"base64 of plain": func() (listPos, error) { return a.open(scope, base64.RawURLEncoding.EncodeToString([]byte(`{"t":"dG9rZW4="}`))) },
+		"another key":    func() (listPos, error) { return other.open(scope, c) },
+		"another caller": func() (listPos, error) { return a.open(listScope("inbox", mallory, url.Values{"tool": {"refund"}}), c) },
+		"another route":  func() (listPos, error) { return a.open(listScope("jobs", alice, url.Values{"tool": {"refund"}}), c) },
+		"another filter": func() (listPos, error) { return a.open(listScope("inbox", alice, url.Values{"tool": {"transfer"}}), c) },
+		"a filter added": func() (listPos, error) {
+			return a.open(listScope("inbox", alice, url.Values{"tool": {"refund"}, "kind": {"question"}}), c)
+		},
+		"truncated": func() (listPos, error) { return a.open(scope, c[:len(c)-4]) },
+		"base64 of plain": func() (listPos, error) {
+			return a.open(scope, base64.RawURLEncoding.EncodeToString([]byte(`{"t":"dG9rZW4="}`)))
+		},
 	} {
 		if _, err := open(); err == nil {
 			t.Errorf("%s: opened", name)
