@@ -84,7 +84,9 @@ func TestListingsRevealNothing(t *testing.T) {
 		ids := inboxSessions(items)
 		return slices.Contains(ids, p1.SessionID) && slices.Contains(ids, p2.SessionID)
 	})
-	waitListed(t, "alice's job", func() (eveclient.JobPage, error) { return alice.Jobs(ctx, eveclient.JobFilter{SessionID: job.SessionID}) },
+	waitListed(t, "alice's job", func() (eveclient.JobPage, error) {
+		return alice.Jobs(ctx, eveclient.JobFilter{SessionID: job.SessionID})
+	},
 		func(p eveclient.JobPage) bool { return len(p.Items) == 1 })
 	waitListed(t, "alice's waiting sessions", func() (eveclient.SessionPage, error) {
 		return alice.Sessions(ctx, eveclient.SessionFilter{Status: "waiting-input", Tool: "refund_charge"})

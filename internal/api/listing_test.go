@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/eve-temporal/eve/auth"
 )
 
@@ -253,6 +255,19 @@ func TestCheckFilter(t *testing.T) {
 	} {
 		if err := checkFilter("tool", c.value); (err == nil) != c.ok {
 			t.Errorf("checkFilter(%q) = %v, want ok %v", c.value, err, c.ok)
+		}
+	}
+}
+
+// A listing's Visibility query that times out is 504 visibility_timeout,
+// never a 503 with Retry-After: the same query would time out again.
+func TestListFailureTimeout(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, err := range []error{context.DeadlineExceeded, fmt.Errorf("list the inbox from Visibility: %w", context.DeadlineExceeded), serviceerror.NewDeadlineExceeded("deadline exceeded")} {
+		rec := httptest.NewRecorder()
+		s.fail(rec, s.listFailure("list the inbox", err))
+		if rec.Code != http.StatusGatewayTimeout || rec.Header().Get("Retry-After") != "" || !strings.Contains(rec.Body.String(), `"code":"`+CodeVisibilityTimeout+`"`) || strings.Contains(strings.ToLower(rec.Body.String()), "retry") {
+			t.Errorf("%v: %d %v %s", err, rec.Code, rec.Header(), rec.Body.String())
 		}
 	}
 }
