@@ -211,7 +211,7 @@ func scan[E any](ctx context.Context, pos listPos, limit int,
 	if size <= 0 {
 		size = limit
 	}
-	for scanned := 0; ; {
+	for scanned, pages := 0, 0; ; pages++ {
 		qctx, cancel := context.WithTimeout(ctx, ListTimeout)
 		entries, nextToken, err := fetch(qctx, token, size)
 		cancel()
@@ -253,7 +253,8 @@ func scan[E any](ctx context.Context, pos listPos, limit int,
 			return kept, nil, nil
 		}
 		token, size = nextToken, max(limit, listScanPage)
-		if scanned >= MaxListScan {
+		// Empty Visibility pages that still name a next one count too.
+		if scanned >= MaxListScan || pages >= MaxListScan/listScanPage+1 {
 			return kept, &listPos{Token: token}, nil
 		}
 	}
