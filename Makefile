@@ -132,7 +132,8 @@ dev: $(TEMPORAL_BIN)
 # sessions and a park's cost piece by piece (raw SDK); 10,000 idle streams
 # (the pg row needs PostgreSQL: make postgres); 1,000 stalled request bodies
 # and the latency other clients see meanwhile; the inbox over 10,000 open
-# requests (one Visibility query a page, beside the raw SDK).
+# requests (one Visibility query a page, beside the raw SDK); a burst of
+# sends to unknown session ids with 0 and 50 idle inbox streams.
 # The tools API's catalog benchmarks. The benchmarks are their own module
 # (bench/, replace => ..): `cd bench && go run ./cmd/bench` alone also runs
 # the default and fast-sqlite dev-server configs.
@@ -143,6 +144,7 @@ bench: $(TEMPORAL_BIN)
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/stallbench -n 1000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/inboxbench -n 10000
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/unknownbench -streams 0,50 -sends 150 -rounds 3
 	cd bench && EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./toolsbench/
 
 fmt:

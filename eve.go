@@ -54,10 +54,27 @@ import (
 // worker, serve, mcp). Leave the agent's Store, Client and Logger unset:
 // the commands set them from their flags and environment, and set Actions
 // from EVE_ACTION_SECRET and EVE_PUBLIC_URL unless the agent has its own.
-// EVE_MODEL, when set, replaces its Model.
-func Main(newAgent func() (*agent.Agent, error)) {
+// EVE_MODEL, when set, replaces its Model. opts adjust what the commands
+// serve (WithAuthorizeSession).
+func Main(newAgent func() (*agent.Agent, error), opts ...Option) {
 	name := filepath.Base(os.Args[0])
-	cli.Main(name, Command(name, newAgent))
+	cli.Main(name, Command(name, newAgent, opts...))
+}
+
+// Option adjusts the commands Main and Command run.
+type Option func(*mainOptions)
+
+type mainOptions struct {
+	authorize func(ctx context.Context, a SessionAccess) bool
+}
+
+// WithAuthorizeSession gives the API server of the serve and dev commands
+// the hook ServerOptions.AuthorizeSession gives NewHandler: it decides
+// whether a caller other than a session's owner (its initiator, a service
+// whose keys-file canActFor names the owner, or a reviewer whose
+// keys-file reviews grant covers it) may act on the session.
+func WithAuthorizeSession(fn func(ctx context.Context, a SessionAccess) bool) Option {
+	return func(o *mainOptions) { o.authorize = fn }
 }
 
 // Command returns the command tree Main runs, named name (the binary's
@@ -83,8 +100,12 @@ func Main(newAgent func() (*agent.Agent, error)) {
 //		fmt.Fprintln(os.Stderr, "shop:", err)
 //		os.Exit(1)
 //	}
-func Command(name string, newAgent func() (*agent.Agent, error)) *cobra.Command {
-	return cli.NewRootCommand(cli.App{Name: name, Agent: newAgent})
+func Command(name string, newAgent func() (*agent.Agent, error), opts ...Option) *cobra.Command {
+	var o mainOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return cli.NewRootCommand(cli.App{Name: name, Agent: newAgent, AuthorizeSession: o.authorize})
 }
 
 // Temporal is how to reach the Temporal cluster, which task queue the
@@ -276,7 +297,12 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// AuthorizeSession lets a caller other than a session's owner (its
 	// initiator) act on it: return true to allow. Nil: owners only (and
-	// services whose keys-file entry can act for the owner).
+	// services whose keys-file canActFor names the owner, and reviewers
+	// whose keys-file reviews grant covers it). It is asked for every
+	// session action (SessionAccess.Action), the decision record's
+	// "decisions" included, and by the listings: the inbox asks "respond"
+	// for each open request it could list, the sessions list "stream",
+	// the jobs list "cancel". eve.Main takes it as WithAuthorizeSession.
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
 	// TemporalUIURL is the Temporal Web UI's base URL (EVE_TEMPORAL_UI_URL,
 	// e.g. http://localhost:8233) and TemporalNamespace the workers'
@@ -287,10 +313,13 @@ type ServerOptions struct {
 }
 
 // SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller
-// who is not the session's owner asks to act on it (SessionID, Action —
-// "send", "respond", "stream", "cancel", "clear", "compact" or "reset" —,
-// Owner and Caller, and the Message or the Requests and Responses of the
-// request).
+// who is not the session's owner (and holds no keys-file grant for it)
+// asks to act on it (SessionID, Action — "send", "respond", "stream",
+// "cancel", "clear", "compact", "reset", or "decisions" to read its
+// decision record —, Owner and Caller, and the Message or the Requests
+// and Responses of the request). The listings ask too: the inbox asks
+// "respond" with the one request it would list, the sessions list
+// "stream", the jobs list "cancel" and the decisions export "decisions".
 type SessionAccess = api.SessionAccess
 
 // NewHandler serves eve's session protocol under /eve/v1/ for the agent

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,5 +270,147 @@ func TestWorkerOptionsDeployment(t *testing.T) {
 	t.Setenv("EVE_MAKE_CURRENT", "1")
 	if d := eve.WorkerOptionsFromEnv().Deployment; d != (eve.Deployment{Name: "shop", BuildID: "v2", MakeCurrent: true}) {
 		t.Fatalf("deployment %+v", d)
+	}
+}
+
+// An eve.Main app's serve, four-eyes: the keys file grants bob, an approver
+// of alice's tenant, review of her sessions; WithAuthorizeSession gives the
+// serve command the app's hook, asked for dave, who holds no grant. alice's
+// own approval is refused with the policy's reason, dave's is refused by
+// the hook, bob's settles, and the refund runs once.
+func TestMainAppFourEyes(t *testing.T) {
+	srv := devtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	store := "file:" + t.TempDir()
+	temporal := eve.Temporal{Address: srv.Addr, Namespace: srv.Namespace, TaskQueue: devtest.TaskQueue(t), PayloadStore: store}
+	var ran atomic.Int32
+	newAgent := func() (*agent.Agent, error) {
+		m, err := scripted.Parse([]byte("name: shop\nrules:\n  - match: '^refund'\n    steps:\n      - calls: [{tool: refund, input: {}}]\n      - reply: \"refunded, approved by {{result.refund.approvedBy}}\"\n"))
+		if err != nil {
+			return nil, err
+		}
+		refund := tools.Func("refund", "Refund.", func(ctx *tools.Context, in struct{}) (map[string]string, error) {
+			ran.Add(1)
+			return map[string]string{"approvedBy": ctx.Approver.ID}, nil
+		})
+		refund.Approval = approval.Always().WithResponse(func(_ context.Context, c approval.ResponseContext) (approval.Verdict, error) {
+			if c.Response.Decision == approval.DecisionApprove && approval.SamePrincipal(c.Response.Principal, c.Request.Principal) {
+				return approval.Reject("A second person must approve refunds."), nil
+			}
+			return approval.Allow(), nil
+		})
+		reg := tools.NewRegistry()
+		if err := reg.Register(refund); err != nil {
+			return nil, err
+		}
+		return &agent.Agent{Name: "shop", Model: m, Tools: reg, LocalModel: true}, nil
+	}
+	a, err := newAgent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := eve.NewWorker(ctx, a, eve.WorkerOptions{Temporal: temporal, Limits: eve.Limits{StopTimeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wctx, stopWorker := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(wctx) }()
+	defer func() {
+		stopWorker()
+		if err := <-stopped; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+
+	keys := filepath.Join(t.TempDir(), "keys.yaml")
+	if err := os.WriteFile(keys, []byte(`keys:
+  key-alice: {principalId: alice, attributes: {tenantId: acme}}
+  key-bob: {principalId: bob, attributes: {tenantId: acme}, reviews: {sameAttributes: [tenantId]}}
+  key-dave: {principalId: dave, attributes: {tenantId: acme}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	hook := func(_ context.Context, a eve.SessionAccess) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, a.Action+":"+a.Caller.ID)
+		return false
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	sctx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		root := eve.Command("shop", newAgent, eve.WithAuthorizeSession(hook))
+		root.SetArgs([]string{"serve", "--address", srv.Addr, "--namespace", srv.Namespace, "--task-queue", temporal.TaskQueue,
+			"--payload-store", store, "--addr", addr, "--keys-file", keys, "--log-level", "warn"})
+		served <- root.ExecuteContext(sctx)
+	}()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("shop serve: %v", err)
+		}
+	}()
+	url := "http://" + addr
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if h, err := client.New(url).Health(ctx); err == nil && h.OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("shop serve did not answer within 60 s")
+		}
+	}
+	alice, bob, dave := client.New(url, client.WithAPIKey("key-alice")), client.New(url, client.WithAPIKey("key-bob")), client.New(url, client.WithAPIKey("key-dave"))
+	turn, err := alice.SendAndWait(ctx, "", "refund it", nil)
+	if err != nil || turn.Status != client.TurnWaiting || len(turn.Open) != 1 {
+		t.Fatalf("parked: %+v %v", turn, err)
+	}
+	sid, approve := turn.SessionID, protocol.InputResponse{RequestID: turn.Open[0].RequestID, OptionID: "approve"}
+	if _, err := alice.Respond(ctx, sid, approve); err != nil && !client.IsStatus(err, http.StatusBadRequest) {
+		t.Fatalf("alice's own approval: %v", err)
+	}
+	reason := ""
+	for deadline := time.Now().Add(30 * time.Second); reason == ""; time.Sleep(50 * time.Millisecond) {
+		evs, _, err := alice.Events(ctx, sid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			var c protocol.ApprovalCandidateData
+			if e.Type == protocol.ApprovalCandidate && e.Decode(&c) == nil && c.Outcome == protocol.CandidateRejected {
+				reason = c.Reason
+			}
+		}
+		if reason == "" && time.Now().After(deadline) {
+			t.Fatal("no refused candidate in the stream within 30 s")
+		}
+	}
+	if reason != "A second person must approve refunds." {
+		t.Fatalf("the refusal's reason: %q", reason)
+	}
+	if _, err := dave.Respond(ctx, sid, approve); !client.IsStatus(err, http.StatusForbidden) {
+		t.Fatalf("dave's approval: %v, want 403 (the hook refuses)", err)
+	}
+	_, done, err := bob.RespondAndWait(ctx, sid, []protocol.InputResponse{approve}, nil)
+	if err != nil || done.Status != client.TurnCompleted || done.Reply != "refunded, approved by bob" {
+		t.Fatalf("bob's approval: %+v %v", done, err)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("the refund ran %d times", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(asked, []string{"respond:dave"}) {
+		t.Fatalf("the hook was asked %v, want only dave's respond (bob holds a grant)", asked)
 	}
 }

@@ -2,6 +2,8 @@
 // initiator) and who sent the message that started the current turn.
 package auth
 
+import "slices"
+
 // Principal is one authenticated caller. The field names follow eve's
 // RuntimeSessionAuthContext so they serialize the same way on the wire.
 type Principal struct {
@@ -13,6 +15,46 @@ type Principal struct {
 	// API, executions in their name. Empty: only for itself. It is the API
 	// server's business and never serialized (workflows do not see it).
 	CanActFor []string `json:"-"`
+	// Review lets the principal review sessions of other owners (the keys
+	// file's reviews): answer their approvals, stream them and read their
+	// decision records, for the owners it names (MayReview). Nil: none.
+	// Like CanActFor it is the API server's business and never serialized.
+	Review *ReviewGrant `json:"-"`
+}
+
+// ReviewGrant scopes a reviewer: the owners whose sessions it may review.
+// Every part that is set must hold; a grant with neither part grants
+// nothing.
+type ReviewGrant struct {
+	// Owners are the owners' principal ids (AnyUser: every owner).
+	Owners []string
+	// SameAttributes are attributes the owner must share with the
+	// reviewer, with the same non-empty value (e.g. tenantId: a reviewer of
+	// its own tenant).
+	SameAttributes []string
+}
+
+// MayReview reports whether p's review grant covers sessions of owner: an
+// owner the grant names (or AnyUser) and that shares each of the grant's
+// SameAttributes with p (both set, equal). A session without an owner is
+// nobody's to review.
+func (p *Principal) MayReview(owner *Principal) bool {
+	if p == nil || p.Review == nil || owner == nil {
+		return false
+	}
+	g := p.Review
+	if len(g.Owners) == 0 && len(g.SameAttributes) == 0 {
+		return false
+	}
+	if len(g.Owners) > 0 && !slices.ContainsFunc(g.Owners, func(o string) bool { return o == AnyUser || o == owner.ID }) {
+		return false
+	}
+	for _, a := range g.SameAttributes {
+		if v := p.Attr(a); v == "" || owner.Attr(a) != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Attr returns one attribute, or "" when p is nil or lacks it.

@@ -20,7 +20,7 @@ type SessionFilter struct {
 	Owner string
 	// Tool: sessions waiting on this tool.
 	Tool string
-	// Limit is the sessions one page reads (default 50, at most 200).
+	// Limit is the sessions one page holds (default 50, at most 200).
 	Limit  int
 	Cursor string
 }
@@ -29,7 +29,7 @@ type SessionFilter struct {
 type SessionPage = protocol.SessionPage
 
 // Sessions lists the sessions the caller may stream (GET /eve/v1/sessions).
-// With Owner a page may hold fewer items than Limit: follow NextCursor.
+// A page has a NextCursor only when full: follow it until it is empty.
 func (c *Client) Sessions(ctx context.Context, f SessionFilter) (SessionPage, error) {
 	var p SessionPage
 	err := c.getJSON(ctx, "/eve/v1/sessions", query(map[string]string{"status": f.Status, "owner": f.Owner, "tool": f.Tool, "cursor": f.Cursor}, f.Limit), &p)

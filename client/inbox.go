@@ -26,7 +26,8 @@ type InboxFilter struct {
 	Tenant    string
 	DueBefore time.Time
 	Escalated bool
-	// Limit is the turns one page reads (default 100).
+	// Limit is how many turns' requests one page holds (default 100, at
+	// most 1000).
 	Limit int
 	// Cursor is the previous page's NextCursor.
 	Cursor string
@@ -39,9 +40,9 @@ type InboxPage = protocol.InboxPage
 type InboxItem = protocol.InboxItem
 
 // Inbox lists the open requests the caller may settle, across sessions
-// (GET /eve/v1/inbox). A page may hold fewer items than the turns it read
-// (those the caller may not settle are left out): follow NextCursor until
-// it is empty.
+// (GET /eve/v1/inbox). A page holds the requests of up to Limit turns, and
+// has a NextCursor only when full (or after the server read 5,000 entries
+// for it): follow NextCursor until it is empty.
 func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 	q := query(map[string]string{"tool": f.Tool, "session": f.SessionID, "requester": f.Requester, "kind": f.Kind,
 		"cursor": f.Cursor, "tenant": f.Tenant}, f.Limit)

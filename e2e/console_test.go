@@ -13,6 +13,7 @@ import (
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -47,10 +48,21 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 }
 
 // cancelOpenRequests cancels the turns of every request the test keys'
-// principals left open, and waits until their inboxes are empty: the inbox
-// spans the shared dev server's namespace, so other tests list only theirs.
+// principals left open in this env's sessions, and waits until their
+// inboxes list none of them: the inbox spans the shared dev server's
+// namespace, so other tests list only theirs. Requests of other tests'
+// sessions (their workers gone) are not this test's to cancel.
 func cancelOpenRequests(t *testing.T, e *apiEnv) {
 	ctx := e.Ctx(60 * time.Second)
+	listed, _, err := e.Sessions.List(ctx, sessions.ListQuery{PageSize: 1000})
+	if err != nil {
+		t.Errorf("clean up the inbox: list this test's sessions: %v", err)
+		return
+	}
+	mine := map[string]bool{}
+	for _, l := range listed {
+		mine[l.SessionID] = true
+	}
 	for key := range apiTestKeys {
 		c := e.as(key)
 		for {
@@ -59,13 +71,18 @@ func cancelOpenRequests(t *testing.T, e *apiEnv) {
 				t.Errorf("clean up the inbox of %s: %v", key, err)
 				break
 			}
-			if len(p.Items) == 0 && p.NextCursor == "" {
-				break
-			}
+			open := 0
 			for _, it := range p.Items {
+				if !mine[it.SessionID] {
+					continue
+				}
+				open++
 				if _, err := c.Cancel(ctx, it.SessionID, it.TurnID); err != nil {
 					t.Logf("cancel %s: %v", it.SessionID, err)
 				}
+			}
+			if open == 0 && p.NextCursor == "" {
+				break
 			}
 			if ctx.Err() != nil {
 				t.Errorf("the inbox of %s is not empty after the cleanup", key)

@@ -102,6 +102,14 @@ type keyEntry struct {
 	Attributes    map[string]any `yaml:"attributes" json:"attributes"`
 	// CanActFor lets a service principal act for these users ("*": any).
 	CanActFor []string `yaml:"canActFor" json:"canActFor"`
+	// Reviews lets the principal review other owners' sessions.
+	Reviews *reviewEntry `yaml:"reviews" json:"reviews"`
+}
+
+// reviewEntry is a keys-file review grant (auth.ReviewGrant).
+type reviewEntry struct {
+	Owners         []string `yaml:"owners" json:"owners"`
+	SameAttributes []string `yaml:"sameAttributes" json:"sameAttributes"`
 }
 
 // LoadKeys builds the key map from EVE_API_KEY (apiKey, which authenticates
@@ -116,6 +124,12 @@ type keyEntry struct {
 //	    principalId: billing
 //	    principalType: service
 //	    canActFor: [alice, bob]  # or ["*"]; only services, only these users
+//	  sk_bob_789:
+//	    principalId: bob
+//	    attributes: {tenantId: acme, role: manager}
+//	    reviews:                 # answer approvals, stream and read decisions
+//	      sameAttributes: [tenantId] # of owners with bob's tenantId
+//	      owners: ["*"]          # and/or named owners
 //
 // Both may be empty; then the map is empty and the server is open.
 func LoadKeys(apiKey, keysFile string) (map[string]*auth.Principal, error) {
@@ -153,10 +167,13 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		dec.DisallowUnknownFields()
 		err = dec.Decode(&f)
 	} else {
-		err = yaml.UnmarshalWithOptions(data, &f, yaml.Strict())
+		if err = yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
+			// Without the source lines, which would print keys.
+			err = errors.New(yaml.FormatError(err, false, false))
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf(`want {"keys": {"<key>": {"principalId": ..., "principalType": ..., "attributes": {...}, "canActFor": [...]}}}: %w`, err)
+		return nil, fmt.Errorf(`want {"keys": {"<key>": {"principalId": ..., "principalType": ..., "attributes": {...}, "canActFor": [...], "reviews": {"owners": [...], "sameAttributes": [...]}}}}: %w`, err)
 	}
 	if len(f.Keys) == 0 {
 		return nil, errors.New(`no keys: want {"keys": {"<key>": {"principalId": ...}}}`)
@@ -194,6 +211,13 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 			}
 			p.CanActFor = append([]string(nil), e.CanActFor...)
 		}
+		if r := e.Reviews; r != nil {
+			g, err := reviewGrant(e.PrincipalID, r, e.Attributes)
+			if err != nil {
+				return nil, fmt.Errorf("the key ending %q (principal %q): %w", tail(k), e.PrincipalID, err)
+			}
+			p.Review = g
+		}
 		if len(e.Attributes) > 0 {
 			p.Attributes = map[string]string{}
 			for an, av := range e.Attributes {
@@ -210,6 +234,27 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		out[k] = p
 	}
 	return out, nil
+}
+
+// reviewGrant checks a keys-file review grant: it names owners, or
+// attributes the reviewer has (a grant of an attribute the reviewer lacks
+// would match nobody: surely a typo).
+func reviewGrant(id string, r *reviewEntry, attrs map[string]any) (*auth.ReviewGrant, error) {
+	if len(r.Owners) == 0 && len(r.SameAttributes) == 0 {
+		return nil, errors.New(`reviews needs owners (principal ids, or ["*"]) or sameAttributes (attributes the owner must share, e.g. [tenantId]), or both`)
+	}
+	for _, o := range r.Owners {
+		if strings.TrimSpace(o) == "" {
+			return nil, errors.New("reviews.owners names an empty principal id")
+		}
+	}
+	for _, a := range r.SameAttributes {
+		v, ok := attrs[a]
+		if !ok || v == nil || fmt.Sprint(v) == "" {
+			return nil, fmt.Errorf("reviews.sameAttributes names %q, which %s's attributes lack: add it to attributes, or fix the name", a, id)
+		}
+	}
+	return &auth.ReviewGrant{Owners: append([]string(nil), r.Owners...), SameAttributes: append([]string(nil), r.SameAttributes...)}, nil
 }
 
 // tail shows the last characters of a key, never the whole key.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -31,10 +32,14 @@ const (
 
 // SessionAccess is what Options.AuthorizeSession decides on: a caller who
 // is not the session's owner (its initiator) and holds no keys-file grant
-// for it wants to act on it.
+// for it (canActFor, reviews) wants to act on it.
 type SessionAccess struct {
 	SessionID string
-	// Action is one of the Action* constants.
+	// Action is one of the Action* constants: send, respond, stream,
+	// cancel, clear, compact, reset, or decisions (read the session's
+	// decision record). Listings ask too: the inbox asks respond for each
+	// request it would list, the sessions list stream, the jobs list
+	// cancel, and the decisions export decisions.
 	Action string
 	// Owner is the session's initiator (nil for a session started without
 	// one); Caller the authenticated principal of the request.
@@ -54,14 +59,25 @@ const DefaultOwnerCacheSize = 50_000
 
 // ownerCache maps session ids to their owners. An entry is forgotten only
 // to make room; forgetting costs one state query on the next request.
+// Lookups of one id at once share one query (inflight): N inbox streams
+// hearing of the same session ask Temporal once, not N times.
 type ownerCache struct {
-	mu  sync.Mutex
-	m   map[string]*auth.Principal
-	max int
+	mu       sync.Mutex
+	m        map[string]*auth.Principal
+	max      int
+	inflight map[string]*ownerLookup
+}
+
+// ownerLookup is one state query of a session's owner, shared by those
+// who asked meanwhile; done closes when it has answered.
+type ownerLookup struct {
+	done chan struct{}
+	sum  signals.SessionSummary
+	err  error
 }
 
 func newOwnerCache(max int) *ownerCache {
-	return &ownerCache{m: map[string]*auth.Principal{}, max: max}
+	return &ownerCache{m: map[string]*auth.Principal{}, max: max, inflight: map[string]*ownerLookup{}}
 }
 
 func (c *ownerCache) get(id string) (*auth.Principal, bool) {
@@ -74,6 +90,10 @@ func (c *ownerCache) get(id string) (*auth.Principal, bool) {
 func (c *ownerCache) put(id string, p *auth.Principal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(id, p)
+}
+
+func (c *ownerCache) putLocked(id string, p *auth.Principal) {
 	if _, ok := c.m[id]; !ok && len(c.m) >= c.max {
 		for k := range c.m { // an arbitrary entry
 			delete(c.m, k)
@@ -83,6 +103,32 @@ func (c *ownerCache) put(id string, p *auth.Principal) {
 	c.m[id] = p
 }
 
+// join returns the lookup of id under way, or starts one with fetch (in
+// a goroutine of its own, so it outlives a caller that gives up).
+func (c *ownerCache) join(id string, fetch func() (signals.SessionSummary, error)) *ownerLookup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.inflight[id]; ok {
+		return l
+	}
+	l := &ownerLookup{done: make(chan struct{})}
+	c.inflight[id] = l
+	go func() {
+		l.sum, l.err = fetch()
+		c.mu.Lock()
+		delete(c.inflight, id)
+		if l.err == nil {
+			c.putLocked(id, l.sum.Initiator)
+		}
+		c.mu.Unlock()
+		close(l.done)
+	}()
+	return l
+}
+
+// ownerLookupTimeout bounds one shared owner lookup.
+const ownerLookupTimeout = 10 * time.Second
+
 // owner returns the session's owner: remembered, or read from its state
 // query (then the summary is returned too). Errors are those of
 // sessions.Service.Summary: ErrNotFound, *EndedError, or a failure.
@@ -90,11 +136,20 @@ func (s *Server) owner(ctx context.Context, id string) (*auth.Principal, *signal
 	if p, ok := s.owners.get(id); ok {
 		return p, nil, nil
 	}
-	sum, err := s.opts.Sessions.Summary(ctx, id)
-	if err != nil {
-		return nil, nil, err
+	l := s.owners.join(id, func() (signals.SessionSummary, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ownerLookupTimeout)
+		defer cancel()
+		return s.opts.Sessions.Summary(lctx, id)
+	})
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
-	s.owners.put(id, sum.Initiator)
+	if l.err != nil {
+		return nil, nil, l.err
+	}
+	sum := l.sum
 	return sum.Initiator, &sum, nil
 }
 
@@ -109,12 +164,37 @@ func (s *Server) ownerAllows(caller, owner *auth.Principal) bool {
 	return caller.ActsFor(owner)
 }
 
-// allows applies ownerAllows, then the app's hook.
+// allows applies ownerAllows, then the caller's review grant, then the
+// app's hook.
 func (s *Server) allows(ctx context.Context, a SessionAccess) bool {
-	if s.ownerAllows(a.Caller, a.Owner) {
+	if s.ownerAllows(a.Caller, a.Owner) || reviewerAllows(a) {
 		return true
 	}
 	return s.opts.AuthorizeSession != nil && s.opts.AuthorizeSession(ctx, a)
+}
+
+// reviewerAllows applies the caller's keys-file review grant
+// (auth.ReviewGrant): on a session of an owner it covers, a reviewer may
+// stream, read the decision record and answer approvals — only approvals,
+// so Requests must hold the requests answered, each one an approval. Who
+// may settle an approval is then its response policy's business (or, for
+// a tool without one, its requester's only).
+func reviewerAllows(a SessionAccess) bool {
+	switch a.Action {
+	case ActionStream, ActionDecisions:
+	case ActionRespond:
+		if len(a.Requests) == 0 {
+			return false
+		}
+		for _, r := range a.Requests {
+			if r.Kind != protocol.KindToolApproval {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return a.Caller.MayReview(a.Owner)
 }
 
 // forbidden is the refusal of a session route: 403 forbidden. (Not 404:

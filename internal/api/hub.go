@@ -85,6 +85,19 @@ func (h *hub) listen(fn func(sessionID string)) (cancel func()) {
 // wake makes the session's feed read now (a write through this server).
 func (h *hub) wake(id string) { h.notified(id, 0) }
 
+// gone makes the feed of a session found unknown or ended read now, so its
+// open streams end; nobody else hears of it. Inbox streams (listeners) are
+// not told: an unknown id concerns nobody's inbox, and telling every open
+// stream of each would let anyone make them all look the id up (a burst
+// of sends to made-up ids would cost N streams N lookups each).
+func (h *hub) gone(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.feeds[id]; f != nil {
+		f.kick(0)
+	}
+}
+
 // feed reads one session's events for its subscribers.
 type feed struct {
 	h    *hub

@@ -2,7 +2,7 @@ package api
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -25,16 +25,25 @@ const CodeInboxUnavailable = "inbox_unavailable"
 const MaxInboxPageSize = 1000
 
 // inbox: GET /eve/v1/inbox lists the open requests the caller may settle,
-// across sessions, from one Visibility query per page. A request is shown
-// only to a caller who may answer its session (ActionRespond, with the
-// request, as the respond route decides) and, for an approval without a
-// response policy, who is its requester (the default rule); an approval a
-// response policy decides is shown to everyone who may answer the session,
-// and its policy judges the answer.
+// across sessions, from Visibility queries over parked turns. A request is
+// shown only to a caller who may answer its session (ActionRespond, with
+// the request, as the respond route decides) and, for an approval without
+// a response policy, who is its requester (the default rule); an approval
+// a response policy decides is shown to everyone who may answer the
+// session, and its policy judges the answer. A page holds the requests of
+// up to limit turns the caller may see (scan).
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	caller := Caller(r.Context())
 	v := r.URL.Query()
 	q := sessions.InboxQuery{Tool: v.Get("tool"), SessionID: v.Get("session"), Requester: v.Get("requester"), Kind: v.Get("kind")}
+	if err := checkFilters(v, "tool", "requester", "kind", "tenant"); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if q.Kind != "" && !slices.Contains(inboxKinds, q.Kind) {
+		s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "kind: expected one of %v", inboxKinds))
+		return
+	}
 	if err := queryTimes(v, map[string]*time.Time{"openedBefore": &q.OpenedBefore, "openedAfter": &q.OpenedAfter}); err != nil {
 		s.fail(w, err)
 		return
@@ -54,21 +63,14 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			q.OpenedBefore = b
 		}
 	}
+	limit := sessions.DefaultInboxPageSize
 	if raw := v.Get("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxInboxPageSize {
-			s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "limit: expected 1 to %d (the turns one page reads)", MaxInboxPageSize))
+			s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "limit: expected 1 to %d (the turns one page holds)", MaxInboxPageSize))
 			return
 		}
-		q.PageSize = n
-	}
-	if raw := v.Get("cursor"); raw != "" {
-		c, err := base64.RawURLEncoding.DecodeString(raw)
-		if err != nil {
-			s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "cursor: pass the nextCursor of the previous page unchanged"))
-			return
-		}
-		q.Cursor = c
+		limit = n
 	}
 	if q.SessionID != "" {
 		if err := signals.CheckSessionID(q.SessionID); err != nil {
@@ -76,33 +78,39 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx := r.Context()
-	memos, next, err := s.opts.Sessions.Inbox(ctx, q)
+	pos, err := s.listCursor(r, "inbox")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	// The items of each turn the caller may see, by its key.
+	items := map[string][]protocol.InboxItem{}
+	key := func(m signals.InboxMemo) string { return m.SessionID + "/" + m.TurnID }
+	fetch := func(ctx context.Context, token []byte, size int) ([]signals.InboxMemo, []byte, error) {
+		qq := q
+		qq.Cursor, qq.PageSize = token, size
+		return s.opts.Sessions.Inbox(ctx, qq)
+	}
+	keep := func(ctx context.Context, memos []signals.InboxMemo) ([]bool, error) {
+		ok := make([]bool, len(memos))
+		for i, m := range memos {
+			its := s.inboxItems(r, caller, q, f, m)
+			items[key(m)], ok[i] = its, len(its) > 0
+		}
+		return ok, nil
+	}
+	memos, next, err := scan(r.Context(), pos, limit, fetch, key, keep)
 	if err != nil {
 		if errors.Is(err, sessions.ErrInboxUnavailable) {
 			s.fail(w, errorf(http.StatusServiceUnavailable, CodeInboxUnavailable, "%v", err))
 			return
 		}
-		s.fail(w, s.temporalError("list the inbox", "", err))
+		s.fail(w, s.listFailure("list the inbox", err))
 		return
 	}
-	page := protocol.InboxPage{Items: []protocol.InboxItem{}}
+	page := protocol.InboxPage{Items: []protocol.InboxItem{}, NextCursor: s.nextCursor(r, "inbox", next)}
 	for _, m := range memos {
-		if !f.turn(m) {
-			continue
-		}
-		for _, e := range m.Items {
-			if !f.entry(e) {
-				continue
-			}
-			if q.Kind != "" && e.Request.Kind != q.Kind || q.Tool != "" && e.Request.Action.ToolName != q.Tool {
-				continue // the turn matched; this request of it does not
-			}
-			if !s.mayAnswer(r, caller, m, e) {
-				continue
-			}
-			page.Items = append(page.Items, inboxItem(m, e))
-		}
+		page.Items = append(page.Items, items[key(m)]...)
 	}
 	// Within the page: the nearest deadline first (requests without one
 	// after), then the oldest.
@@ -119,10 +127,32 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		}
 		return a.OpenedAt.Compare(b.OpenedAt)
 	})
-	if len(next) > 0 {
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(next)
-	}
 	httpjson.Write(w, http.StatusOK, page)
+}
+
+// inboxKinds are the request kinds ?kind= takes.
+var inboxKinds = []string{protocol.KindToolApproval, protocol.KindQuestion, protocol.KindSessionLimit}
+
+// inboxItems are the requests of a parked turn that the page shows the
+// caller: those the filters keep and the caller may answer.
+func (s *Server) inboxItems(r *http.Request, caller *auth.Principal, q sessions.InboxQuery, f inboxFilter, m signals.InboxMemo) []protocol.InboxItem {
+	if !f.turn(m) {
+		return nil
+	}
+	var out []protocol.InboxItem
+	for _, e := range m.Items {
+		if !f.entry(e) {
+			continue
+		}
+		if q.Kind != "" && e.Request.Kind != q.Kind || q.Tool != "" && e.Request.Action.ToolName != q.Tool {
+			continue // the turn matched; this request of it does not
+		}
+		if !s.mayAnswer(r, caller, m, e) {
+			continue
+		}
+		out = append(out, inboxItem(m, e))
+	}
+	return out
 }
 
 // mayAnswer applies the rules that settle a request, before anything is

@@ -56,11 +56,15 @@ type Options struct {
 	// every caller is the anonymous principal (Anonymous).
 	Keys map[string]*auth.Principal
 	// AuthorizeSession decides whether a caller other than the session's
-	// owner (its initiator, or a service whose keys-file canActFor names
-	// the owner) may act on it: send, respond, stream, cancel, clear,
-	// compact or reset, or read its decision record (SessionAccess.Action). Nil: nobody else may. It
-	// runs in the request, before anything reaches the workflow, so it must
-	// not block for long; a refusal answers 403 and records nothing.
+	// owner (its initiator, a service whose keys-file canActFor names the
+	// owner, or a reviewer whose keys-file reviews grant covers it) may act
+	// on it: send, respond, stream, cancel, clear, compact or reset, or
+	// read its decision record (SessionAccess.Action). Nil: nobody else
+	// may. It runs in the request, before anything reaches the workflow,
+	// so it must not block for long; a refusal answers 403 and records
+	// nothing. The listings ask it too, per item: the inbox (respond, with
+	// the request), the sessions list (stream), the jobs list (cancel) and
+	// the decisions export (decisions).
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
 	// Addr is the address the server is served on (host:port), when known.
 	// An open server (no Keys) on a non-loopback address is refused unless
@@ -131,6 +135,14 @@ type Options struct {
 	// TemporalUIWorkflowURL is the Temporal Web UI's workflows page of the
 	// namespace, which the console (/console/) links turns to ("": none).
 	TemporalUIWorkflowURL string
+
+	// CursorSecret keys the listings' cursors (sealed: opaque, and
+	// refused when changed or used for another listing). Give every API
+	// server of a deployment the same one (assemble derives it from
+	// EVE_ACTION_SECRET), so any of them continues another's listing.
+	// Empty: a random key per process, so a cursor works only on the
+	// server that issued it, until it restarts.
+	CursorSecret []byte
 }
 
 // Anonymous is the caller when no keys are configured.
@@ -145,6 +157,7 @@ type Server struct {
 	hub     *hub
 	owners  *ownerCache
 	streams *streamCounter
+	cursors *cursorSealer
 }
 
 // New returns the server; it is an http.Handler.
@@ -200,8 +213,12 @@ func New(opts Options) (*Server, error) {
 			"Set EVE_API_KEY (--eve-api-key) or EVE_API_KEYS_FILE (--keys-file), listen on a loopback address "+
 			"(EVE_ADDR=127.0.0.1:4111), or accept the risk with --insecure-open (EVE_INSECURE_OPEN=1)", ErrInsecureOpen, opts.Addr)
 	}
+	cursors, err := newCursorSealer(opts.CursorSecret)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(),
-		owners: newOwnerCache(opts.OwnerCacheSize), streams: &streamCounter{open: map[string]int{}}}
+		owners: newOwnerCache(opts.OwnerCacheSize), streams: &streamCounter{open: map[string]int{}}, cursors: cursors}
 	s.hub = newHub(opts.Sessions, opts.Notify, opts.PollInterval, opts.IdlePollInterval, opts.Logger)
 	s.routes()
 	return s, nil

@@ -280,12 +280,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, id string, rs [
 	access := SessionAccess{SessionID: id, Action: ActionRespond, Owner: sum.Initiator, Caller: caller, Responses: rs}
 	var inputs *protocol.Inputs
 	if !s.ownerAllows(caller, sum.Initiator) && !s.mayAnswerEscalated(ctx, sum.ActiveTurn, caller, rs) {
-		if s.opts.AuthorizeSession == nil {
+		if s.opts.AuthorizeSession == nil && !caller.MayReview(sum.Initiator) {
 			s.fail(w, s.forbidden(access))
 			return
 		}
-		// The app's hook sees the requests being answered (those the
-		// session asked) before anything else is said about them.
+		// A reviewer's grant and the app's hook see the requests being
+		// answered (those the session asked) before anything else is said
+		// about them.
 		if inputs, err = s.inputsFor(ctx, id, sum.ActiveTurn, rs); err != nil {
 			s.fail(w, s.temporalError("read the session", id, err))
 			return
@@ -401,13 +402,14 @@ func rejectionMessage(err error) string {
 }
 
 // temporalError maps an error of sessions.Service to an HTTP error. A
-// session found ended or gone wakes its streams' reader, so they end too
-// (a terminated workflow records no event to be notified of).
+// session found ended or gone wakes its own streams' reader, if it has
+// one, so they end too (a terminated workflow records no event to be
+// notified of); it wakes no other stream (hub.gone).
 func (s *Server) temporalError(what, id string, err error) error {
 	he := s.mapTemporalError(what, id, err)
 	var h *httpError
 	if id != "" && errors.As(he, &h) && (h.status == http.StatusGone || h.status == http.StatusNotFound) {
-		s.hub.wake(id)
+		s.hub.gone(id)
 	}
 	return he
 }

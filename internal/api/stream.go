@@ -89,7 +89,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, sessions.ErrNotFound):
 			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+id+" not found")
 		case errors.As(err, &ended):
-			s.hub.wake(id) // streams still open on it end too
+			s.hub.gone(id) // streams still open on it end too
 			s.fail(w, endedError(ended))
 		case ctx.Err() != nil:
 		default:

@@ -268,6 +268,7 @@ func NewHandler(c client.Client, a *agent.Agent, cfg HandlerConfig) (*api.Server
 		PollInterval:           cfg.PollInterval,
 		Notify:                 bus,
 		TemporalUIWorkflowURL:  cfg.TemporalUIWorkflowURL,
+		CursorSecret:           cfg.ActionSecret, // one key across the deployment's API servers
 	}
 	if actions != nil {
 		opts.Actions = actions

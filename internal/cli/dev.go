@@ -60,6 +60,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	af.Bind(cmd.Flags())
+	af.authorize = app.AuthorizeSession
 	return cmd
 }
 

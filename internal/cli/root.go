@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/api"
 )
 
 // App is the agent an eve binary serves.
@@ -31,6 +32,9 @@ type App struct {
 	// agent (dev, worker, serve, mcp) calls it once; the commands set its
 	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
 	Agent func() (*agent.Agent, error)
+	// AuthorizeSession is the API server's hook (api.Options.AuthorizeSession)
+	// of the serve and dev commands; nil: none.
+	AuthorizeSession func(context.Context, api.SessionAccess) bool
 }
 
 func (a App) name() string {

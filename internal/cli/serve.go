@@ -42,6 +42,9 @@ type apiFlags struct {
 	maxToolCalls int
 	notify       string
 	temporalUI   string
+	// authorize is the app's AuthorizeSession hook (App.AuthorizeSession),
+	// not a flag.
+	authorize func(context.Context, api.SessionAccess) bool
 }
 
 // bindNotify registers --notify (EVE_NOTIFY).
@@ -155,6 +158,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
 	af.Bind(cmd.Flags())
+	af.authorize = app.AuthorizeSession
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd
 }
@@ -190,6 +194,7 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 		PollInterval:           af.poll,
 		Notify:                 bus,
 		Logger:                 logger,
+		AuthorizeSession:       af.authorize,
 	})
 	if err != nil {
 		return "", nil, err

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -74,12 +75,20 @@ func (s *Service) closedEvents(ctx context.Context, id, runID string) ([]protoco
 	}
 }
 
+// DecisionSession is a session an export across sessions reads, with its
+// initiator from its memo (nil when it has none), so authorizing it costs
+// no state query.
+type DecisionSession struct {
+	ID        string
+	Initiator *auth.Principal
+}
+
 // DecisionSessions lists, a Visibility page at a time, the sessions of
 // this service's task queue (its agent) that may hold decisions made in
 // [since, until]: every run (continued-as-new runs too) open at some time
 // in the range. Ids may repeat across runs and pages; the caller
 // de-duplicates.
-func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, cursor []byte) ([]string, []byte, error) {
+func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, cursor []byte) ([]DecisionSession, []byte, error) {
 	q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND TaskQueue = ` + quote(s.TaskQueue) +
 		` AND (ExecutionStatus = "Running" OR CloseTime >= ` + quote(since.UTC().Format(time.RFC3339Nano)) + `)`
 	if !until.IsZero() {
@@ -89,9 +98,9 @@ func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions from Visibility: %w", err)
 	}
-	ids := make([]string, 0, len(resp.GetExecutions()))
+	out := make([]DecisionSession, 0, len(resp.GetExecutions()))
 	for _, e := range resp.GetExecutions() {
-		ids = append(ids, e.GetExecution().GetWorkflowId())
+		out = append(out, DecisionSession{ID: e.GetExecution().GetWorkflowId(), Initiator: initiatorOf(e)})
 	}
-	return ids, resp.GetNextPageToken(), nil
+	return out, resp.GetNextPageToken(), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
@@ -34,6 +35,9 @@ const DefaultListPageSize = 50
 // Listed is one session as Visibility knows it.
 type Listed struct {
 	SessionID string
+	// RunID is the run Visibility listed (a session continued as new
+	// lists once per run).
+	RunID string
 	// Status is EveStatus, or "closed"; "" when the namespace lacks the
 	// attribute.
 	Status    string
@@ -82,15 +86,10 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 	dc := converter.GetDefaultDataConverter()
 	out := make([]Listed, 0, len(resp.GetExecutions()))
 	for _, e := range resp.GetExecutions() {
-		l := Listed{SessionID: e.GetExecution().GetWorkflowId(), StartTime: e.GetStartTime().AsTime()}
+		l := Listed{SessionID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(), StartTime: e.GetStartTime().AsTime(),
+			Initiator: initiatorOf(e)}
 		if e.GetCloseTime() != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			l.CloseTime, l.Status = e.GetCloseTime().AsTime(), "closed"
-		}
-		if f, ok := e.GetMemo().GetFields()[MemoInitiator]; ok {
-			var p auth.Principal
-			if dc.FromPayload(f, &p) == nil && p.ID != "" {
-				l.Initiator = &p
-			}
 		}
 		sa := e.GetSearchAttributes().GetIndexedFields()
 		if f, ok := sa["EveStatus"]; ok && l.Status == "" {
@@ -127,10 +126,14 @@ type Job struct {
 	HeartbeatDetails []byte
 }
 
-// Jobs reads one page of turns waiting on delegated jobs (one Visibility
-// query) and, for each, its pending actions: the activities' heartbeats
-// from Temporal and each action's deadline from its turn.
-func (s *Service) Jobs(ctx context.Context, q JobsQuery) ([]Job, []byte, error) {
+// JobTurn is a running turn that waits on delegated jobs.
+type JobTurn struct {
+	SessionID, TurnID, WorkflowID string
+}
+
+// JobTurns reads one page of turns waiting on delegated jobs: one
+// Visibility query. TurnJobs reads a turn's jobs.
+func (s *Service) JobTurns(ctx context.Context, q JobsQuery) ([]JobTurn, []byte, error) {
 	size := q.PageSize
 	if size <= 0 {
 		size = DefaultListPageSize
@@ -153,42 +156,99 @@ func (s *Service) Jobs(ctx context.Context, q JobsQuery) ([]Job, []byte, error) 
 		}
 		return nil, nil, fmt.Errorf("list delegated jobs from Visibility: %w", err)
 	}
-	var out []Job
+	out := make([]JobTurn, 0, len(resp.GetExecutions()))
 	for _, e := range resp.GetExecutions() {
 		wid := e.GetExecution().GetWorkflowId()
-		sid, tid, ok := strings.Cut(wid, "/")
-		if !ok {
-			continue
-		}
-		d, err := s.Client.DescribeWorkflowExecution(ctx, wid, "")
-		if err != nil {
-			continue // it ended meanwhile
-		}
-		for _, pa := range d.GetPendingActivities() {
-			aid, ok := signals.ActionIDOfActivity(wid, pa.GetActivityId())
-			if !ok {
-				continue
-			}
-			var st signals.ActionState
-			v, err := query.Value(ctx, s.Client, wid, "", signals.QueryAction, aid)
-			if err != nil || v.Get(&st) != nil || st.ActionID == "" || st.Ended() {
-				continue // not a delegated call's activity, or no longer pending
-			}
-			if q.Tool != "" && st.Tool != q.Tool {
-				continue
-			}
-			j := Job{SessionID: sid, TurnID: tid, WorkflowID: wid, ActionState: st}
-			if t := pa.GetScheduledTime(); t != nil {
-				j.StartedAt = t.AsTime()
-			}
-			if t := pa.GetLastHeartbeatTime(); t != nil && !t.AsTime().IsZero() && t.AsTime().Unix() > 0 {
-				j.LastHeartbeat = t.AsTime()
-			}
-			if hd := pa.GetHeartbeatDetails().GetPayloads(); len(hd) > 0 {
-				j.HeartbeatDetails = hd[len(hd)-1].GetData()
-			}
-			out = append(out, j)
+		if sid, tid, ok := strings.Cut(wid, "/"); ok {
+			out = append(out, JobTurn{SessionID: sid, TurnID: tid, WorkflowID: wid})
 		}
 	}
 	return out, resp.GetNextPageToken(), nil
+}
+
+// TurnJobs reads the delegated actions a turn waits on (those of tool
+// only, when set): the activities' heartbeats from Temporal and each
+// action's deadline from the turn. A turn that ended meanwhile has none.
+func (s *Service) TurnJobs(ctx context.Context, jt JobTurn, tool string) []Job {
+	d, err := s.Client.DescribeWorkflowExecution(ctx, jt.WorkflowID, "")
+	if err != nil {
+		return nil // it ended meanwhile
+	}
+	var out []Job
+	for _, pa := range d.GetPendingActivities() {
+		aid, ok := signals.ActionIDOfActivity(jt.WorkflowID, pa.GetActivityId())
+		if !ok {
+			continue
+		}
+		var st signals.ActionState
+		v, err := query.Value(ctx, s.Client, jt.WorkflowID, "", signals.QueryAction, aid)
+		if err != nil || v.Get(&st) != nil || st.ActionID == "" || st.Ended() {
+			continue // not a delegated call's activity, or no longer pending
+		}
+		if tool != "" && st.Tool != tool {
+			continue
+		}
+		j := Job{SessionID: jt.SessionID, TurnID: jt.TurnID, WorkflowID: jt.WorkflowID, ActionState: st}
+		if t := pa.GetScheduledTime(); t != nil {
+			j.StartedAt = t.AsTime()
+		}
+		if t := pa.GetLastHeartbeatTime(); t != nil && !t.AsTime().IsZero() && t.AsTime().Unix() > 0 {
+			j.LastHeartbeat = t.AsTime()
+		}
+		if hd := pa.GetHeartbeatDetails().GetPayloads(); len(hd) > 0 {
+			j.HeartbeatDetails = hd[len(hd)-1].GetData()
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// initiatorOf reads a session execution's initiator from its memo (nil
+// for a session started without one).
+func initiatorOf(e *workflowpb.WorkflowExecutionInfo) *auth.Principal {
+	f, ok := e.GetMemo().GetFields()[MemoInitiator]
+	if !ok {
+		return nil
+	}
+	var p auth.Principal
+	if converter.GetDefaultDataConverter().FromPayload(f, &p) != nil || p.ID == "" {
+		return nil
+	}
+	return &p
+}
+
+// ownersBatch is how many session ids one Owners query names.
+const ownersBatch = 100
+
+// Owners reads the initiators of sessions from their memos in Visibility:
+// one query per 100 ids, where a state query per session would ask its
+// workers. A session without an initiator, or that Visibility does not
+// list (yet), is absent from the map.
+func (s *Service) Owners(ctx context.Context, ids []string) (map[string]*auth.Principal, error) {
+	out := map[string]*auth.Principal{}
+	for len(ids) > 0 {
+		n := min(len(ids), ownersBatch)
+		quoted := make([]string, n)
+		for i, id := range ids[:n] {
+			quoted[i] = quote(id)
+		}
+		q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND WorkflowId IN (` + strings.Join(quoted, ", ") + `)`
+		var token []byte
+		for {
+			resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(2 * n), NextPageToken: token})
+			if err != nil {
+				return nil, fmt.Errorf("read sessions' owners from Visibility: %w", err)
+			}
+			for _, e := range resp.GetExecutions() {
+				if p := initiatorOf(e); p != nil {
+					out[e.GetExecution().GetWorkflowId()] = p
+				}
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				break
+			}
+		}
+		ids = ids[n:]
+	}
+	return out, nil
 }
