@@ -152,17 +152,19 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 	// Which step: tool-calling assistant messages since the user spoke.
 	stepIdx := 0
 	vars := map[string]string{}
-	results := map[string]json.RawMessage{}
+	results := resultSet{}
 	for _, msg := range req.Messages[lastUser+1:] {
 		if msg.Role == model.RoleAssistant && len(msg.ToolCalls) > 0 {
 			stepIdx++
 		}
 		for i, r := range msg.ToolResults {
-			results[r.Name] = r.Output
+			res := result{out: r.Output, failed: r.IsError}
+			results[r.Name] = res
 			// results.N is the Nth result of the latest step, in call order.
-			results["#"+strconv.Itoa(i)] = r.Output
+			results["#"+strconv.Itoa(i)] = res
 			if r.Note != "" {
-				results[noteKey+r.Name], _ = json.Marshal(r.Note)
+				note, _ := json.Marshal(r.Note)
+				results[noteKey+r.Name] = result{out: note}
 			}
 		}
 	}
@@ -240,7 +242,7 @@ func reply(text string, usageIn int, stream model.Stream) model.Response {
 	return model.Response{Text: text, FinishReason: model.FinishStop, Usage: model.Usage{InputTokens: usageIn, OutputTokens: len(text)/4 + 1}}
 }
 
-func callInput(c Call, vars map[string]string, results map[string]json.RawMessage) (json.RawMessage, error) {
+func callInput(c Call, vars map[string]string, results resultSet) (json.RawMessage, error) {
 	if c.InputJSON != "" {
 		s, err := render(c.InputJSON, vars, results)
 		if err != nil {
@@ -263,7 +265,7 @@ func callInput(c Call, vars map[string]string, results map[string]json.RawMessag
 	return json.Marshal(v)
 }
 
-func renderValue(v any, vars map[string]string, results map[string]json.RawMessage) (any, error) {
+func renderValue(v any, vars map[string]string, results resultSet) (any, error) {
 	switch x := v.(type) {
 	case string:
 		return render(x, vars, results)
@@ -295,12 +297,23 @@ func renderValue(v any, vars map[string]string, results map[string]json.RawMessa
 // noteKey prefixes a tool result's note among the results ({{note.TOOL}}).
 const noteKey = "note:"
 
+// resultSet is the tool results since the user's message, by tool name,
+// "#N" (the latest step's Nth) and noteKey+name.
+type resultSet map[string]result
+
+// result is a call's output; failed: the call did not complete (its
+// output is the runtime's {error, code}).
+type result struct {
+	out    json.RawMessage
+	failed bool
+}
+
 var tmpl = regexp.MustCompile(`\{\{\s*([^}]+?)\s*\}\}`)
 
 // render fills s's templates. A template that names no capture and no
 // result, or a path that cannot be walked, is an error naming it, so a
 // typo fails the step instead of rendering empty.
-func render(s string, vars map[string]string, results map[string]json.RawMessage) (string, error) {
+func render(s string, vars map[string]string, results resultSet) (string, error) {
 	var first error
 	out := tmpl.ReplaceAllStringFunc(s, func(m string) string {
 		key := strings.TrimSpace(m[2 : len(m)-2])
@@ -313,17 +326,17 @@ func render(s string, vars map[string]string, results map[string]json.RawMessage
 	return out, first
 }
 
-func expand(key string, vars map[string]string, results map[string]json.RawMessage) (string, error) {
+func expand(key string, vars map[string]string, results resultSet) (string, error) {
 	if v, ok := vars[key]; ok {
 		return v, nil
 	}
 	if rest, ok := strings.CutPrefix(key, "results."); ok {
 		n, path, _ := strings.Cut(rest, ".")
-		raw, ok := results["#"+n]
+		res, ok := results["#"+n]
 		if !ok {
 			return "", fmt.Errorf("the latest step has no result %s (it has %d, numbered from 0)", n, countIndexed(results))
 		}
-		return lookup(raw, path)
+		return lookup(res, path)
 	}
 	if tool, ok := strings.CutPrefix(key, "note."); ok {
 		if _, ok := results[tool]; !ok {
@@ -337,11 +350,11 @@ func expand(key string, vars map[string]string, results map[string]json.RawMessa
 	}
 	if rest, ok := strings.CutPrefix(key, "result."); ok {
 		tool, path, _ := strings.Cut(rest, ".")
-		raw, ok := results[tool]
+		res, ok := results[tool]
 		if !ok {
 			return "", noResult(tool, results)
 		}
-		return lookup(raw, path)
+		return lookup(res, path)
 	}
 	names := make([]string, 0, len(vars))
 	for k := range vars {
@@ -351,7 +364,7 @@ func expand(key string, vars map[string]string, results map[string]json.RawMessa
 	return "", fmt.Errorf("%q is not a capture of the rule's match (captures: %s) nor result.TOOL, results.N or note.TOOL", key, strings.Join(names, ", "))
 }
 
-func noResult(tool string, results map[string]json.RawMessage) error {
+func noResult(tool string, results resultSet) error {
 	var tools []string
 	for k := range results {
 		if !strings.HasPrefix(k, "#") && !strings.HasPrefix(k, noteKey) {
@@ -365,7 +378,7 @@ func noResult(tool string, results map[string]json.RawMessage) error {
 	return fmt.Errorf("no tool result from %s (results from: %s)", tool, strings.Join(tools, ", "))
 }
 
-func countIndexed(results map[string]json.RawMessage) int {
+func countIndexed(results resultSet) int {
 	n := 0
 	for k := range results {
 		if strings.HasPrefix(k, "#") {
@@ -378,12 +391,14 @@ func countIndexed(results map[string]json.RawMessage) int {
 // lookup walks path (fields of objects, 0-based indexes of arrays) in a
 // result. Only the last field may be absent from its object: it renders
 // empty, so a reply can name the fields of either outcome
-// ({{result.T.status}}{{result.T.error}}). Anything else that cannot be
-// walked is an error.
-func lookup(raw json.RawMessage, path string) (string, error) {
+// ({{result.T.status}}{{result.T.error}}); on a failed call's result
+// ({error, code}) any field it lacks renders empty, so the success's
+// nested fields can stand beside {{result.T.error}} too. Anything else
+// that cannot be walked is an error.
+func lookup(res result, path string) (string, error) {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw), nil // not JSON: the text itself
+	if err := json.Unmarshal(res.out, &v); err != nil {
+		return string(res.out), nil // not JSON: the text itself
 	}
 	if path != "" {
 		parts := strings.Split(path, ".")
@@ -396,7 +411,10 @@ func lookup(raw json.RawMessage, path string) (string, error) {
 			switch x := v.(type) {
 			case map[string]any:
 				e, ok := x[p]
-				if !ok && !last {
+				switch {
+				case !ok && res.failed:
+					return "", nil
+				case !ok && !last:
 					return "", fmt.Errorf("%s has no field %q (fields: %s)", at, p, fieldNames(x))
 				}
 				v = e

@@ -67,7 +67,12 @@ func TestTemplates(t *testing.T) {
 	echo := `{"content":[{"type":"text","text":"hi"},{"type":"text","text":"there"}],"isError":false,"n":3,"body":null}`
 	tests := []struct {
 		name, tmpl, want, wantErr string
+		failed                    bool // the call failed: its output is {error, code}
 	}{
+		{name: "failed call: a missing nested path is empty", failed: true, tmpl: "[{{result.echo.body.name}}]{{result.echo.error}}", want: "[]no route"},
+		{name: "failed call: code", failed: true, tmpl: "{{result.echo.code}}", want: "TOOL_EXECUTION_FAILED"},
+		{name: "failed call: a field of its error string", failed: true, tmpl: "{{result.echo.error.x}}",
+			wantErr: `error is a string, not an object or array: it has no "x"`},
 		{name: "array index then field", tmpl: "{{result.echo.content.0.text}}", want: "hi"},
 		{name: "second item", tmpl: "{{ result.echo.content.1.text }}", want: "there"},
 		{name: "whole array as JSON", tmpl: "{{result.echo.content}}", want: `[{"text":"hi","type":"text"},{"text":"there","type":"text"}]`},
@@ -114,6 +119,9 @@ func TestTemplates(t *testing.T) {
 				{Role: model.RoleUser, Text: "ask bob"},
 				{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "echo", Input: json.RawMessage(`{"to":"bob"}`)}}},
 				{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: "c1", Name: "echo", Output: json.RawMessage(echo)}}},
+			}
+			if tc.failed {
+				msgs[2].ToolResults[0] = model.ToolResult{CallID: "c1", Name: "echo", IsError: true, Output: json.RawMessage(`{"error":"no route","code":"TOOL_EXECUTION_FAILED"}`)}
 			}
 			r, err := m.Step(context.Background(), model.Request{Messages: msgs}, nil)
 			if tc.wantErr != "" {
