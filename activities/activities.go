@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -41,6 +44,9 @@ const (
 	// A response policy failed or did not answer in time.
 	ErrTypeResponsePolicy  = "ResponsePolicyError"
 	ErrTypeResponseTimeout = "ResponsePolicyTimeout"
+	// A call that learned of its cancellation before its activity's
+	// context ended (tools.Context.HeartbeatNow).
+	ErrTypeCancelled = "CallCancelled"
 )
 
 // Activities is the receiver registered with the worker.
@@ -409,14 +415,25 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	}
 	var attempt int32 = 1
 	heartbeat := func(...any) {}
+	var beatNow func(...any)
+	callCtx := ctx
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
 		attempt = info.Attempt
 		if !info.IsLocalActivity {
 			heartbeat = func(d ...any) { activity.RecordHeartbeat(ctx, d...) }
+			if a.Client != nil {
+				var cancel context.CancelCauseFunc
+				callCtx, cancel = context.WithCancelCause(ctx)
+				defer cancel(nil)
+				beatNow = a.heartbeatNow(callCtx, cancel, info)
+			}
 		}
 	}
-	tctx := tools.NewContext(ctx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	tctx := tools.NewContext(callCtx, in.Session, in.TurnID, in.CallID, t.Name, attempt, heartbeat)
+	if beatNow != nil {
+		tctx.SetHeartbeatNow(beatNow)
+	}
 	if activity.IsActivity(ctx) {
 		tctx.SetWorkerStop(activity.GetWorkerStopChannel(ctx))
 	}
@@ -445,6 +462,12 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return ToolOutcome{}, err
 		}
+		if errors.Is(context.Cause(callCtx), errCancelRequested) {
+			// Learned through HeartbeatNow before the SDK's throttled
+			// heartbeat ended ctx: the call ends without a retry.
+			return ToolOutcome{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("tool %s: %v", t.Name, errCancelRequested), ErrTypeCancelled,
+				temporal.ApplicationErrorOptions{NonRetryable: true, Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
+		}
 		var ask *tools.ClientInputRequired
 		if errors.As(err, &ask) {
 			return clientInputOutcome(t, in, ask), nil
@@ -470,6 +493,44 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		return FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned output that breaks its output schema: %v", t.Name, err)), nil
 	}
 	return ToolOutcome{Status: protocol.StatusCompleted, Output: out}, nil
+}
+
+// errCancelRequested ends a call's context when a heartbeat sent at once
+// (tools.Context.HeartbeatNow) learns that the call was cancelled, or
+// that the workflow that made it has ended (a cancelled turn ends at once
+// and takes the activity's cancel request with it).
+var errCancelRequested = errors.New("the call was cancelled")
+
+// heartbeatNow sends a call's heartbeat with the worker's client, which
+// Temporal's throttling does not hold, and ends callCtx when Temporal
+// answers that the call was cancelled or its workflow has ended.
+// Anything else (a failed request, a paused activity, an attempt that
+// timed out while its workflow runs on) is left to the SDK's own
+// heartbeats, which act on it as always.
+func (a *Activities) heartbeatNow(callCtx context.Context, cancel context.CancelCauseFunc, info activity.Info) func(...any) {
+	var attemptGone atomic.Bool
+	return func(details ...any) {
+		if attemptGone.Load() {
+			activity.RecordHeartbeat(callCtx, details...)
+			return
+		}
+		rctx, done := context.WithTimeout(callCtx, 10*time.Second)
+		defer done()
+		err := a.Client.RecordActivityHeartbeat(rctx, info.TaskToken, details...)
+		var notFound *serviceerror.NotFound
+		switch {
+		case err == nil || callCtx.Err() != nil:
+		case temporal.IsCanceledError(err):
+			cancel(errCancelRequested)
+		case errors.As(err, &notFound):
+			d, derr := a.Client.DescribeWorkflowExecution(rctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+			if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				cancel(errCancelRequested)
+				return
+			}
+			attemptGone.Store(true)
+		}
+	}
 }
 
 // runTool runs t's Execute, reporting a panic instead of unwinding.

@@ -84,3 +84,38 @@ func TestEscalation(t *testing.T) {
 		t.Fatalf("a panicking deadline gave %v", d)
 	}
 }
+
+// Once an approval escalated, its second group settles it without the
+// app's own response policy being asked; every other answer, before or
+// after the escalation, still goes to that policy (docs/approvals.md,
+// docs/http-api.md say so).
+func TestEscalatedGroupBypassesTheResponsePolicy(t *testing.T) {
+	var asked []string
+	p := Always().WithResponse(func(_ context.Context, c ResponseContext) (Verdict, error) {
+		asked = append(asked, c.Response.Principal.ID)
+		return Reject("the app's policy refuses everyone"), nil
+	}).EscalateAfter(time.Hour, "role", "manager")
+	alice := &auth.Principal{ID: "alice", Type: "user"}
+	manager := &auth.Principal{ID: "carol", Type: "user", Attributes: map[string]string{"role": "manager"}}
+	now := time.Now()
+	tests := []struct {
+		name      string
+		escalated *time.Time
+		who       *auth.Principal
+		want      string
+		asked     bool
+	}{
+		{name: "manager after the escalation", escalated: &now, who: manager, want: Allowed, asked: false},
+		{name: "manager before it", who: manager, want: Rejected, asked: true},
+		{name: "requester after it", escalated: &now, who: alice, want: Rejected, asked: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			v, err := p.EvaluateResponse(context.Background(), ResponseContext{Request: Request{Principal: alice, EscalatedAt: tc.escalated}, Response: Response{Principal: tc.who}})
+			if err != nil || v.Status != tc.want || (len(asked) > 0) != tc.asked {
+				t.Fatalf("verdict %s (%v), the app's policy asked: %v; want %s, asked %v", v.Status, err, asked, tc.want, tc.asked)
+			}
+		})
+	}
+}

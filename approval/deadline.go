@@ -87,7 +87,8 @@ func (e Escalation) Includes(p *auth.Principal) bool {
 // WithEscalation returns p with an escalation (see Escalation). A tool
 // whose policy escalates counts as having a response policy: before the
 // escalation the requester (or p's own response policy) decides, after it
-// the second group may too.
+// the second group may too, without p's response policy being asked for
+// them (it still judges every other answer).
 func (p Policy) WithEscalation(e Escalation) Policy {
 	p.escalation = &e
 	return p

@@ -87,7 +87,10 @@ type MCP struct {
 	// a time (so the server's questions reach that call's person), more
 	// start as concurrent calls need them (up to MaxStdioProcesses per
 	// worker), and they are kept for later calls until Set.Close. Env is added to the worker's
-	// environment; Dir is the working directory.
+	// environment; Dir is the working directory. A static set's command
+	// also runs where its tools are listed without a session: every API
+	// server and eve mcp start it to list its tools, so their hosts need
+	// its runtime too (Node.js for an npx server, ...).
 	Command string
 	Args    []string
 	Env     []string
@@ -265,8 +268,10 @@ func (c *Connection) principal(s auth.Session) (*auth.Principal, error) {
 }
 
 // Set serves the tools of a set of connections to an agent: add
-// Resolver() to agent.Agent.Resolvers, and Close the set when the worker
-// stops (it ends stdio servers).
+// Resolver() to agent.Agent.Resolvers. Close ends its stdio servers: the
+// commands eve.Main runs call it (through the resolver's Close) when
+// they stop; a process built on eve.NewWorker or eve.NewHandler calls it
+// once they have stopped.
 type Set struct {
 	// Logger gets the set's warnings, such as a remote tool skipped
 	// because no valid tool comes of it (default slog.Default()). No
@@ -331,7 +336,7 @@ func validateAll(conns []*Connection, dynamic bool) error {
 
 // Resolver is the set as a tools.Resolver.
 func (s *Set) Resolver() tools.Resolver {
-	r := tools.Resolver{Name: s.name, Scope: s.scope, Resolve: func(ctx tools.ResolveContext) ([]*tools.Tool, error) {
+	r := tools.Resolver{Name: s.name, Scope: s.scope, Close: s.Close, Resolve: func(ctx tools.ResolveContext) ([]*tools.Tool, error) {
 		conns, out, err := s.discoverAll(ctx)
 		if err != nil {
 			return nil, err
@@ -391,7 +396,9 @@ func (s *Set) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Close ends the set's stdio servers.
+// Close ends the set's stdio servers. The set stays usable: a later call
+// starts a server again. Its Resolver's Close is this, so the commands
+// eve.Main runs close the set when they stop.
 func (s *Set) Close() error { return s.rt.close() }
 
 // runtime is what a set keeps on a worker: tokens and stdio sessions.

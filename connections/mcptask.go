@@ -23,7 +23,9 @@ import (
 // checkpoint and goes on polling the same task in the same MCP session.
 // A task that asks for input (input_required) has its elicitation asked
 // of the session's person, through tasks/result. Cancelling the turn
-// cancels the task on the server (tasks/cancel).
+// cancels the task on the server (tasks/cancel): while it waits, the
+// call asks Temporal every taskCancelCheck whether it was cancelled
+// (watchCancel), so the server hears of it within about a second.
 
 // Task support a remote tool declares (execution.taskSupport).
 const (
@@ -35,8 +37,21 @@ const (
 // TaskHeartbeatTimeout is the heartbeat timeout of a call that waits for
 // a remote task: a worker lost meanwhile is noticed after it, and the
 // call goes on from another worker. Cancelling the turn reaches the call
-// within about as long.
+// sooner: see taskCancelCheck.
 const TaskHeartbeatTimeout = 20 * time.Second
+
+// While a call waits for a remote task it heartbeats at once (past
+// Temporal's throttling, which holds heartbeats for 80% of
+// TaskHeartbeatTimeout) every taskCancelCheck, and every
+// slowTaskCancelCheck once the task has run for slowTaskAfter: a
+// cancelled turn ends the call, and tasks/cancel reaches the server,
+// within about that long. Each check is a request to Temporal (on
+// Temporal Cloud a billed action), hence the slower pace for a task
+// that runs for hours.
+const (
+	taskCancelCheck     = time.Second
+	slowTaskCancelCheck = 10 * time.Second
+)
 
 // taskRetry lets a call waiting for a task go on after a lost attempt;
 // the call itself is never repeated unless the tool is idempotent (see
@@ -211,12 +226,16 @@ func startResult(remote string, result json.RawMessage, err error) (any, error) 
 
 // finishTask waits for the task's end; a cancelled call cancels it.
 func (r *runtime) finishTask(ctx *tools.Context, rc rpcCaller, remote string, cp taskCheckpoint) (any, error) {
+	stop := watchCancel(ctx)
 	result, err := r.awaitTask(ctx, rc, cp)
+	stop()
 	if ctx.Err() != nil && ctx.WorkerStopping() {
 		// The call goes on from another worker; the task goes on too.
 		return nil, fmt.Errorf("the worker stops while task %s of %s runs: the call follows it from another worker", cp.MCPTask.TaskID, remote)
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil || errors.Is(err, errQuestionCancelled) {
+	// A request cut short by the cancel may wrap it or not (a stream
+	// read): the context says.
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, errQuestionCancelled) {
 		// The turn was cancelled (or the call timed out): so is the task.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -233,6 +252,35 @@ func (r *runtime) finishTask(ctx *tools.Context, rc rpcCaller, remote string, cp
 		return nil, err
 	}
 	return toolResult(remote, result)
+}
+
+// watchCancel heartbeats at once every taskCancelCheck (then
+// slowTaskCancelCheck) until stop, so that the call's context ends
+// within about that long of a cancelled turn, even while a request to
+// the server (tasks/get, a long tasks/result) is in flight.
+func watchCancel(ctx *tools.Context) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		started := time.Now()
+		for {
+			every := taskCancelCheck
+			if time.Since(started) > slowTaskAfter {
+				every = slowTaskCancelCheck
+			}
+			t := time.NewTimer(every)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				ctx.HeartbeatNow()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // startTask sends tools/call with a task. A server may answer with the

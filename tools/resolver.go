@@ -54,6 +54,11 @@ type Resolver struct {
 	// so it must list the same tools for the same caller; a caller runs
 	// only the tools listed for it.
 	CallerCatalog func(ctx ResolveContext) ([]*Tool, error)
+	// Close, when set, releases what the resolver holds (a connection
+	// set's stdio server processes). The commands eve.Main runs (dev,
+	// worker, serve, mcp) call it when they stop; a process built on the
+	// pieces (eve.NewWorker, eve.NewHandler) calls it itself.
+	Close func() error
 }
 
 // Validate checks a resolver's definition.

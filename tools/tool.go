@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -50,12 +51,31 @@ type Context struct {
 	// Client is what the calling MCP client answered and declared, for a
 	// tool with ClientInput set that an MCP client calls; nil otherwise
 	// (nobody can be asked: fail, or do without). See AskClient.
-	Client     *protocol.ClientRound
-	heartbeat  func(details ...any)
-	checkpoint any
-	last       func(v any) error
-	stopping   <-chan struct{}
-	ask        Asker
+	Client    *protocol.ClientRound
+	heartbeat func(details ...any)
+	beatNow   func(details ...any)
+	// cp is shared by copies of the Context (a call that runs another
+	// tool on it), so that their heartbeats carry the same checkpoint.
+	cp       *checkpointBox
+	last     func(v any) error
+	stopping <-chan struct{}
+	ask      Asker
+}
+
+// checkpointBox holds a call's checkpoint: heartbeats from other
+// goroutines (a watcher, a server's progress) read it.
+type checkpointBox struct {
+	mu sync.Mutex
+	v  any
+}
+
+func (c *Context) checkpoint() any {
+	if c.cp == nil {
+		return nil
+	}
+	c.cp.mu.Lock()
+	defer c.cp.mu.Unlock()
+	return c.cp.v
 }
 
 // Heartbeat reports progress. Long tools should call it more often than
@@ -63,19 +83,52 @@ type Context struct {
 // retried only under the tool's retry policy, see Tool.Idempotent). A
 // heartbeat without details repeats the last Checkpoint.
 func (c *Context) Heartbeat(details ...any) {
-	if len(details) == 0 && c.checkpoint != nil {
-		details = []any{c.checkpoint}
+	if len(details) == 0 {
+		if cp := c.checkpoint(); cp != nil {
+			details = []any{cp}
+		}
 	}
 	if c.heartbeat != nil {
 		c.heartbeat(details...)
 	}
 }
 
+// HeartbeatNow sends a heartbeat with the last Checkpoint at once, past
+// Temporal's throttling (Heartbeat's are held for up to 80% of
+// HeartbeatTimeout), and ends the Context when Temporal answers that the
+// call was cancelled. A long wait calls it every second or so to learn
+// of a cancelled turn at once rather than at its next throttled
+// heartbeat. Each is a request to Temporal (on Temporal Cloud a billed
+// action): use it while something that costs runs, not for every call.
+// It blocks for the request; where the runtime cannot send one at once
+// (a local activity, a test) it is Heartbeat.
+func (c *Context) HeartbeatNow() {
+	if c.beatNow == nil {
+		c.Heartbeat()
+		return
+	}
+	var details []any
+	if cp := c.checkpoint(); cp != nil {
+		details = []any{cp}
+	}
+	c.beatNow(details...)
+}
+
+// SetHeartbeatNow installs what HeartbeatNow sends with. The runtime
+// calls it, with a function that ends the Context when the call was
+// cancelled.
+func (c *Context) SetHeartbeatNow(fn func(details ...any)) { c.beatNow = fn }
+
 // Checkpoint heartbeats with v and keeps it: heartbeats without details
 // repeat it, so that a retried attempt reads it with LastHeartbeat even
 // when the lost attempt heartbeated again afterwards.
 func (c *Context) Checkpoint(v any) {
-	c.checkpoint = v
+	if c.cp == nil {
+		c.cp = &checkpointBox{}
+	}
+	c.cp.mu.Lock()
+	c.cp.v = v
+	c.cp.mu.Unlock()
 	c.Heartbeat(v)
 }
 
@@ -137,6 +190,7 @@ func NewContext(ctx context.Context, session auth.Session, turnID, callID, toolN
 		IdempotencyKey: IdempotencyKey(session.ID, turnID, callID),
 		Attempt:        attempt,
 		heartbeat:      heartbeat,
+		cp:             &checkpointBox{},
 	}
 }
 

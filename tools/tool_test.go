@@ -164,3 +164,24 @@ func TestCheckpointIsRepeated(t *testing.T) {
 		t.Fatal("not stopping after the channel closed")
 	}
 }
+
+// HeartbeatNow sends the last checkpoint through what the runtime
+// installed (heartbeats past Temporal's throttle), and is Heartbeat
+// without it; copies of a Context share its checkpoint.
+func TestHeartbeatNow(t *testing.T) {
+	var throttled, now [][]any
+	ctx := NewContext(context.Background(), auth.Session{ID: "s"}, "t", "c", "tool", 1, func(d ...any) { throttled = append(throttled, d) })
+	ctx.Checkpoint("task-7")
+	ctx.HeartbeatNow()
+	if len(throttled) != 2 || throttled[1][0] != "task-7" {
+		t.Fatalf("without a runtime HeartbeatNow is Heartbeat: %v", throttled)
+	}
+	ctx.SetHeartbeatNow(func(d ...any) { now = append(now, d) })
+	inner := *ctx
+	inner.Checkpoint("task-8")
+	ctx.HeartbeatNow()
+	ctx.Heartbeat()
+	if len(now) != 1 || now[0][0] != "task-8" || throttled[len(throttled)-1][0] != "task-8" {
+		t.Fatalf("sent at once %v, throttled %v; want the copy's checkpoint task-8 in both", now, throttled)
+	}
+}

@@ -203,5 +203,5 @@ func (s *Server) inboxAnswer(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errorf(http.StatusBadRequest, CodeBadRequest, "expected {optionId?, text?, input?}: %v", err))
 		return
 	}
-	s.respond(w, r, sid, []protocol.InputResponse{{RequestID: rid, OptionID: a.OptionID, Text: a.Text, Input: a.Input}})
+	s.respond(w, r, sid, []protocol.InputResponse{{RequestID: rid, OptionID: a.OptionID, Text: a.Text, Input: inputOrAbsent(a.Input)}})
 }

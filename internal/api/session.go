@@ -92,6 +92,16 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
+// inputOrAbsent reads an answer's "input": null as no input (a plain
+// answer, nothing edited), as JSON clients mean it, so that nothing
+// records an "input": null.
+func inputOrAbsent(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) {
+		return nil
+	}
+	return raw
+}
+
 func isObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
@@ -150,6 +160,7 @@ func parseInputResponses(raw json.RawMessage) ([]protocol.InputResponse, error) 
 		if r.RequestID == "" {
 			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: 'requestId' is required", i)
 		}
+		r.Input = inputOrAbsent(r.Input)
 		if seen[r.RequestID] {
 			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "inputResponses[%d]: request %s is answered twice in one batch", i, r.RequestID)
 		}

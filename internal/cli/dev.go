@@ -50,6 +50,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 			if err != nil {
 				return err
 			}
+			defer closeResolvers(a, logger)
 			return runDev(cmd.Context(), cmd.OutOrStdout(), app.name(), logger, tc, limits, deployment, stateDir, uiPort, metricsAddr, af, a)
 		},
 	}

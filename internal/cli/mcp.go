@@ -75,6 +75,7 @@ clients that negotiate MCP Tasks, and run as tasks.`,
 			if err != nil {
 				return err
 			}
+			defer closeResolvers(a, logger)
 			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,6 +61,20 @@ func (a App) agent() (*agent.Agent, error) {
 		return nil, errors.New("build the agent: it returned no agent")
 	}
 	return ag, nil
+}
+
+// closeResolvers releases what the agent's resolvers hold (a connection
+// set's stdio servers, tools.Resolver.Close) once a command that served
+// the agent is done with it.
+func closeResolvers(a *agent.Agent, logger *slog.Logger) {
+	for _, r := range a.Resolvers {
+		if r.Close == nil {
+			continue
+		}
+		if err := r.Close(); err != nil {
+			logger.Warn("close a resolver", "resolver", r.Name, "err", err)
+		}
+	}
 }
 
 // Main runs cmd with SIGINT/SIGTERM cancelling its context, and exits 1

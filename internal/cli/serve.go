@@ -133,6 +133,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 			if err != nil {
 				return err
 			}
+			defer closeResolvers(a, logger)
 			if err := tc.UseAgentTaskQueue(a.Name); err != nil {
 				return err
 			}

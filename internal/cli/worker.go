@@ -40,6 +40,7 @@ func newWorkerCommand(app App, use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer closeResolvers(a, logger)
 			return RunWorker(cmd.Context(), logger, tc, limits, deployment, actions, metricsAddr, notifyURL, a)
 		},
 	}

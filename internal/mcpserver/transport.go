@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -19,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/eve-temporal/eve/internal/httpbody"
 )
 
 // Serve runs the server on t (for stdio, &mcp.StdioTransport{} or an
@@ -154,7 +157,8 @@ func (c *taskConn) Close() error {
 // Every request, the ones the Tasks layer answers itself included, first
 // passes the SDK's checks, in the SDK's order and with its answers: the
 // DNS-rebinding Host check (on a loopback listener, a Host that is not
-// loopback is 403; opts.DisableLocalhostProtection turns it off), the
+// loopback is 403, localhost in any case being loopback;
+// opts.DisableLocalhostProtection turns it off), the
 // cross-origin check (opts.CrossOriginProtection, or by default
 // http.NewCrossOriginProtection with Options.TrustedOrigins: a browser's
 // cross-origin POST is 403), and for POST the Content-Type
@@ -186,8 +190,11 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 		}
 	}
 	// This layer checks and expires sessions; the SDK's copies would only
-	// repeat the checks, and its timer cannot see task requests.
-	o.SessionTimeout, o.CrossOriginProtection = 0, nil
+	// repeat the checks, and its timer cannot see task requests. Its Host
+	// check is the SDK's made case-insensitive (host names are: RFC 4343),
+	// which the SDK's own would undo.
+	checkHost := !o.DisableLocalhostProtection
+	o.SessionTimeout, o.CrossOriginProtection, o.DisableLocalhostProtection = 0, nil, true
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &o)
 	// 2026-07-28 is stateless: each request carries its version and the
 	// client's capabilities in _meta, and the SDK's stateless handler
@@ -203,7 +210,7 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	sse.JSONResponse = false
 	modernSSE := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &sse)
 	return &httpTasks{s: s, inner: inner, modern: modern, modernSSE: modernSSE, sessions: map[string]*httpSession{},
-		timeout: timeout, origin: origin, checkHost: !o.DisableLocalhostProtection, stateless: o.Stateless}
+		timeout: timeout, origin: origin, checkHost: checkHost, stateless: o.Stateless}
 }
 
 const (
@@ -345,14 +352,15 @@ func (h *httpTasks) refuse(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// isLoopback is the SDK's test (internal/util.IsLoopback): localhost or a
-// loopback IP, with or without a port.
+// isLoopback is the SDK's test (internal/util.IsLoopback), with the name
+// compared without case: localhost (LOCALHOST too) or a loopback IP, with
+// or without a port.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = strings.Trim(addr, "[]")
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)
@@ -405,9 +413,18 @@ func (h *httpTasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil || len(body) > maxBody {
-		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+	body, err := httpbody.Read(w, r, maxBody)
+	if err != nil {
+		// A body that does not arrive within its deadline (the server's
+		// httpbody.Deadline) is 408, not a size problem.
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(err, httpbody.ErrTooLarge):
+			status = http.StatusRequestEntityTooLarge
+		case errors.Is(err, httpbody.ErrTimeout):
+			status = http.StatusRequestTimeout
+		}
+		http.Error(w, err.Error(), status)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

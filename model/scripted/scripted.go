@@ -10,6 +10,14 @@
 // and {{result.TOOL}} or {{result.TOOL.path.to.field}} for tool results
 // ({{results.N.field}} is the Nth result of the latest step, in call order;
 // {{note.TOOL}} is the runtime's note on a result, such as a person's edit).
+// A path walks fields of objects and 0-based indexes of arrays
+// ({{result.echo.content.0.text}}); a string renders as itself, anything
+// else as JSON. Only a path's last field may be missing from its object:
+// it renders empty, so a reply can name the fields of either outcome
+// ({{result.T.status}}{{result.T.error}}). Any other template that cannot
+// be filled (an unknown name, a tool with no result, a missing field
+// before the last, an index out of range, a field of a string) fails the
+// step with an error that names the template.
 package scripted
 
 import (
@@ -18,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -143,17 +152,19 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 	// Which step: tool-calling assistant messages since the user spoke.
 	stepIdx := 0
 	vars := map[string]string{}
-	results := map[string]json.RawMessage{}
+	results := resultSet{}
 	for _, msg := range req.Messages[lastUser+1:] {
 		if msg.Role == model.RoleAssistant && len(msg.ToolCalls) > 0 {
 			stepIdx++
 		}
 		for i, r := range msg.ToolResults {
-			results[r.Name] = r.Output
+			res := result{out: r.Output, failed: r.IsError}
+			results[r.Name] = res
 			// results.N is the Nth result of the latest step, in call order.
-			results["#"+strconv.Itoa(i)] = r.Output
+			results["#"+strconv.Itoa(i)] = res
 			if r.Note != "" {
-				results[noteKey+r.Name], _ = json.Marshal(r.Note)
+				note, _ := json.Marshal(r.Note)
+				results[noteKey+r.Name] = result{out: note}
 			}
 		}
 	}
@@ -190,13 +201,21 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 	}
 	st := rule.Steps[stepIdx]
 	if len(st.Calls) == 0 {
-		return reply(render(st.Reply, vars, results), usageIn, stream), nil
+		text, err := render(st.Reply, vars, results)
+		if err != nil {
+			return model.Response{}, fmt.Errorf("scripted reply of rule %q: %w", rule.Match, err)
+		}
+		return reply(text, usageIn, stream), nil
 	}
-	resp := model.Response{Text: render(st.Text, vars, results), FinishReason: model.FinishToolCalls}
+	text, err := render(st.Text, vars, results)
+	if err != nil {
+		return model.Response{}, fmt.Errorf("scripted text of rule %q: %w", rule.Match, err)
+	}
+	resp := model.Response{Text: text, FinishReason: model.FinishToolCalls}
 	for i, c := range st.Calls {
 		input, err := callInput(c, vars, results)
 		if err != nil {
-			return model.Response{}, fmt.Errorf("scripted call %s: %w", c.Tool, err)
+			return model.Response{}, fmt.Errorf("scripted call %s of rule %q: %w", c.Tool, rule.Match, err)
 		}
 		resp.ToolCalls = append(resp.ToolCalls, model.ToolCall{
 			ID:    fmt.Sprintf("call_%d_%d", len(req.Messages), i),
@@ -223,9 +242,12 @@ func reply(text string, usageIn int, stream model.Stream) model.Response {
 	return model.Response{Text: text, FinishReason: model.FinishStop, Usage: model.Usage{InputTokens: usageIn, OutputTokens: len(text)/4 + 1}}
 }
 
-func callInput(c Call, vars map[string]string, results map[string]json.RawMessage) (json.RawMessage, error) {
+func callInput(c Call, vars map[string]string, results resultSet) (json.RawMessage, error) {
 	if c.InputJSON != "" {
-		s := render(c.InputJSON, vars, results)
+		s, err := render(c.InputJSON, vars, results)
+		if err != nil {
+			return nil, err
+		}
 		if !json.Valid([]byte(s)) {
 			// Malformed input, as a real model may send it: passed on as a
 			// JSON string, so the runtime rejects it as a tool input error.
@@ -236,87 +258,215 @@ func callInput(c Call, vars map[string]string, results map[string]json.RawMessag
 	if c.Input == nil {
 		return json.RawMessage(`{}`), nil
 	}
-	v := renderValue(c.Input, vars, results)
+	v, err := renderValue(c.Input, vars, results)
+	if err != nil {
+		return nil, err
+	}
 	return json.Marshal(v)
 }
 
-func renderValue(v any, vars map[string]string, results map[string]json.RawMessage) any {
+func renderValue(v any, vars map[string]string, results resultSet) (any, error) {
 	switch x := v.(type) {
 	case string:
 		return render(x, vars, results)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = renderValue(e, vars, results)
+			r, err := renderValue(e, vars, results)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
 		}
-		return out
+		return out, nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = renderValue(e, vars, results)
+			r, err := renderValue(e, vars, results)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
 		}
-		return out
+		return out, nil
 	default:
-		return v
+		return v, nil
 	}
 }
 
 // noteKey prefixes a tool result's note among the results ({{note.TOOL}}).
 const noteKey = "note:"
 
-var tmpl = regexp.MustCompile(`\{\{\s*([^}]+?)\s*\}\}`)
+// resultSet is the tool results since the user's message, by tool name,
+// "#N" (the latest step's Nth) and noteKey+name.
+type resultSet map[string]result
 
-func render(s string, vars map[string]string, results map[string]json.RawMessage) string {
-	return tmpl.ReplaceAllStringFunc(s, func(m string) string {
-		key := strings.TrimSpace(m[2 : len(m)-2])
-		if v, ok := vars[key]; ok {
-			return v
-		}
-		if rest, ok := strings.CutPrefix(key, "results."); ok {
-			n, path, _ := strings.Cut(rest, ".")
-			raw, ok := results["#"+n]
-			if !ok {
-				return ""
-			}
-			return lookup(raw, path)
-		}
-		if tool, ok := strings.CutPrefix(key, "note."); ok {
-			return lookup(results[noteKey+tool], "")
-		}
-		if rest, ok := strings.CutPrefix(key, "result."); ok {
-			tool, path, _ := strings.Cut(rest, ".")
-			raw, ok := results[tool]
-			if !ok {
-				return ""
-			}
-			return lookup(raw, path)
-		}
-		return m
-	})
+// result is a call's output; failed: the call did not complete (its
+// output is the runtime's {error, code}).
+type result struct {
+	out    json.RawMessage
+	failed bool
 }
 
-func lookup(raw json.RawMessage, path string) string {
+var tmpl = regexp.MustCompile(`\{\{\s*([^}]+?)\s*\}\}`)
+
+// render fills s's templates. A template that names no capture and no
+// result, or a path that cannot be walked, is an error naming it, so a
+// typo fails the step instead of rendering empty.
+func render(s string, vars map[string]string, results resultSet) (string, error) {
+	var first error
+	out := tmpl.ReplaceAllStringFunc(s, func(m string) string {
+		key := strings.TrimSpace(m[2 : len(m)-2])
+		v, err := expand(key, vars, results)
+		if err != nil && first == nil {
+			first = fmt.Errorf("template %s: %w", m, err)
+		}
+		return v
+	})
+	return out, first
+}
+
+func expand(key string, vars map[string]string, results resultSet) (string, error) {
+	if v, ok := vars[key]; ok {
+		return v, nil
+	}
+	if rest, ok := strings.CutPrefix(key, "results."); ok {
+		n, path, _ := strings.Cut(rest, ".")
+		res, ok := results["#"+n]
+		if !ok {
+			return "", fmt.Errorf("the latest step has no result %s (it has %d, numbered from 0)", n, countIndexed(results))
+		}
+		return lookup(res, path)
+	}
+	if tool, ok := strings.CutPrefix(key, "note."); ok {
+		if _, ok := results[tool]; !ok {
+			return "", noResult(tool, results)
+		}
+		note, ok := results[noteKey+tool]
+		if !ok {
+			return "", nil // a result without a note
+		}
+		return lookup(note, "")
+	}
+	if rest, ok := strings.CutPrefix(key, "result."); ok {
+		tool, path, _ := strings.Cut(rest, ".")
+		res, ok := results[tool]
+		if !ok {
+			return "", noResult(tool, results)
+		}
+		return lookup(res, path)
+	}
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("%q is not a capture of the rule's match (captures: %s) nor result.TOOL, results.N or note.TOOL", key, strings.Join(names, ", "))
+}
+
+func noResult(tool string, results resultSet) error {
+	var tools []string
+	for k := range results {
+		if !strings.HasPrefix(k, "#") && !strings.HasPrefix(k, noteKey) {
+			tools = append(tools, k)
+		}
+	}
+	if len(tools) == 0 {
+		return fmt.Errorf("no tool result from %s: no tool has answered since the user's message", tool)
+	}
+	sort.Strings(tools)
+	return fmt.Errorf("no tool result from %s (results from: %s)", tool, strings.Join(tools, ", "))
+}
+
+func countIndexed(results resultSet) int {
+	n := 0
+	for k := range results {
+		if strings.HasPrefix(k, "#") {
+			n++
+		}
+	}
+	return n
+}
+
+// lookup walks path (fields of objects, 0-based indexes of arrays) in a
+// result. Only the last field may be absent from its object: it renders
+// empty, so a reply can name the fields of either outcome
+// ({{result.T.status}}{{result.T.error}}); on a failed call's result
+// ({error, code}) any field it lacks renders empty, so the success's
+// nested fields can stand beside {{result.T.error}} too. Anything else
+// that cannot be walked is an error.
+func lookup(res result, path string) (string, error) {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
+	if err := json.Unmarshal(res.out, &v); err != nil {
+		return string(res.out), nil // not JSON: the text itself
 	}
 	if path != "" {
-		for _, p := range strings.Split(path, ".") {
-			obj, ok := v.(map[string]any)
-			if !ok {
-				return ""
+		parts := strings.Split(path, ".")
+		for i, p := range parts {
+			at := "the result"
+			if i > 0 {
+				at = strings.Join(parts[:i], ".")
 			}
-			v = obj[p]
+			last := i == len(parts)-1
+			switch x := v.(type) {
+			case map[string]any:
+				e, ok := x[p]
+				switch {
+				case !ok && res.failed:
+					return "", nil
+				case !ok && !last:
+					return "", fmt.Errorf("%s has no field %q (fields: %s)", at, p, fieldNames(x))
+				}
+				v = e
+			case []any:
+				n, err := strconv.Atoi(p)
+				if err != nil || n < 0 {
+					return "", fmt.Errorf("%s is an array of %d: index it with a number from 0, not %q", at, len(x), p)
+				}
+				if n >= len(x) {
+					return "", fmt.Errorf("%s is an array of %d: index %d is out of range", at, len(x), n)
+				}
+				v = x[n]
+			case nil:
+				return "", fmt.Errorf("%s is null: it has no %q", at, p)
+			default:
+				return "", fmt.Errorf("%s is a %s, not an object or array: it has no %q", at, jsonKind(x), p)
+			}
 		}
 	}
 	switch x := v.(type) {
 	case string:
-		return x
+		return x, nil
 	case nil:
-		return ""
+		return "", nil
 	default:
 		b, _ := json.Marshal(x)
-		return string(b)
+		return string(b), nil
+	}
+}
+
+func fieldNames(m map[string]any) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	default:
+		return fmt.Sprintf("%T", v)
 	}
 }
 
