@@ -527,6 +527,7 @@ func TestRecordHistories(t *testing.T) {
 	save("execution-client-task-rounds", task.ID)
 	recordFollowUps(t, prefix)
 	recordAskOnce(t, prefix)
+	recordOrder(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.
