@@ -179,3 +179,42 @@ func TestMessagesBehindARaceKeepTheirOrder(t *testing.T) {
 		})
 	}
 }
+
+// An operator terminates a turn that took two messages (it answered that
+// it would read them) before it read them: they run first, in order, each
+// as a turn of its own, before another person's message that waited for
+// the turn's end, and each is read once. Their answers named the
+// terminated turn, and the third's a turn that reads another: the one case
+// where an answer does not name the reader (docs/architecture.md, "Exactly
+// once").
+func TestTerminatedTurnsTakenMessagesRunFirst(t *testing.T) {
+	d := newDelegatedEnv(t, evetest.New(t), time.Hour, false)
+	d.StartWorker(d.mk())
+	id, _ := d.start(t) // the turn waits for its report job
+	ctx := d.Ctx(time.Minute)
+	for _, m := range []string{"m01 steers", "m02 steers too"} {
+		res, err := d.Sessions.Send(ctx, id, signals.SendRequest{Message: m, Caller: alice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TurnID != "turn_0" {
+			t.Fatalf("%q went to %s, want the running turn_0", m, res.TurnID)
+		}
+	}
+	if res, err := d.Sessions.Send(ctx, id, signals.SendRequest{Message: "m03 waits", Caller: bob}); err != nil || res.TurnID != "turn_1" {
+		t.Fatalf("bob's message: %+v, %v; want it to wait for turn_1", res, err)
+	}
+	if err := d.Client.TerminateWorkflow(ctx, signals.TurnWorkflowID(id, "turn_0"), "", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitFor(t, d.Env, id, func(evs []protocol.Event) bool {
+		return len(evetest.Of(evs, protocol.MessageReceived)) == 4 && evs[len(evs)-1].Type == protocol.SessionWaiting
+	})
+	msgs, turns := readOrder(evs, firstWord)
+	if want := []string{"report", "m01", "m02", "m03"}; !slices.Equal(msgs, want) {
+		t.Errorf("read %v, want %v: %s", msgs, want, evetest.Join(evs))
+	}
+	if want := []string{"turn_0", "turn_1", "turn_2", "turn_3"}; !slices.Equal(turns, want) {
+		t.Errorf("read by %v, want %v", turns, want)
+	}
+}

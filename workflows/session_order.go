@@ -48,8 +48,9 @@ func (s *session) pendingOf(dlv string) *pendingMessage {
 	return nil
 }
 
-// waiting counts the messages no turn has read yet and none is about to:
-// the queue, and in order mode those the running turn has not decided.
+// waiting counts the messages waiting for a turn: the queue, and (in
+// order mode) those accepted while the running turn runs that it has not
+// taken.
 func (s *session) waiting() int { return len(s.st.Queue) + len(s.pending) }
 
 // acceptInOrder takes a new message: while a turn runs, it joins the
@@ -178,7 +179,10 @@ func (s *session) dropPending() {
 // offer it had not answered counts as taken if the turn read it; the
 // others wait for turns of their own. Messages the turn took but did not
 // read (only a turn that ended abnormally: terminated, timed out) go
-// first, ahead of everything accepted after them.
+// first, ahead of everything accepted after them; the queue is numbered
+// again behind them, so turn numbers keep rising in the stream (those
+// answers named other turns: the one case where an answer does not name
+// the reader).
 func (s *session) settleOffers(read []string) {
 	var unread []QueuedMessage
 	for _, m := range s.acked {
@@ -195,10 +199,13 @@ func (s *session) settleOffers(read []string) {
 	if len(unread) > 0 {
 		later := s.st.Queue
 		s.st.Queue = nil
-		for _, m := range unread {
+		if len(later) > 0 {
+			// The queue holds the turns from its first on, in order.
+			s.st.NextSeq = later[0].Sequence
+		}
+		for _, m := range append(unread, later...) {
 			s.enqueue(m)
 		}
-		s.st.Queue = append(s.st.Queue, later...)
 	}
 	s.queuePending()
 }
