@@ -61,10 +61,10 @@ func TestTurnsAreCommittedChildren(t *testing.T) {
 		// Parked and resumed; the end is the completion.
 		{"signals the turn sent", turn[enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED], 2},
 		{"signals the session received", sess[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED], 2},
-		// The config's SideEffect and 0.3's version markers (the session's
-		// lifetime and limits), and no local activity's (a start or a
-		// describe).
-		{"markers on the session", sess[enumspb.EVENT_TYPE_MARKER_RECORDED], 3},
+		// The config's SideEffect, 0.3's version markers (the session's
+		// lifetime and limits) and 0.5's (messages in order), and no local
+		// activity's (a start or a describe).
+		{"markers on the session", sess[enumspb.EVENT_TYPE_MARKER_RECORDED], 4},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %d, want %d", c.what, c.got, c.want)

@@ -48,6 +48,10 @@ rules:
     steps:
       - calls: [{tool: lookup, input: {key: "{{key}}"}}]
       - reply: "found {{result.lookup.key}}"
+  - match: '^(?P<id>m\d+)'
+    steps:
+      - calls: [{tool: lookup, input: {key: "{{id}}"}}]
+      - reply: "done {{id}}"
 `
 
 // execLog records every tool execution, as a line in a file a worker
@@ -101,7 +105,8 @@ func executions(t *testing.T, dir string) []execution {
 	return out
 }
 
-// raceAgent: lookup runs at once; refund needs an approval.
+// raceAgent: lookup runs at once; refund needs an approval; a message
+// "mNN …" looks itself up and replies "done mNN" (order_test.go).
 func raceAgent(worker, dir string) *agent.Agent {
 	m, err := scripted.Parse([]byte(raceRules))
 	if err != nil {
@@ -380,12 +385,17 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 				evetest.Of(evs, protocol.InputRequested)[0].Decode(&d)
 				go r.Sessions.Respond(ctx, id, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: d.Requests[0].RequestID, OptionID: "approve"}}})
 			}
-			offered := r.race(t, ctx, h, id, signals.SendRequest{Message: "look up k2", DeliveryID: "dlv_race", Caller: tc.sender, TurnPolicy: tc.policy})
+			offered, res := r.race(t, ctx, h, id, signals.SendRequest{Message: "look up k2", DeliveryID: "dlv_race", Caller: tc.sender, TurnPolicy: tc.policy})
 			evs := r.settle(t, ctx, id)
 			watch.verify(t, r.Env.Events(ctx, id))
 
 			if n := received(evs); n[tc.first] != 1 || n["look up k2"] != 1 {
 				t.Fatalf("messages read %v, want each once: %s", n, evetest.Join(evs))
+			}
+			// The answer named the turn that read the message, which read
+			// it after the first.
+			if p := checkOrder(evs, []sent{{tc.first, "turn_0"}, {"look up k2", res.TurnID}}, fullText); len(p) > 0 {
+				t.Fatalf("%s: %s", strings.Join(p, "; "), evetest.Join(evs))
 			}
 			execs := executions(t, r.dir)
 			byKey, byInput := map[string]int{}, map[string]int{}
@@ -437,30 +447,64 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 
 // race sends a message while h holds a turn's workflow task, and releases
 // the task once the message reached the turn (when the session offered it
-// to the running turn: it reports whether it did) or waits for its own.
-func (r *raceEnv) race(t *testing.T, ctx context.Context, h *hold, id string, req signals.SendRequest) (offered bool) {
+// to the running turn: it reports whether it did) or the session answered
+// that it waits for a turn of its own. An offered message's answer waits
+// for the turn's decision, which the held task makes once released: the
+// send completes after the release, and race returns its answer.
+func (r *raceEnv) race(t *testing.T, ctx context.Context, h *hold, id string, req signals.SendRequest) (offered bool, res signals.SendResult) {
 	t.Helper()
+	var done <-chan sendOutcome
+	var answered *sendOutcome
 	waitHeld(t, h, func() {
 		before := signalsDelivered(t, ctx, r.Client, id)
-		res, err := r.Sessions.Send(ctx, id, req)
-		if err != nil {
-			t.Fatalf("racing send: %v", err)
-		}
-		if res.TurnID != "turn_0" {
-			return
-		}
-		offered = true
+		done = r.sendAsync(ctx, id, req)
 		// Hold until the turn has the signal, buffered behind its running
-		// workflow task.
+		// workflow task, or the message was queued.
 		deadline := time.Now().Add(20 * time.Second)
-		for signalsDelivered(t, ctx, r.Client, id) == before {
+		for {
+			select {
+			case o := <-done:
+				answered = &o
+				return
+			default:
+			}
+			if signalsDelivered(t, ctx, r.Client, id) > before {
+				offered = true
+				return
+			}
 			if time.Now().After(deadline) {
-				t.Fatal("the session's signal never reached the turn")
+				t.Fatal("the message neither reached the turn nor was answered")
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
-	return offered
+	if answered == nil {
+		select {
+		case o := <-done:
+			answered = &o
+		case <-time.After(60 * time.Second):
+			t.Fatal("the racing send was never answered")
+		}
+	}
+	if answered.err != nil {
+		t.Fatalf("racing send: %v", answered.err)
+	}
+	return offered, answered.res
+}
+
+type sendOutcome struct {
+	res signals.SendResult
+	err error
+}
+
+// sendAsync sends a message and delivers its answer on the channel.
+func (r *raceEnv) sendAsync(ctx context.Context, id string, req signals.SendRequest) <-chan sendOutcome {
+	done := make(chan sendOutcome, 1)
+	go func() {
+		res, err := r.Sessions.Send(ctx, id, req)
+		done <- sendOutcome{res, err}
+	}()
+	return done
 }
 
 // settle waits until the session runs no turn and holds no message. A
@@ -521,9 +565,11 @@ func waitHeld(t *testing.T, h *hold, during func()) {
 // Many sessions, messages sent at random moments by the turn's person or
 // another, with random turn policies, and a worker process killed once
 // mid-run (SIGKILL; a second worker takes over): every accepted message is
-// read by exactly one turn, every turn that started ends, no tool call key
-// executes twice (but one in flight on the killed worker, which is what
-// idempotency keys are for), and repeated stream reads never disagree.
+// read by exactly one turn, in the order the session accepted it and in
+// the turn its answer named, every turn that started ends, no tool call
+// key executes twice (but one in flight on the killed worker, which is
+// what idempotency keys are for), and repeated stream reads never
+// disagree.
 func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 	env := evetest.New(t)
 	dir := t.TempDir()
@@ -571,6 +617,10 @@ func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 	}
 	var mu sync.Mutex
 	accepted := map[string]string{} // message -> session
+	// Each session's messages in the order it accepted them (one sender
+	// per session, each send after the last one's answer), with the turn
+	// each answer named.
+	inOrder := make([][]sent, sessions)
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Add(1)
@@ -579,12 +629,14 @@ func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 			for j, p := range plans[i] {
 				time.Sleep(p.delay)
 				msg := fmt.Sprintf("look up s%dm%d", i, j)
-				if _, err := env.Sessions.Send(ctx, id, signals.SendRequest{Message: msg, Caller: p.sender, TurnPolicy: p.policy}); err != nil {
+				res, err := env.Sessions.Send(ctx, id, signals.SendRequest{Message: msg, Caller: p.sender, TurnPolicy: p.policy})
+				if err != nil {
 					t.Errorf("send %q: %v", msg, err)
 					continue
 				}
 				mu.Lock()
 				accepted[msg] = id
+				inOrder[i] = append(inOrder[i], sent{msg, res.TurnID})
 				mu.Unlock()
 			}
 		}()
@@ -597,6 +649,7 @@ func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 	wg.Wait()
 
 	r := &raceEnv{Env: env, holds: &holds{}, dir: dir}
+	outOfOrder := 0
 	for i, id := range ids {
 		evs := r.settle(t, ctx, id)
 		watches[i].verify(t, env.Events(ctx, id))
@@ -605,6 +658,10 @@ func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 			if sid == id && n[msg] != 1 {
 				t.Errorf("%s: %q read by %d turns, want 1: %s", id, msg, n[msg], evetest.Join(evs))
 			}
+		}
+		if p := checkOrder(evs, inOrder[i], fullText); len(p) > 0 {
+			outOfOrder++
+			t.Errorf("%s: %s", id, strings.Join(p, "; "))
 		}
 		started := len(evetest.Of(evs, protocol.TurnStarted))
 		ended := len(evetest.Of(evs, protocol.TurnCompleted)) + len(evetest.Of(evs, protocol.TurnFailed)) + len(evetest.Of(evs, protocol.TurnCancelled))
@@ -630,5 +687,5 @@ func TestRandomMessageRacesWithKilledWorker(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d messages, %d tool calls, %d on the killed worker", len(accepted), len(byKey), doomed)
+	t.Logf("%d messages, %d tool calls, %d on the killed worker; %d of %d sessions read out of order or in another turn than an answer named", len(accepted), len(byKey), doomed, outOfOrder, sessions)
 }

@@ -413,7 +413,7 @@ func TestRecordHistories(t *testing.T) {
 	if _, err := re.Sessions.Send(ctx, rid, signals.SendRequest{Message: "look up k1", Caller: alice}); err != nil {
 		t.Fatal(err)
 	}
-	if !re.race(t, ctx, h, rid, signals.SendRequest{Message: "look up k2", Caller: alice}) {
+	if offered, _ := re.race(t, ctx, h, rid, signals.SendRequest{Message: "look up k2", Caller: alice}); !offered {
 		t.Fatal("the racing message was not offered to the turn")
 	}
 	re.settle(t, ctx, rid)
@@ -527,6 +527,7 @@ func TestRecordHistories(t *testing.T) {
 	save("execution-client-task-rounds", task.ID)
 	recordFollowUps(t, prefix)
 	recordAskOnce(t, prefix)
+	recordOrder(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

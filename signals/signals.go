@@ -248,7 +248,18 @@ const (
 	// answers a prompt with it, steers with it, or leaves it for the next
 	// turn (TurnOutput.Taken lists those it used).
 	SignalTurnMessage = "eve.turn.message"
+	// SignalTurnTaken (turn → session) answers an offer that asked for it
+	// (TurnMessage.Ack): whether the turn took the message, and so reads
+	// it, or left it for the turns after it.
+	SignalTurnTaken = "eve.turn.taken"
 )
+
+// TurnTaken is the turn's answer to one offered message.
+type TurnTaken struct {
+	TurnID     string `json:"turnId"`
+	DeliveryID string `json:"deliveryId"`
+	Taken      bool   `json:"taken"`
+}
 
 // TurnInputs is the turn's open input requests.
 type TurnInputs struct {
@@ -268,6 +279,13 @@ type TurnMessage struct {
 	// can, else steers or (TurnPolicyQueue, no approval open) is left for
 	// the next turn.
 	TurnPolicy string `json:"turnPolicy"`
+	// Ack asks the turn to answer with SignalTurnTaken: a session that
+	// keeps its messages in order (0.5.0) offers one message at a time and
+	// answers its sender once the turn has decided.
+	Ack bool `json:"ack,omitempty"`
+	// AnswerOnly: messages accepted before this one wait for the turn's
+	// end; the turn takes it only if it answers its first open prompt.
+	AnswerOnly bool `json:"answerOnly,omitempty"`
 }
 
 // SignalTextDelta (model step activity → turn) carries streamed text,

@@ -27,6 +27,7 @@ const (
 	changeDecisions   = "eve-decision-record"
 	changeAsk         = "eve-call-asks"
 	changeFollowUps   = "eve-input-followups"
+	changeOrder       = "eve-message-order"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -68,4 +69,6 @@ var changes = []change{
 		[]string{"v0.4.0-turn-ask-*.json"}},
 	{changeFollowUps, "0.4.0", "reminders before a request's deadline (input.reminder) and escalation to a second group (approval.escalated), as durable timers",
 		[]string{"v0.4.0-turn-escalated.json", "v0.4.0-turn-request-deadline-*.json"}},
+	{changeOrder, "0.5.0", "messages are read in the order the session accepted them: a message accepted while a turn runs is offered to it one at a time (TurnMessage.Ack) and the turn answers whether it took it (eve.turn.taken), or it waits in the queue behind the others; the turn reads every message it took, even when it fails or is cancelled",
+		[]string{"v0.5.0-session-ordered-*.json", "v0.5.0-turn-ordered-*.json"}},
 }

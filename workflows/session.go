@@ -99,6 +99,12 @@ type session struct {
 	// pastDeadline: the session's lifetime is over (ExpiresAt); ended: it
 	// recorded session.completed and takes no more messages.
 	pastDeadline, ended bool
+	// ordered: messages are read in the order they were accepted
+	// (changeOrder; session_order.go). pending are the messages accepted
+	// while the running turn runs and not decided yet; acked those it took.
+	ordered bool
+	pending []*pendingMessage
+	acked   []QueuedMessage
 }
 
 // expired reports a session past its lifetime with nothing left to do: no
@@ -138,6 +144,9 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
 		log:      eventLog{rt: r, sessionID: in.SessionID},
 		outcomes: map[string]*signals.TurnOutcome{}, waiters: map[string]int{}}
+	// Decided once per run: a run started before the change keeps the old
+	// order until it continues as new.
+	s.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
 	if s.st == nil {
 		var cfg Config
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.WithDefaults() }).Get(&cfg); err != nil {
@@ -235,7 +244,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryState, func() (signals.SessionSummary, error) {
 		return signals.SessionSummary{
-			SessionID: s.id, Initiator: s.initiator, Turns: s.st.NextSeq, Queued: len(s.st.Queue),
+			SessionID: s.id, Initiator: s.initiator, Turns: s.st.NextSeq, Queued: s.waiting(),
 			ActiveTurn: s.active, Conversation: s.st.Conversation, Usage: s.st.Usage,
 		}, nil
 	}); err != nil {
@@ -252,9 +261,15 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	inputsCh := workflow.GetSignalChannel(ctx, signals.SignalTurnInputs)
+	takenCh := workflow.GetSignalChannel(ctx, signals.SignalTurnTaken)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(takenCh, func(c workflow.ReceiveChannel, _ bool) {
+				var a signals.TurnTaken
+				c.Receive(ctx, &a)
+				s.turnAnswered(ctx, a)
+			})
 			sel.AddReceive(inputsCh, func(c workflow.ReceiveChannel, _ bool) {
 				var in signals.TurnInputs
 				c.Receive(ctx, &in)

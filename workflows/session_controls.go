@@ -37,6 +37,7 @@ func (s *session) control(ctx workflow.Context, req signals.ControlRequest) (sig
 	default: // reset
 		if s.active != nil {
 			s.cancelTurn()
+			s.dropPending()
 		}
 		s.st.Queue = nil
 		s.offered = nil

@@ -31,8 +31,8 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue {
 		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
 	}
-	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && len(s.st.Queue) >= MaxQueuedMessages {
-		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, len(s.st.Queue)), signals.ErrSessionBusy)
+	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.pendingOf(req.DeliveryID) == nil && s.waiting() >= MaxQueuedMessages {
+		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, s.waiting()), signals.ErrSessionBusy)
 	}
 	return nil
 }
@@ -41,6 +41,9 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	dlv := req.DeliveryID
 	if dlv == "" {
 		dlv = "dlv_" + workflow.GetCurrentUpdateInfo(ctx).ID
+	}
+	if s.ordered {
+		return s.sendInOrder(ctx, req, dlv)
 	}
 	seq, dup := s.st.Deliveries[dlv]
 	offered := false
@@ -63,16 +66,59 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	if dup {
 		return res, fmt.Errorf("delivery %s was already accepted; read its outcome from the event stream", dlv)
 	}
+	defer s.wait(dlv)()
+	return s.awaitOutcome(ctx, res)
+}
+
+// sendInOrder is send in a session that reads its messages in the order
+// it accepted them (changeOrder): the answer waits until the message's
+// turn is decided (session_order.go), so its turnId is the turn that
+// reads it.
+func (s *session) sendInOrder(ctx workflow.Context, req signals.SendRequest, dlv string) (signals.SendResult, error) {
+	seq, dup := s.st.Deliveries[dlv]
+	p := s.pendingOf(dlv)
+	dup = dup || p != nil // a re-sent delivery joins the first
+	if req.Wait && !dup {
+		// Before the decision: a turn that decides as it ends finds it.
+		defer s.wait(dlv)()
+	}
+	if !dup {
+		p, seq = s.acceptInOrder(ctx, req, dlv)
+	}
+	if p != nil {
+		if err := workflow.Await(ctx, func() bool { return p.decided }); err != nil {
+			return signals.SendResult{}, err
+		}
+		seq = p.Sequence
+	}
+	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
+	if !req.Wait {
+		return res, nil
+	}
+	if dup {
+		return res, fmt.Errorf("delivery %s was already accepted; read its outcome from the event stream", dlv)
+	}
+	return s.awaitOutcome(ctx, res)
+}
+
+// wait registers a sender waiting for its delivery's outcome; the
+// function it returns forgets it.
+func (s *session) wait(dlv string) func() {
 	s.waiters[dlv]++
-	defer func() {
+	return func() {
 		if s.waiters[dlv]--; s.waiters[dlv] == 0 {
 			delete(s.waiters, dlv)
 			delete(s.outcomes, dlv)
 		}
-	}()
-	if err := workflow.Await(ctx, func() bool { return s.outcomes[dlv] != nil }); err != nil {
+	}
+}
+
+// awaitOutcome waits for the outcome of the turn that reads a delivery
+// (or for it to park).
+func (s *session) awaitOutcome(ctx workflow.Context, res signals.SendResult) (signals.SendResult, error) {
+	if err := workflow.Await(ctx, func() bool { return s.outcomes[res.DeliveryID] != nil }); err != nil {
 		return res, err
 	}
-	res.Outcome = s.outcomes[dlv]
+	res.Outcome = s.outcomes[res.DeliveryID]
 	return res, nil
 }

@@ -319,7 +319,9 @@ func TestSessionSteer(t *testing.T) {
 }
 
 // With turnPolicy queue, a message that answers nothing leaves an open
-// question alone and runs as the next turn; one that answers it still does.
+// question alone and runs as the next turn; one that answers it still does,
+// although it came after one waiting for the turn's end: the turn cannot
+// end without it.
 func TestSessionQueuedMessageWaits(t *testing.T) {
 	h := newHarness(t, afterTurns(2))
 	var parked, later []protocol.Event
@@ -340,7 +342,8 @@ func TestSessionQueuedMessageWaits(t *testing.T) {
 	if len(later) != len(parked) {
 		t.Fatalf("a queued message changed the turn: %s", join(later[len(parked):]))
 	}
-	if !queued.accepted || queued.result.TurnID != "turn_0" {
+	// Its answer names the turn that read it: turn_0 left it.
+	if !queued.accepted || queued.result.TurnID != "turn_1" {
 		t.Fatalf("queued %+v", queued)
 	}
 	if len(h.turns) != 2 || h.turns[0].Outcome.Reply != "picked pro" || h.turns[1].Outcome.Reply != "sunny in Rome" {

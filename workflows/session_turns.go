@@ -55,7 +55,11 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			// Retried before the next turn; this one fails with the reason.
 			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
 			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
-			s.requeueUntaken(nil)
+			if s.ordered {
+				s.settleOffers(nil)
+			} else {
+				s.requeueUntaken(nil)
+			}
 			s.endTurn(ctx)
 			usage := s.st.Usage
 			s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
@@ -79,11 +83,14 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	before := s.st.Usage
 	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
 	out, err := s.runChild(ctx, wid, in)
+	read := out.Taken
 	if err != nil {
 		// The turn workflow turns every expected failure into events; this
 		// is the unexpected (terminated, timed out): say so in the stream,
 		// after what streams may have read of it, which keeps its indexes.
-		s.log.record(recoverTurnEvents(ctx, wid)...)
+		evs := recoverTurnEvents(ctx, wid)
+		read = deliveriesIn(evs)
+		s.log.record(evs...)
 		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
@@ -103,7 +110,11 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			s.st.BudgetBase.OutputTokens += out.GrantedAt.OutputTokens
 		}
 	}
-	s.requeueUntaken(out.Taken)
+	if s.ordered {
+		s.settleOffers(read)
+	} else {
+		s.requeueUntaken(out.Taken)
+	}
 	s.endTurn(ctx)
 	usage := s.st.Usage
 	s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})

@@ -33,27 +33,37 @@ func samePrincipal(a, b *auth.Principal) bool {
 // with it, steers with it, or leaves it for the next turn. It reports
 // whether the message went to the turn.
 func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv string) bool {
-	caller := req.Caller
+	if !s.mayOffer(ctx, req.Caller, req.Message, req.TurnPolicy) {
+		return false
+	}
+	policy := req.TurnPolicy
+	if policy == "" {
+		policy = signals.TurnPolicySteer
+	}
+	s.st.Deliveries[dlv] = s.active.Sequence
+	m := signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, TurnPolicy: policy}
+	s.offered = append(s.offered, QueuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
+	return true
+}
+
+// mayOffer reports whether a message goes to the running turn: the
+// person it serves (but a queued message with nothing open to answer or
+// withdraw, which waits), or another person answering an approval a
+// response policy judges.
+func (s *session) mayOffer(ctx workflow.Context, caller *auth.Principal, message, policy string) bool {
 	if caller == nil {
 		caller = s.initiator // as the turn it would start
 	}
 	if s.active == nil {
 		return false
 	}
-	if !samePrincipal(caller, s.activeCaller) && !s.answersApproval(ctx, req.Message) {
+	if !samePrincipal(caller, s.activeCaller) && !s.answersApproval(ctx, message) {
 		return false // another person's message waits for the turn's end
-	}
-	policy := req.TurnPolicy
-	if policy == "" {
-		policy = signals.TurnPolicySteer
 	}
 	if policy == signals.TurnPolicyQueue && len(s.open) == 0 {
 		return false // nothing it could answer or withdraw: it waits
 	}
-	s.st.Deliveries[dlv] = s.active.Sequence
-	m := signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, TurnPolicy: policy}
-	s.offered = append(s.offered, QueuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
-	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
 	return true
 }
 
@@ -90,10 +100,24 @@ func (s *session) requeueUntaken(taken []string) {
 
 // takeMessage decides what a message offered by the session does: answer
 // the first open prompt, steer, or nothing (the session runs it after the
-// turn).
+// turn). A session that keeps its messages in order asks for the decision
+// (m.Ack): it offers the next message only once it has it, and its sender
+// learns the turn that reads the message.
 func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
+	taken := t.decideMessage(ctx, m)
+	if m.Ack && t.ordered {
+		// A command: it commits with the decision, in this workflow task.
+		t.tell(ctx, signals.SignalTurnTaken, signals.TurnTaken{TurnID: t.in.TurnID, DeliveryID: m.DeliveryID, Taken: taken})
+	}
+}
+
+// decideMessage is takeMessage's decision: whether the turn took the
+// message (answered a prompt with it, or steers with it). In order mode
+// (t.ordered) a message taken is read before the turn ends, however it
+// ends, and no message is read before one taken earlier.
+func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 	if t.finished || t.closing {
-		return
+		return false
 	}
 	sender := m.Caller
 	if sender == nil {
@@ -105,55 +129,83 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 			if d, err := r.decide(resp); err == nil {
 				if t.responses && r.req.Kind == protocol.KindToolApproval {
 					if t.refusedResponder(r, sender) != "" {
-						return // not theirs to settle: it waits for the turn's end
+						return false // not theirs to settle: it waits for the turn's end
 					}
+					t.receiveSteering(ctx)
 					t.taken = append(t.taken, m.DeliveryID)
 					t.messageReceived(ctx, m.DeliveryID, m.Message)
 					if t.judged(r) {
 						c := t.newCandidate(r, d, resp, sender)
 						workflow.Go(ctx, func(ctx workflow.Context) { t.judge(ctx, []*candidate{c}) })
-						return
+						return true
 					}
 					t.settleBy(ctx, r, d, sender)
 					t.recordResolutions(ctx, []protocol.InputResolution{d.res})
-					return
+					return true
 				}
+				t.receiveSteering(ctx)
 				t.taken = append(t.taken, m.DeliveryID)
 				t.messageReceived(ctx, m.DeliveryID, m.Message)
 				t.settleBy(ctx, r, d, sender)
 				t.recordResolutions(ctx, []protocol.InputResolution{d.res})
-				return
+				return true
 			}
 		}
+	}
+	if m.AnswerOnly && t.ordered {
+		return false // it answers nothing; it may not overtake those waiting
+	}
+	if t.ordered && t.stepIdx+1 >= t.cfg.MaxSteps && len(t.board.open()) == 0 {
+		// The last step, and nothing open it could withdraw or wait
+		// behind: no step of this turn would read it; the next turn does.
+		return false
 	}
 	if open := t.board.open(); t.limits && len(open) > 0 && open[0].Kind == protocol.KindSessionLimit {
 		// A reply that answers neither Continue nor Stop waits behind the
 		// prompt, which stays open; the held turn reads it once granted.
 		t.steering = append(t.steering, m)
-		return
+		return true
 	}
 	if t.responses && !samePrincipal(sender, t.in.Auth.Current) {
 		// Another person's message, offered as an answer that no longer
 		// answers anything: it waits for the turn's end.
-		return
+		return false
 	}
 	if m.TurnPolicy == signals.TurnPolicyQueue && !t.board.approvalOpen() {
-		return
+		return false
 	}
 	t.steering = append(t.steering, m)
 	// The open requests are withdrawn; calls approved already run.
 	t.recordResolutions(ctx, t.board.withdraw())
+	return true
+}
+
+// receiveSteering records message.received for the steering messages not
+// received yet, in order mode: a message that answers a prompt now (a
+// call's question, a session-limit prompt) is read after those taken
+// before it. The model reads them at the next step boundary (readSteering).
+func (t *turn) receiveSteering(ctx workflow.Context) {
+	if !t.ordered {
+		return
+	}
+	for _, m := range t.steering[t.steerReceived:] {
+		t.taken = append(t.taken, m.DeliveryID)
+		t.messageReceived(ctx, m.DeliveryID, m.Message)
+	}
+	t.steerReceived = len(t.steering)
 }
 
 // readSteering puts the steering messages into the conversation, where
 // the next model step reads them.
 func (t *turn) readSteering(ctx workflow.Context) {
-	for _, m := range t.steering {
-		t.taken = append(t.taken, m.DeliveryID)
-		t.messageReceived(ctx, m.DeliveryID, m.Message)
+	for i, m := range t.steering {
+		if i >= t.steerReceived {
+			t.taken = append(t.taken, m.DeliveryID)
+			t.messageReceived(ctx, m.DeliveryID, m.Message)
+		}
 		t.conv.add(model.Message{Role: model.RoleUser, Text: m.Message})
 	}
-	t.steering = nil
+	t.steering, t.steerReceived = nil, 0
 }
 
 // streamRest emits what the step's text has not streamed yet, so every

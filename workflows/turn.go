@@ -100,11 +100,16 @@ type turn struct {
 	// running are the calls whose tools run, by call id (they may ask).
 	running map[string]runningCall
 
-	// steering are messages the model reads before its next step; taken
-	// the offered messages used; closing: the turn takes no more messages.
-	steering []signals.TurnMessage
-	taken    []string
-	closing  bool
+	// steering are messages the model reads before its next step (the
+	// first steerReceived of them already have their message.received);
+	// taken the offered messages used; closing: the turn takes no more
+	// messages. ordered: every message taken is read, in the order taken
+	// (changeOrder).
+	steering      []signals.TurnMessage
+	steerReceived int
+	taken         []string
+	closing       bool
+	ordered       bool
 
 	// How the turn ended.
 	finished bool
@@ -174,9 +179,11 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		t.conv.answered(res.Conversation, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
 			t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
-			if len(t.steering) > 0 && stepIdx+1 < t.cfg.MaxSteps {
+			if len(t.steering) > 0 && (stepIdx+1 < t.cfg.MaxSteps || t.ordered) {
 				// A message steered while the model answered: it reads it
-				// in another step of this turn.
+				// in another step of this turn (in order mode even past
+				// the last, which then fails the turn with MAX_STEPS: a
+				// message the turn took is read by it).
 				t.readSteering(ctx)
 				continue
 			}
@@ -216,6 +223,7 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
+	t.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
 	if t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1 {
 		t.publishInbox(ctx)
 	}
@@ -337,6 +345,7 @@ func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (TurnOutput, 
 
 // turnFailed ends the turn with turn.failed.
 func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (TurnOutput, error) {
+	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
@@ -350,8 +359,19 @@ func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, er
 
 // cancelled records the end of a cancelled turn.
 func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
+	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
+}
+
+// readLeftovers reads, in order mode, the messages the turn took and its
+// model did not reach before it failed or was cancelled: the session told
+// their senders this turn reads them. They join the conversation, so the
+// next turn's model sees them.
+func (t *turn) readLeftovers(ctx workflow.Context) {
+	if t.ordered && len(t.steering) > 0 {
+		t.readSteering(ctx)
+	}
 }
 
 func (t *turn) outcome() signals.TurnOutcome {

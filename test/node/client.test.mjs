@@ -184,3 +184,59 @@ describe("eve client against eve serve", { timeout: 600_000 }, () => {
     }
   });
 });
+
+describe("messages in the order the session accepted them", { timeout: 300_000 }, () => {
+  // A session reads its messages in the order it accepted them, and each
+  // send's result() is the reply of the turn that read its message
+  // (docs/http-api.md, "Order, and the turn an answer names"). The sends below are each answered
+  // (202) before the next is made; no result() is awaited before the last.
+  const weather = (city, pad = "") => `${pad}what's the weather in ${city}`;
+  const cities = ["Paris", "Oslo", "Rome", "Lima", "Tokyo", "Quito", "Accra", "Hanoi", "Perth"];
+
+  /** message.received in stream order, and each turn's last final reply. */
+  function reads(events) {
+    const received = events.filter((e) => e.type === "message.received");
+    const replies = new Map();
+    for (const e of events) {
+      if (e.type === "message.completed" && e.data.finishReason !== "tool-calls") replies.set(e.data.turnId, e.data.message);
+    }
+    return { received, replies };
+  }
+
+  async function sendAll(session, texts, options) {
+    const responses = [];
+    for (const text of texts) responses.push(await session.send(text, options));
+    return await Promise.all(responses.map((r) => r.result()));
+  }
+
+  test("five queued sends: each result() is its own message's reply, in order", async () => {
+    const { session } = await client.sessions.create();
+    const texts = cities.slice(0, 5).map((c) => weather(c));
+    const results = await sendAll(session, texts, { turnPolicy: "queue" });
+    results.forEach((r, i) => assert.match(r.message ?? "", new RegExp(`in ${cities[i]}\\.$`), `result ${i + 1}`));
+    const { received } = reads((await session.snapshot()).events);
+    assert.deepEqual(received.map((e) => e.data.message), texts);
+    assert.deepEqual(received.map((e) => e.data.turnId), ["turn_0", "turn_1", "turn_2", "turn_3", "turn_4"]);
+  });
+
+  test("five steering sends: read in the order accepted, each result() the reply of the turn that read it", async () => {
+    const { session } = await client.sessions.create();
+    const texts = cities.slice(0, 5).map((c) => weather(c));
+    const results = await sendAll(session, texts);
+    const { received, replies } = reads((await session.snapshot()).events);
+    assert.deepEqual(received.map((e) => e.data.message), texts);
+    received.forEach((e, i) => assert.equal(results[i].message, replies.get(e.data.turnId), `message ${i + 1}, read by ${e.data.turnId}`));
+  });
+
+  test("nine steering sends, 200 KB ones among them, read in order in 20 of 20 runs", async () => {
+    const pad = "x".repeat(200 * 1024) + " ";
+    for (let run = 0; run < 20; run++) {
+      const { session } = await client.sessions.create();
+      const texts = cities.map((c, i) => weather(c, (i + run) % 3 === 1 ? pad : ""));
+      const results = await sendAll(session, texts);
+      const { received, replies } = reads((await session.snapshot()).events);
+      assert.deepEqual(received.map((e) => e.data.message.slice(-40)), texts.map((t) => t.slice(-40)), `run ${run + 1}`);
+      received.forEach((e, i) => assert.equal(results[i].message, replies.get(e.data.turnId), `run ${run + 1}, message ${i + 1}, read by ${e.data.turnId}`));
+    }
+  });
+});
