@@ -103,25 +103,25 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 		r := t.board.byID[open[0].RequestID]
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
 			if d, err := r.decide(resp); err == nil {
-				if t.responses && r.req.Kind == protocol.KindToolApproval {
-					if t.refusedResponder(r, sender) != "" {
+				if r.approval() {
+					if r.refusedResponder(sender) != "" {
 						return // not theirs to settle: it waits for the turn's end
 					}
 					t.taken = append(t.taken, m.DeliveryID)
 					t.messageReceived(ctx, m.DeliveryID, m.Message)
-					if t.judged(r) {
-						c := t.newCandidate(r, d, resp, sender)
+					if r.judged() {
+						c, _ := r.propose(d, resp, sender)
 						workflow.Go(ctx, func(ctx workflow.Context) { t.judge(ctx, []*candidate{c}) })
 						return
 					}
-					t.settleBy(ctx, r, d, sender)
-					t.recordResolutions(ctx, []protocol.InputResolution{d.res})
+					fx, _ := r.answer(d, sender)
+					t.record(ctx, fx)
 					return
 				}
 				t.taken = append(t.taken, m.DeliveryID)
 				t.messageReceived(ctx, m.DeliveryID, m.Message)
-				t.settleBy(ctx, r, d, sender)
-				t.recordResolutions(ctx, []protocol.InputResolution{d.res})
+				fx, _ := r.answer(d, sender)
+				t.record(ctx, fx)
 				return
 			}
 		}
@@ -132,7 +132,7 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 		t.steering = append(t.steering, m)
 		return
 	}
-	if t.responses && !samePrincipal(sender, t.in.Auth.Current) {
+	if t.board.responses && !samePrincipal(sender, t.in.Auth.Current) {
 		// Another person's message, offered as an answer that no longer
 		// answers anything: it waits for the turn's end.
 		return
@@ -142,7 +142,7 @@ func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
 	}
 	t.steering = append(t.steering, m)
 	// The open requests are withdrawn; calls approved already run.
-	t.recordResolutions(ctx, t.board.withdraw())
+	t.record(ctx, t.board.withdraw())
 }
 
 // readSteering puts the steering messages into the conversation, where
@@ -175,7 +175,7 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 
 // withdrawnOutcome is the result the model sees for a call whose prompt a
 // steering message withdrew.
-func withdrawnOutcome(p activities.CallPlan, r *openRequest) activities.ToolOutcome {
+func withdrawnOutcome(p activities.CallPlan, r *request) activities.ToolOutcome {
 	if r.req.Kind == protocol.KindToolApproval {
 		msg := fmt.Sprintf("The call to %s did not run: ignored because the user continued without responding.", p.Call.Name)
 		out := mustJSON(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": "ignored"})
