@@ -38,7 +38,10 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			tk := t.board.take(req, false, admitEdit(ctx))
 			res := signals.RespondResult{Resolutions: tk.resolved, Duplicates: tk.duplicates}
 			t.record(ctx, tk.effects)
-			res.Resolutions = append(res.Resolutions, t.judge(ctx, tk.judged)...)
+			settled, refused := t.judge(ctx, tk.judged)
+			// What the policies refused is only the Update's answer: no
+			// command, no event, so no version marker.
+			res.Resolutions, res.Refused = append(res.Resolutions, settled...), refused
 			res.EditRefused = t.board.refusedEdit(req.Responses)
 			if req.Wait {
 				if err := workflow.Await(ctx, func() bool { return t.finished || t.parks > parks }); err != nil {
@@ -158,10 +161,10 @@ func admitEdit(ctx workflow.Context) func(*request, decision, *auth.Principal) d
 // judge puts candidates to their policies: each is recorded as pending
 // first, then the policies run concurrently, then each candidate settles
 // its request or ends without settling it. It returns the resolutions it
-// recorded.
-func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputResolution {
+// recorded and the candidates refused.
+func (t *turn) judge(ctx workflow.Context, cs []*candidate) (settled []protocol.InputResolution, refused []protocol.Refusal) {
 	if len(cs) == 0 {
-		return nil
+		return nil, nil
 	}
 	futures := make([]workflow.Future, len(cs))
 	for i, c := range cs {
@@ -170,8 +173,6 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputReso
 			futures[i] = evaluateCandidate(ctx, c, t.dynamicFor)
 		}
 	}
-	var settled []protocol.InputResolution
-	rejected := false
 	for i, c := range cs {
 		var v approval.Verdict
 		var err error
@@ -184,17 +185,13 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputReso
 			continue
 		}
 		t.record(ctx, fx)
-		if len(fx.resolved) > 0 {
-			settled = append(settled, fx.resolved...)
-			continue
-		}
-		rejected = true
+		settled, refused = append(settled, fx.resolved...), append(refused, fx.refused...)
 	}
-	if rejected && len(t.board.open()) > 0 && ctx.Err() == nil {
+	if len(refused) > 0 && len(t.board.open()) > 0 && ctx.Err() == nil {
 		// The request stays answerable: the turn says so again.
 		t.reportInput(ctx)
 	}
-	return settled
+	return settled, refused
 }
 
 // evaluateCandidate judges a candidate: an edit is put to the approval

@@ -137,17 +137,20 @@ type notice struct {
 
 // effects is what a transition returns for the turn to record: events, in
 // order, then input.resolved for resolved (and the decisions), then the
-// notice.
+// notice. refused are the candidates it ended without settling (the
+// respond Update's answer says so; nothing is recorded of them here).
 type effects struct {
 	events   []event
 	resolved []protocol.InputResolution
 	notice   *notice
+	refused  []protocol.Refusal
 }
 
 // add appends o's effects to e's.
 func (e *effects) add(o effects) {
 	e.events = append(e.events, o.events...)
 	e.resolved = append(e.resolved, o.resolved...)
+	e.refused = append(e.refused, o.refused...)
 	if o.notice != nil {
 		e.notice = o.notice
 	}
@@ -373,7 +376,8 @@ func (r *request) conclude(c *candidate, v approval.Verdict, err error, now time
 	r.refused = append(r.refused, protocol.DecisionCandidate{
 		CandidateID: c.id, Principal: principalRef(c.responder), Outcome: outcome, Reason: reason, At: stamp(now),
 	})
-	return effects{events: []event{c.event(outcome, reason)}}, nil
+	return effects{events: []event{c.event(outcome, reason)},
+		refused: []protocol.Refusal{{RequestID: r.req.RequestID, CandidateID: c.id, Outcome: outcome, Reason: reason, Edited: c.d.edited != nil}}}, nil
 }
 
 // candidateFailure is how policies that did not decide end their candidate.

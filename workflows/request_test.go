@@ -85,6 +85,7 @@ type recorded struct {
 	Resolved []protocol.InputResolution
 	Notice   *tools.Reminder
 	NoticeID string
+	Refused  []protocol.Refusal
 }
 
 type recordedEvent struct {
@@ -97,7 +98,7 @@ func recordedOf(fx effects) recorded {
 	for _, e := range fx.events {
 		out.Events = append(out.Events, recordedEvent{e.typ, e.data})
 	}
-	out.Resolved = fx.resolved
+	out.Resolved, out.Refused = fx.resolved, fx.refused
 	if fx.notice != nil {
 		out.Notice, out.NoticeID = &fx.notice.rm, fx.notice.key
 	}
@@ -343,7 +344,8 @@ func TestRequestCandidates(t *testing.T) {
 			if r.state != c.state {
 				t.Errorf("state = %s, want %s", r.state, c.state)
 			}
-			if diff := cmp.Diff(recorded{Events: []recordedEvent{c.want}}, recordedOf(fx)); diff != "" {
+			refusal := protocol.Refusal{RequestID: "apr_call_1", CandidateID: c.candidate.CandidateID, Outcome: c.candidate.Outcome, Reason: c.candidate.Reason}
+			if diff := cmp.Diff(recorded{Events: []recordedEvent{c.want}, Refused: []protocol.Refusal{refusal}}, recordedOf(fx)); diff != "" {
 				t.Errorf("recorded (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff([]protocol.DecisionCandidate{c.candidate}, r.refused); diff != "" {
