@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
@@ -31,5 +30,5 @@ func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 	}
 	r := t.board.add(newAskedRequest(rc.c.plan, rc.stepIdx, req), workflow.Now(ctx))
 	t.watch(ctx, r)
-	t.park(ctx, rc.stepIdx, []protocol.InputRequest{r.req})
+	t.park(ctx, rc.stepIdx, []*request{r})
 }

@@ -300,11 +300,11 @@ func refusal(c *pendingCall) activities.ToolOutcome {
 }
 
 // requestsOf lists the requests the gate made for people, in the calls' order.
-func requestsOf(calls []*pendingCall) []protocol.InputRequest {
-	var asked []protocol.InputRequest
+func requestsOf(calls []*pendingCall) []*request {
+	var asked []*request
 	for _, c := range calls {
 		if c.req != nil {
-			asked = append(asked, c.req.req)
+			asked = append(asked, c.req)
 		}
 	}
 	return asked

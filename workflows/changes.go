@@ -13,20 +13,21 @@ package workflows
 // and record histories of the new path under the newest prefix
 // (CONTRIBUTING.md, "A replay-affecting workflow change").
 const (
-	changeResponses   = "eve-approval-responses"
-	changeOffers      = "eve-approval-offers"
-	changeAuto        = "eve-approval-auto"
-	changeInbox       = "eve-inbox"
-	changeLifetime    = "eve-session-lifetime"
-	changeLimits      = "eve-session-limits"
-	changeDeadlines   = "eve-input-deadlines"
-	changeTasks       = "eve-task-events"
-	changeAskApproval = "execution-ask-approval" // released without the eve- prefix; kept as recorded
-	changeClientInput = "eve-client-input"
-	changeEdits       = "eve-approval-edits"
-	changeDecisions   = "eve-decision-record"
-	changeAsk         = "eve-call-asks"
-	changeFollowUps   = "eve-input-followups"
+	changeResponses    = "eve-approval-responses"
+	changeOffers       = "eve-approval-offers"
+	changeAuto         = "eve-approval-auto"
+	changeInbox        = "eve-inbox"
+	changeLifetime     = "eve-session-lifetime"
+	changeLimits       = "eve-session-limits"
+	changeDeadlines    = "eve-input-deadlines"
+	changeTasks        = "eve-task-events"
+	changeAskApproval  = "execution-ask-approval" // released without the eve- prefix; kept as recorded
+	changeClientInput  = "eve-client-input"
+	changeEdits        = "eve-approval-edits"
+	changeDecisions    = "eve-decision-record"
+	changeAsk          = "eve-call-asks"
+	changeFollowUps    = "eve-input-followups"
+	changeRequestTimes = "eve-input-requested-times"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -68,4 +69,6 @@ var changes = []change{
 		[]string{"v0.4.0-turn-ask-*.json"}},
 	{changeFollowUps, "0.4.0", "reminders before a request's deadline (input.reminder) and escalation to a second group (approval.escalated), as durable timers",
 		[]string{"v0.4.0-turn-escalated.json", "v0.4.0-turn-request-deadline-*.json"}},
+	{changeRequestTimes, "0.5.0", "input.requested carries each request's deadline, next reminder and escalation time, when it has any",
+		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 }

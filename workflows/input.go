@@ -305,11 +305,22 @@ func (t *turn) recordResolved(ctx workflow.Context, resolutions []protocol.Input
 }
 
 // park asks people in one input.requested, and the turn waits for them.
-func (t *turn) park(ctx workflow.Context, stepIdx int, asked []protocol.InputRequest) {
-	for _, r := range asked {
-		countInputsOpened(ctx, r.Kind, 1)
+// The requests carry their times (deadline, next reminder, escalation;
+// changeRequestTimes), whose version marker is recorded only when one of
+// them has any, so older histories replay unchanged.
+func (t *turn) park(ctx workflow.Context, stepIdx int, asked []*request) {
+	requests := make([]protocol.InputRequest, len(asked))
+	timed := false
+	for i, r := range asked {
+		countInputsOpened(ctx, r.req.Kind, 1)
+		requests[i], timed = r.req, timed || r.timed()
 	}
-	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
+	if timed && workflow.GetVersion(ctx, changeRequestTimes, workflow.DefaultVersion, 1) >= 1 {
+		for i, r := range asked {
+			requests[i] = r.requested()
+		}
+	}
+	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: requests, StepRef: t.step(stepIdx)})
 	t.reportInput(ctx)
 }
 
@@ -359,6 +370,7 @@ func (t *turn) watch(ctx workflow.Context, r *request) {
 		return
 	}
 	if times := r.reminderTimes(fu); len(times) > 0 {
+		r.follow.reminders = times
 		// After a worker was down past several, one reminder for all.
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			for i := 0; i < len(times); i++ {
@@ -381,6 +393,7 @@ func (t *turn) watch(ctx workflow.Context, r *request) {
 		})
 	}
 	if e := fu.escalation; e != nil && r.escalates(e) {
+		r.follow.escalatesAt = r.opened.Add(e.After)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			answered, err := workflow.AwaitWithTimeout(ctx, e.After, closed)
 			if answered || err != nil || closed() {

@@ -86,7 +86,7 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 		return out, true
 	}
 	r := t.board.add(sessionLimitRequest(t.in, stepIdx, v), workflow.Now(ctx))
-	t.park(ctx, stepIdx, []protocol.InputRequest{r.req})
+	t.park(ctx, stepIdx, []*request{r})
 	if err := workflow.Await(ctx, func() bool { return r.state.closed() }); err != nil || ctx.Err() != nil {
 		if fx, err := r.cancel(); err == nil {
 			t.recordResolved(ctx, fx.resolved)

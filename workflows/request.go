@@ -115,8 +115,11 @@ type decision struct {
 	edited *inputEdit
 }
 
-// followState is what happened of a request's follow-ups.
+// followState is what a request's follow-ups are due to do (reminders'
+// times, escalatesAt; watch sets them) and what they did.
 type followState struct {
+	reminders   []time.Time
+	escalatesAt time.Time
 	reminded    int
 	escalatedAt time.Time
 	escalation  *approval.Escalation
@@ -205,6 +208,7 @@ func newAskedRequest(p activities.CallPlan, stepIdx int, req protocol.InputReque
 	p.OutputSchema = nil
 	req.Kind = protocol.KindQuestion
 	req.Action = toolCallAction(p.Call)
+	req.Deadline, req.NextReminderAt, req.EscalatesAt = nil, nil, nil // the turn's to say (requested)
 	return &request{plan: p, stepIdx: stepIdx, req: req, asked: true}
 }
 
@@ -559,6 +563,30 @@ func (r *request) reminderTimes(fu followUps) []time.Time {
 // escalates reports whether e falls before the request's deadline.
 func (r *request) escalates(e *approval.Escalation) bool {
 	return r.deadline.IsZero() || r.opened.Add(e.After).Before(r.deadline)
+}
+
+// timed reports whether the request has a deadline, a reminder or an
+// escalation still to come.
+func (r *request) timed() bool {
+	return !r.deadline.IsZero() || r.follow.reminded < len(r.follow.reminders) || (!r.follow.escalatesAt.IsZero() && r.follow.escalatedAt.IsZero())
+}
+
+// requested is the request as input.requested shows it, with its times
+// (changeRequestTimes): its deadline, its next reminder and when it
+// escalates, each when set.
+func (r *request) requested() protocol.InputRequest {
+	q := r.req
+	at := func(t time.Time) *time.Time { return &t }
+	if !r.deadline.IsZero() {
+		q.Deadline = at(r.deadline)
+	}
+	if n := r.follow.reminded; n < len(r.follow.reminders) {
+		q.NextReminderAt = at(r.follow.reminders[n])
+	}
+	if !r.follow.escalatesAt.IsZero() && r.follow.escalatedAt.IsZero() {
+		q.EscalatesAt = at(r.follow.escalatesAt)
+	}
+	return q
 }
 
 // decisionRecord is decision.recorded for res, the resolution that closed

@@ -163,6 +163,32 @@ describe("useEveAgent's store against eve serve", { timeout: 120_000 }, () => {
     }
   });
 
+  test("input.requested's times (beyond eve): eve's reducer keeps them with the open request", () => {
+    // The shape eve for Go records (docs/events.md): a request with a
+    // deadline, its next reminder and its escalation.
+    const at = "2026-12-02T00:20:00.000Z";
+    const ev = (type, data, i) => ({ type, data, meta: { id: `evt_${i}`, at } });
+    const step = { sequence: 0, stepIndex: 0, turnId: "turn_0" };
+    const action = { callId: "call_1_0", input: { chargeId: "ch_1", amount: 500 }, kind: "tool-call", toolName: "refund_charge" };
+    const times = { deadline: "2026-12-02T01:20:00Z", nextReminderAt: "2026-12-02T01:15:00Z", escalatesAt: "2026-12-02T00:50:00Z" };
+    const request = {
+      action, display: "confirmation", kind: "tool-approval", prompt: "Approve Refund?", requestId: "apr_call_1_0",
+      options: [{ id: "approve", label: "Approve", style: "primary" }, { id: "cancel", label: "Cancel", style: "danger" }], ...times,
+    };
+    let state = conversationReducer.initial();
+    for (const e of [
+      ev("turn.started", { sequence: 0, turnId: "turn_0" }, 0),
+      ev("actions.requested", { actions: [action], ...step }, 1),
+      ev("input.requested", { requests: [request], ...step }, 2),
+      ev("turn.waiting", { on: "input", sequence: 0, turnId: "turn_0" }, 3),
+    ]) state = conversationReducer.reduce(state, e);
+    const open = openConversationInputs(state);
+    assert.equal(open.length, 1);
+    const kept = open[0].request ?? open[0];
+    assert.deepEqual({ deadline: kept.deadline, nextReminderAt: kept.nextReminderAt, escalatesAt: kept.escalatesAt }, times);
+    assert.equal(toolCallState(state, "call_1_0")?.status, "awaiting-input");
+  });
+
   test("an edited approval (beyond eve): eve's client sends it as given, and eve's reducer reads the edited resolution", async () => {
     // issue_credit's approval is editable: alice approves another amount.
     // eve's client passes inputResponses through, and the additive fields
