@@ -150,7 +150,7 @@ type CallPlan struct {
 	// RequestDeadline is this call's own deadline from its approval
 	// policy (approval.Policy.WithDeadline; 0 none given, negative no
 	// deadline); Reminders the tool's own; Escalation the policy's
-	// (followups.go in the workflows).
+	// (a request's follow-ups: workflows/request.go).
 	RequestDeadline time.Duration        `json:"requestDeadline,omitempty"`
 	Reminders       *tools.Reminders     `json:"reminders,omitempty"`
 	Escalation      *approval.Escalation `json:"escalation,omitempty"`

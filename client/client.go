@@ -79,6 +79,10 @@ type Error struct {
 	// Field is the JSON pointer of an edited input's failing field (422
 	// invalid_input).
 	Field string
+	// Refused are the answers a policy refused when none of the batch
+	// settled (400 rejected): each names its request and the reason. The
+	// requests stay open.
+	Refused []protocol.Refusal
 }
 
 func (e *Error) Error() string {
@@ -221,7 +225,7 @@ func (c *Client) doWith(ctx context.Context, method, route string, body, out any
 func decodeError(status int, data []byte) error {
 	var b protocol.ErrorBody
 	if json.Unmarshal(data, &b) == nil && b.Error != "" {
-		return &Error{Status: status, Code: b.Code, Message: b.Error, Field: b.Field}
+		return &Error{Status: status, Code: b.Code, Message: b.Error, Field: b.Field, Refused: b.Refused}
 	}
 	msg := strings.TrimSpace(string(data))
 	if msg == "" {
@@ -247,7 +251,11 @@ func (c *Client) Info(ctx context.Context) (json.RawMessage, error) {
 	return raw, err
 }
 
-// Accepted is the answer to a create, message or answers request.
+// Accepted is the answer to a create, message or answers request. For
+// answers, Status is "accepted" when every answer settled (Resolutions)
+// or repeated a settled one (Duplicates), and "partial" when a policy
+// refused some (Refused); when it refused all, Respond returns an *Error
+// (400 rejected) whose Refused says which and why.
 type Accepted = protocol.Accepted
 
 // Create starts a session without a message and returns its id.
@@ -292,7 +300,10 @@ func (c *Client) CreateAndSendOnce(ctx context.Context, message, idempotencyKey 
 }
 
 // Respond answers input requests of a session (all or nothing: a batch
-// with any invalid answer is refused and changes nothing).
+// with any invalid answer is refused and changes nothing). An answer a
+// response policy refuses is never accepted: Accepted.Refused lists it
+// beside the answers that settled, or, when none did, Respond returns an
+// *Error (400 rejected) naming each request and the policy's reason.
 func (c *Client) Respond(ctx context.Context, sessionID string, responses ...protocol.InputResponse) (Accepted, error) {
 	if len(responses) == 0 {
 		return Accepted{}, errors.New("respond: at least one input response is required")

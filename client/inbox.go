@@ -63,7 +63,8 @@ func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 // AnswerInbox settles one inbox item (POST /eve/v1/inbox/{id}) as the
 // session's inputResponses would: approve with OptionID "approve", deny
 // with "cancel" and the reason in Text, answer a question with an option
-// or text.
+// or text. A response policy that refuses the answer makes it an *Error
+// (400 rejected) whose Refused gives the reason; the item stays open.
 func (c *Client) AnswerInbox(ctx context.Context, id string, a protocol.InboxAnswer) (Accepted, error) {
 	var out Accepted
 	_, err := c.do(ctx, http.MethodPost, "/eve/v1/inbox/"+url.PathEscape(id), a, &out)

@@ -5,7 +5,12 @@ package e2e
 // the Go client).
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/internal/api"
+	"github.com/eve-temporal/eve/internal/cli"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -209,4 +217,78 @@ func joinTypes(evs []protocol.Event) string {
 		out[i] = e.Type
 	}
 	return strings.Join(out, " ")
+}
+
+// An answer a response policy refuses is never accepted: the HTTP answer
+// (inputResponses and the inbox alike) is 400 rejected naming the request
+// and the policy's reason; the Go client's *Error carries the refusal and
+// `eve inbox approve` prints it; the request stays open and a reviewer's
+// approval then settles it (200 would say "partial" had others settled).
+func TestAPIRefusedResponseSaysWhy(t *testing.T) {
+	e := keyedAPI(t, func(o *api.Options) {
+		// The manager may answer alice's approvals (not read her session).
+		o.AuthorizeSession = func(_ context.Context, a api.SessionAccess) bool {
+			return a.Caller.ID == "manager" && a.Action == api.ActionRespond
+		}
+	})
+	ctx := e.Ctx(60 * time.Second)
+	alice := e.as("key-alice")
+	turn := parkOver(t, ctx, alice, "", "transfer 25 to bob")
+	sid, rid := turn.SessionID, turn.Open[0].RequestID
+	const why = "A second person must approve transfers."
+	refusal := func(n int) []protocol.Refusal {
+		return []protocol.Refusal{{RequestID: rid, CandidateID: fmt.Sprintf("cnd_%s.%d", rid, n), Outcome: protocol.CandidateRejected, Reason: why}}
+	}
+
+	// Over HTTP: 400 rejected; the body names the request and the reason.
+	r := e.do(t, "POST", "/eve/v1/session/"+sid, map[string]any{"inputResponses": []any{map[string]string{"requestId": rid, "optionId": "approve"}}},
+		map[string]string{"Authorization": "Bearer key-alice"})
+	wantError(t, r, http.StatusBadRequest, api.CodeRejected, rid+" was refused (rejected) and the request stays open: "+why)
+	var body protocol.ErrorBody
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(refusal(1), body.Refused); diff != "" {
+		t.Errorf("HTTP answer's refused (-want +got):\n%s", diff)
+	}
+
+	// The Go client: an *Error whose Refused says which and why.
+	_, err := alice.Respond(ctx, sid, protocol.InputResponse{RequestID: rid, OptionID: "approve"})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Code != api.CodeRejected {
+		t.Fatalf("Go client: %v, want a 400 rejected *client.Error", err)
+	}
+	if diff := cmp.Diff(refusal(2), ce.Refused); diff != "" {
+		t.Errorf("Go client's Refused (-want +got):\n%s", diff)
+	}
+
+	// `eve inbox approve`: fails with the request, outcome and reason (the
+	// binary prints the error).
+	root := cli.NewRootCommand(cli.App{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"inbox", "approve", protocol.InboxID(sid, rid), "--url", e.URL, "--api-key", "key-alice"})
+	err = root.ExecuteContext(ctx)
+	want := "refused: " + rid + " (rejected): " + why + "; the request stays open"
+	if err == nil || err.Error() != want || strings.Contains(out.String(), "accepted") {
+		t.Fatalf("eve inbox approve: error %v, output %q; want the error %q", err, out.String(), want)
+	}
+
+	// Three candidates, each refused; the request is still open.
+	evs := e.snapshot(t, sid)
+	if cs := candidates(t, evs); len(cs) != 6 || cs[5].Outcome != protocol.CandidateRejected || cs[5].Reason != why {
+		t.Fatalf("approval.candidate events: %+v", cs)
+	}
+	if p, err := alice.Pending(ctx, sid); err != nil || len(p) != 1 {
+		t.Fatalf("pending after the refusals: %+v, %v", p, err)
+	}
+	// The manager's approval settles it: 202 accepted, no refusals.
+	acc, err := e.as("key-manager").AnswerInbox(ctx, protocol.InboxID(sid, rid), protocol.InboxAnswer{OptionID: "approve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.Status != "accepted" || len(acc.Refused) != 0 || len(acc.Resolutions) != 1 || acc.Resolutions[0].Outcome != protocol.OutcomeApproved {
+		t.Fatalf("manager's approval: %+v", acc)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
@@ -37,6 +38,22 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 	ctx := e.Ctx(2 * time.Minute)
 	refund := parkOver(t, ctx, e.C, "", "refund ch_9 9")
 	question := parkOver(t, ctx, e.C, "", "choose a plan")
+	// The stream's input.requested says when each request expires (0.5),
+	// and the Go client's fold keeps it with the open request.
+	for _, c := range []struct {
+		name  string
+		turn  *client.Turn
+		after time.Duration
+	}{{"refund", refund, 2 * time.Second}, {"question", question, deadline}} {
+		asked := evetest.Of(c.turn.Events, protocol.InputRequested)
+		if len(asked) != 1 {
+			t.Fatalf("%s: input.requested %d times", c.name, len(asked))
+		}
+		at, err := time.Parse(time.RFC3339, asked[0].Meta.At)
+		if q := c.turn.Open[0]; err != nil || q.Deadline == nil || q.Deadline.Sub(at).Round(time.Second) != c.after || q.NextReminderAt != nil || q.EscalatesAt != nil {
+			t.Fatalf("%s: open request %+v asked at %v (%v); want its deadline %s later, no reminder or escalation", c.name, q, at, err, c.after)
+		}
+	}
 	stop()
 	down := time.Now()
 	// The scenario: the worker is down when the deadlines pass. Wait for

@@ -71,8 +71,8 @@ func TestDecisionRecord(t *testing.T) {
 	transfer := parkOver(t, ctx, alice, "", "transfer 25 to bob")
 	sid := transfer.SessionID
 	tr := transfer.Open[0]
-	if _, err := alice.Respond(ctx, sid, protocol.InputResponse{RequestID: tr.RequestID, OptionID: "approve"}); err != nil {
-		t.Fatal(err)
+	if _, err := alice.Respond(ctx, sid, protocol.InputResponse{RequestID: tr.RequestID, OptionID: "approve"}); !client.IsStatus(err, http.StatusBadRequest) {
+		t.Fatalf("alice's own approval: %v, want 400 rejected (the response policy refuses it)", err)
 	}
 	if _, err := manager.AnswerInbox(ctx, protocol.InboxID(sid, tr.RequestID), protocol.InboxAnswer{OptionID: "approve"}); err != nil {
 		t.Fatal(err)

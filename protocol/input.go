@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Input request kinds.
 const (
@@ -40,7 +43,9 @@ type InputOption struct {
 	Style       string `json:"style,omitempty"` // primary, danger, default
 }
 
-// InputRequest asks a person for input. Strict on the wire: no extra fields.
+// InputRequest asks a person for input: eve's strict wire shape, and in
+// input.requested (from eve for Go 0.5) the request's times when it has
+// them, which eve's reducer keeps with the request (docs/events.md).
 type InputRequest struct {
 	Action        ToolCallAction `json:"action"`
 	AllowFreeform bool           `json:"allowFreeform,omitempty"`
@@ -49,6 +54,13 @@ type InputRequest struct {
 	Options       []InputOption  `json:"options,omitempty"`
 	Prompt        string         `json:"prompt"`
 	RequestID     string         `json:"requestId"`
+	// Deadline is when the request expires unanswered (input.resolved
+	// expired); NextReminderAt when its first reminder is due
+	// (input.reminder); EscalatesAt when it escalates to a second group
+	// (approval.escalated). Each only when set, and only in input.requested.
+	Deadline       *time.Time `json:"deadline,omitempty"`
+	NextReminderAt *time.Time `json:"nextReminderAt,omitempty"`
+	EscalatesAt    *time.Time `json:"escalatesAt,omitempty"`
 }
 
 // InputResponse answers one input request.

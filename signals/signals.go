@@ -199,6 +199,10 @@ type RespondResult struct {
 	// refused the batch's edited inputs when they settled nothing (the
 	// requests stay open; approval.candidate records each refusal).
 	EditRefused string `json:"editRefused,omitempty"`
+	// Refused are the batch's answers the policies judged and refused, in
+	// the order they were judged (the requests stay open). A worker older
+	// than this field leaves it empty and reports edits in EditRefused.
+	Refused []protocol.Refusal `json:"refused,omitempty"`
 }
 
 // Session controls.

@@ -51,7 +51,7 @@ type pendingCall struct {
 	// error (invalid).
 	reason string
 	// req is the request a person settles (ask, answer).
-	req *openRequest
+	req *request
 	out activities.ToolOutcome
 	// done: out is final and recorded.
 	done bool
@@ -235,20 +235,20 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 // concurrently; then each call is refused (and gets its result at once),
 // put to a person (its request goes on the board), or let through.
 func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPlan) []*pendingCall {
-	custom := t.evaluatePolicies(ctx, plans)
+	custom := evaluatePolicies(ctx, t.board, plans, t.dynamicFor)
 	now := workflow.Now(ctx)
 	calls := make([]*pendingCall, len(plans))
 	for i, p := range plans {
 		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
 		switch c.stage {
 		case stageAsk:
-			r := newApprovalRequest(p, stepIdx, c.reason, t.responses)
+			r := newApprovalRequest(p, stepIdx, c.reason, t.board.responses)
 			r.onceFor = custom[i].OnceFor
 			c.req = t.board.add(r, now)
-			t.watchDeadline(ctx, c.req)
+			t.watch(ctx, c.req)
 		case stageAnswer:
 			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)
-			t.watchDeadline(ctx, c.req)
+			t.watch(ctx, c.req)
 		case stageUnknown, stageInvalid, stageDenied:
 			c.out = refusal(c)
 		}
@@ -264,7 +264,7 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 
 // evaluatePolicies runs the custom policies of a step concurrently, each in
 // an activity.
-func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPlan) []approval.Status {
+func evaluatePolicies(ctx workflow.Context, b *inputBoard, plans []activities.CallPlan, dynamicFor func(string) []activities.DynamicTool) []approval.Status {
 	out := make([]approval.Status, len(plans))
 	futures := make([]workflow.Future, len(plans))
 	for i, p := range plans {
@@ -272,9 +272,9 @@ func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPla
 			continue
 		}
 		futures[i] = evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
-			Session: t.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
-			ApprovedTools: append([]string{}, t.board.approved...),
-		}, Dynamic: t.dynamicFor(p.Call.Name)})
+			Session: b.session, ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
+			ApprovedTools: append([]string{}, b.approved...),
+		}, Dynamic: dynamicFor(p.Call.Name)})
 	}
 	for i, f := range futures {
 		if f == nil {
@@ -300,23 +300,14 @@ func refusal(c *pendingCall) activities.ToolOutcome {
 }
 
 // requestsOf lists the requests the gate made for people, in the calls' order.
-func requestsOf(calls []*pendingCall) []protocol.InputRequest {
-	var asked []protocol.InputRequest
+func requestsOf(calls []*pendingCall) []*request {
+	var asked []*request
 	for _, c := range calls {
 		if c.req != nil {
-			asked = append(asked, c.req.req)
+			asked = append(asked, c.req)
 		}
 	}
 	return asked
-}
-
-// park asks people in one input.requested, and the turn waits for them.
-func (t *turn) park(ctx workflow.Context, stepIdx int, asked []protocol.InputRequest) {
-	for _, r := range asked {
-		countInputsOpened(ctx, r.Kind, 1)
-	}
-	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: asked, StepRef: t.step(stepIdx)})
-	t.waitForInput(ctx)
 }
 
 // concurrently follows each call the gate did not refuse in a coroutine of
@@ -367,40 +358,37 @@ func delegatedTools(calls []*pendingCall) []string {
 
 // await waits for the person a call's request asked, if any, and reports
 // whether the call runs. An answer, a denial, a withdrawal (a steering
-// message) or the turn's cancellation settles the call instead.
+// message), its deadline or the turn's cancellation settles the call
+// instead.
 func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 	r := c.req
 	if r == nil {
 		return true
 	}
-	if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil {
-		if res, ok := t.board.cancel(r); ok {
-			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
-			t.recordDecisions(ctx, []protocol.InputResolution{res})
+	if err := workflow.Await(ctx, func() bool { return r.state.closed() }); err != nil {
+		if fx, err := r.cancel(); err == nil {
+			t.recordResolved(ctx, fx.resolved)
 		}
 		c.out = activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false
 	}
-	switch {
-	case r.expired:
-		c.out = expiredOutcome(c.tool, r)
-	case r.withdrawn:
-		c.out = withdrawnOutcome(c.plan, r)
-	case c.stage == stageAnswer:
-		c.out = activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
-	case r.res.Outcome != protocol.OutcomeApproved:
-		c.out = denied(c.tool, r.reason, true)
-	default:
-		return true
+	out, runs := r.callOutcome(c.tool, c.stage == stageAnswer)
+	if !runs {
+		c.out = out
 	}
-	return false
+	return runs
 }
 
-// execute runs a call that passed the gate and its person.
+// execute runs a call that passed the gate and its person; what the call
+// asked and nobody answered before it ended is cancelled.
 func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
-	t.startRunning(c, t.stepIdx)
+	if t.running == nil {
+		t.running = map[string]runningCall{}
+	}
+	t.running[c.plan.Call.ID] = runningCall{c: c, stepIdx: t.stepIdx}
 	c.out = execute(ctx, t, c)
-	t.stopRunning(ctx, c)
+	delete(t.running, c.plan.Call.ID)
+	t.record(ctx, t.board.cancelAsked(c.plan.Call.ID))
 }
 
 func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
@@ -408,7 +396,7 @@ func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
 	in := activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
-		if e := c.req.edit; e != nil {
+		if e := c.req.edited; e != nil {
 			in.Input = e.input // a person's edit (changeEdits)
 		}
 	}

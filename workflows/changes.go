@@ -13,21 +13,22 @@ package workflows
 // and record histories of the new path under the newest prefix
 // (CONTRIBUTING.md, "A replay-affecting workflow change").
 const (
-	changeResponses   = "eve-approval-responses"
-	changeOffers      = "eve-approval-offers"
-	changeAuto        = "eve-approval-auto"
-	changeInbox       = "eve-inbox"
-	changeLifetime    = "eve-session-lifetime"
-	changeLimits      = "eve-session-limits"
-	changeDeadlines   = "eve-input-deadlines"
-	changeTasks       = "eve-task-events"
-	changeAskApproval = "execution-ask-approval" // released without the eve- prefix; kept as recorded
-	changeClientInput = "eve-client-input"
-	changeEdits       = "eve-approval-edits"
-	changeDecisions   = "eve-decision-record"
-	changeAsk         = "eve-call-asks"
-	changeFollowUps   = "eve-input-followups"
-	changeOrder       = "eve-message-order"
+	changeResponses    = "eve-approval-responses"
+	changeOffers       = "eve-approval-offers"
+	changeAuto         = "eve-approval-auto"
+	changeInbox        = "eve-inbox"
+	changeLifetime     = "eve-session-lifetime"
+	changeLimits       = "eve-session-limits"
+	changeDeadlines    = "eve-input-deadlines"
+	changeTasks        = "eve-task-events"
+	changeAskApproval  = "execution-ask-approval" // released without the eve- prefix; kept as recorded
+	changeClientInput  = "eve-client-input"
+	changeEdits        = "eve-approval-edits"
+	changeDecisions    = "eve-decision-record"
+	changeAsk          = "eve-call-asks"
+	changeFollowUps    = "eve-input-followups"
+	changeRequestTimes = "eve-input-requested-times"
+	changeOrder        = "eve-message-order"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -71,4 +72,6 @@ var changes = []change{
 		[]string{"v0.4.0-turn-escalated.json", "v0.4.0-turn-request-deadline-*.json"}},
 	{changeOrder, "0.5.0", "messages are read in the order the session accepted them: a message accepted while a turn runs is offered to it one at a time (TurnMessage.Ack) and the turn answers whether it took it (eve.turn.taken), or it waits in the queue behind the others; the turn reads every message it took, even when it fails or is cancelled",
 		[]string{"v0.5.0-session-ordered-*.json", "v0.5.0-turn-ordered-*.json"}},
+	{changeRequestTimes, "0.5.0", "input.requested carries each request's deadline, next reminder and escalation time, when it has any",
+		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 }

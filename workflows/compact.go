@@ -6,13 +6,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// shouldCompact: the conversation reached the agent's share of the model's
-// context window (Config.CompactAt; negative turns it off).
-func (t *turn) shouldCompact() bool {
-	if t.conv.noCompact || t.cfg.CompactAt <= 0 || t.cfg.ContextWindow <= 0 {
+// full: the conversation reached the agent's share of the model's context
+// window (Config.CompactAt; negative turns it off), and compacting may help.
+func (c *transcript) full(cfg Config) bool {
+	if c.noCompact || cfg.CompactAt <= 0 || cfg.ContextWindow <= 0 {
 		return false
 	}
-	return float64(t.conv.tokens()) >= t.cfg.CompactAt*float64(t.cfg.ContextWindow)
+	return float64(c.tokens()) >= cfg.CompactAt*float64(cfg.ContextWindow)
 }
 
 // compact replaces the conversation with the model's summary of it, between
@@ -35,7 +35,7 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 	after := t.conv.tokens()
 	data.UsageInputTokens = &after
 	t.log.emit(ctx, protocol.CompactionCompleted, data)
-	if t.shouldCompact() {
+	if t.conv.full(t.cfg) {
 		// The turn alone fills the window: compacting again won't help.
 		t.conv.noCompact = true
 	}

@@ -31,10 +31,6 @@ func newActionState(p activities.CallPlan, in activities.ExecuteToolInput) *acti
 	}}
 }
 
-func (t *turn) registerActionHandlers(ctx workflow.Context) error {
-	return registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] })
-}
-
 // registerActionHandlers installs the action-state query and the settle
 // Update for the actions find knows. The rules are the delegated-action
 // module's (signals.ActionState); the validator answers 404/409/410/422

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/agent"
@@ -270,6 +271,19 @@ func TestTurnEditResponsePolicy(t *testing.T) {
 	}
 	if !ok.completed || len(ok.result.Resolutions) != 1 {
 		t.Fatalf("allowed edit: %+v", ok)
+	}
+	// The Update's answer names each refused answer and why.
+	for _, c := range []struct {
+		name string
+		u    *update[signals.RespondResult]
+		want []protocol.Refusal
+	}{
+		{"refused", refused, []protocol.Refusal{{RequestID: id, CandidateID: "cnd_" + id + ".1", Outcome: protocol.CandidateRejected, Reason: "approvals stop at 100", Edited: true}}},
+		{"allowed", ok, nil},
+	} {
+		if diff := cmp.Diff(c.want, c.u.result.Refused); diff != "" {
+			t.Errorf("%s edit: RespondResult.Refused (-want +got):\n%s", c.name, diff)
+		}
 	}
 	if len(*judged) != 2 || string((*judged)[0].ToolInput) != `{"amount":150}` || string((*judged)[0].OriginalInput) != `{"amount":50}` {
 		t.Fatalf("the response policy judged %+v", *judged)

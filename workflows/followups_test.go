@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
@@ -183,5 +185,60 @@ func TestTurnEscalation(t *testing.T) {
 	got := n.list()
 	if len(got) != 1 || got[0].Escalation != "group=managers" || got[0].EscalationAttribute != "group" || got[0].IdempotencyKey != "s1/turn_0/"+reqID+"/escalation" {
 		t.Fatalf("hook calls %+v", got)
+	}
+}
+
+// input.requested carries each request's times (0.5): its deadline, its
+// next reminder and when it escalates, each only when it has one.
+func TestTurnInputRequestedCarriesItsTimes(t *testing.T) {
+	type times struct{ Deadline, NextReminder, Escalates time.Duration } // after the request was asked; 0: none
+	for _, c := range []struct {
+		name string
+		edit func(*tools.Tool)
+		want times
+	}{
+		{"a deadline and its reminders", func(tl *tools.Tool) {
+			tl.InputDeadline = time.Hour
+			tl.InputReminders = &tools.Reminders{Before: []time.Duration{5 * time.Minute, time.Minute}}
+		}, times{Deadline: time.Hour, NextReminder: 55 * time.Minute}},
+		{"an escalation", func(tl *tools.Tool) {
+			tl.Approval = approval.Always().WithResponse(func(_ context.Context, _ approval.ResponseContext) (approval.Verdict, error) {
+				return approval.Allow(), nil
+			}).EscalateAfter(30*time.Minute, "group", "managers")
+		}, times{Escalates: 30 * time.Minute}},
+		{"none", func(*tools.Tool) {}, times{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n notices
+			h := newHarness(t, withRefund(&n, c.edit))
+			wid := turnWorkflowID(0)
+			h.at(10*time.Minute, func() {
+				if reqs := h.parkedOn(wid, "input"); len(reqs) == 1 {
+					h.respond(wid, protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+				}
+			})
+			out := h.runTurn(turnInput("refund ch_1 5"))
+			asked := of(out.Events, protocol.InputRequested)
+			if len(asked) != 1 {
+				t.Fatalf("input.requested %d times: %s", len(asked), join(out.Events))
+			}
+			at, err := time.Parse(time.RFC3339, asked[0].Meta.At)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var data protocol.InputRequestedData
+			decode(t, asked[0], &data)
+			after := func(p *time.Time) time.Duration {
+				if p == nil {
+					return 0
+				}
+				return p.Sub(at).Round(time.Second)
+			}
+			r := data.Requests[0]
+			got := times{Deadline: after(r.Deadline), NextReminder: after(r.NextReminderAt), Escalates: after(r.EscalatesAt)}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("input.requested's times after it was asked (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

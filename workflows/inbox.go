@@ -1,9 +1,7 @@
 package workflows
 
 import (
-	"encoding/json"
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -28,56 +26,29 @@ const InboxOpen = "open"
 // set of open requests changes, it upserts the memo and the attributes in
 // the same workflow task (so every path that opens or settles a request is
 // covered, and a retried task upserts the same).
-func (t *turn) publishInbox(ctx workflow.Context) {
+func publishInbox(ctx workflow.Context, b *inputBoard) {
 	published := ""
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return t.board.openKey() != published }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return b.openKey() != published }); err != nil {
 				return
 			}
-			published = t.board.openKey()
-			t.upsertInbox(ctx)
+			published = b.openKey()
+			upsertInbox(ctx, b)
 		}
 	})
 }
 
-// openKey identifies the set of open requests.
-func (b *inputBoard) openKey() string {
-	var ids []string
-	for _, r := range b.requests {
-		if !r.settled {
-			id := r.req.RequestID
-			if !r.follow.escalatedAt.IsZero() {
-				id += "\x01escalated" // republished when it escalates
-			}
-			ids = append(ids, id)
-		}
-	}
-	return strings.Join(ids, "\x00")
-}
-
-func (t *turn) upsertInbox(ctx workflow.Context) {
-	memo := signals.InboxMemo{SessionID: t.in.SessionID, TurnID: t.in.TurnID, Owner: t.in.Auth.Initiator, Requester: t.requester(), Items: []signals.InboxEntry{}}
+func upsertInbox(ctx workflow.Context, b *inputBoard) {
+	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}}
 	var kinds []string
 	var tools []string
 	var parked = workflow.Now(ctx)
-	for _, r := range t.board.requests {
-		if r.settled {
+	for _, r := range b.requests {
+		if r.state.closed() {
 			continue
 		}
-		e := signals.InboxEntry{Request: r.req, OpenedAt: r.opened, Judged: t.judged(r), Editable: r.plan.Editable, InputSchema: r.plan.InputSchema}
-		if !r.deadline.IsZero() {
-			d := r.deadline
-			e.Deadline = &d
-		}
-		r.inboxEscalation(&e)
-		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
-			e.InputSchema = nil // the tool's schema goes first
-		}
-		if b, _ := json.Marshal(e); len(b) > signals.MaxInboxEntryBytes {
-			e.Request.Action.Input = json.RawMessage(`{}`)
-		}
-		memo.Items = append(memo.Items, e)
+		memo.Items = append(memo.Items, r.inboxEntry())
 		if !slices.Contains(kinds, r.req.Kind) {
 			kinds = append(kinds, r.req.Kind)
 		}
@@ -94,7 +65,7 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 		return
 	}
 	requester := ""
-	if p := t.requester(); p != nil {
+	if p := b.requester; p != nil {
 		requester = p.ID
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
@@ -103,6 +74,6 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 		SearchRequestKind.ValueSet(kinds),
 		SearchParkedAt.ValueSet(parked),
 		SearchTools.ValueSet(tools),
-		SearchSession.ValueSet(t.in.SessionID),
+		SearchSession.ValueSet(b.session.ID),
 	)
 }

@@ -85,12 +85,11 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 		out, _ := t.turnFailed(ctx, code, msg)
 		return out, true
 	}
-	r := t.board.add(t.sessionLimitRequest(stepIdx, v), workflow.Now(ctx))
-	t.park(ctx, stepIdx, []protocol.InputRequest{r.req})
-	if err := workflow.Await(ctx, func() bool { return r.settled }); err != nil || ctx.Err() != nil {
-		if res, ok := t.board.cancel(r); ok {
-			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(stepIdx)})
-			t.recordDecisions(ctx, []protocol.InputResolution{res})
+	r := t.board.add(sessionLimitRequest(t.in, stepIdx, v), workflow.Now(ctx))
+	t.park(ctx, stepIdx, []*request{r})
+	if err := workflow.Await(ctx, func() bool { return r.state.closed() }); err != nil || ctx.Err() != nil {
+		if fx, err := r.cancel(); err == nil {
+			t.recordResolved(ctx, fx.resolved)
 		}
 		out, _ := t.cancelled(ctx)
 		return out, true
@@ -108,7 +107,7 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 
 // sessionLimitRequest is eve's continuation prompt; its id derives from
 // the session, the turn and the usage, so a retried task makes the same.
-func (t *turn) sessionLimitRequest(stepIdx int, v *violation) *openRequest {
+func sessionLimitRequest(in TurnInput, stepIdx int, v *violation) *request {
 	used, input, prompt := strconv.Itoa(v.used), map[string]any{"kind": v.kind, "limit": v.limit, "usedTokens": v.used}, ""
 	desc := "Grant a fresh token budget"
 	if v.kind == "token-cost" {
@@ -118,8 +117,8 @@ func (t *turn) sessionLimitRequest(stepIdx int, v *violation) *openRequest {
 		prompt = fmt.Sprintf("This session has hit the %s-token limit (%s) per session.", v.kind, compactCount(v.limit))
 	}
 	prompt += " This is a guardrail against defective long-running sessions. If session activity looks fine, just approve to keep going."
-	id := fmt.Sprintf("%s:%d:limit:%s:%s", t.in.SessionID, t.in.Sequence, v.kind, used)
-	return &openRequest{stepIdx: stepIdx, req: protocol.InputRequest{
+	id := fmt.Sprintf("%s:%d:limit:%s:%s", in.SessionID, in.Sequence, v.kind, used)
+	return &request{stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:  protocol.ToolCallAction{CallID: id, Input: mustJSON(input), Kind: "tool-call", ToolName: "session_limit_continuation"},
 		Display: protocol.DisplayConfirmation,
 		Kind:    protocol.KindSessionLimit,
@@ -148,24 +147,6 @@ func compactCount(n int) string {
 		return trim(float64(n)/1e3) + "K"
 	}
 	return strconv.Itoa(n)
-}
-
-// decideLimit checks an answer to a session-limit request: continue or
-// stop, by option id, label or number.
-func (r *openRequest) decideLimit(resp protocol.InputResponse) (decision, error) {
-	opt := resp.OptionID
-	if opt == "" {
-		m, ok := protocol.ResolveText(r.req, resp.Text)
-		if !ok || m.OptionID == "" {
-			return decision{}, fmt.Errorf("text %q is neither continue nor stop", resp.Text)
-		}
-		opt = m.OptionID
-	}
-	if opt != OptionContinue && opt != OptionStop {
-		return decision{}, fmt.Errorf("unknown option %q: a session-limit request takes continue or stop", opt)
-	}
-	answer := protocol.InputResponse{RequestID: r.req.RequestID, OptionID: opt}
-	return decision{res: protocol.InputResolution{Kind: r.req.Kind, Outcome: protocol.OutcomeAnswered, RequestID: r.req.RequestID, Response: &answer}}, nil
 }
 
 // budgetOf is what a session spent in its current limit window.

@@ -127,27 +127,27 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 		r := t.board.byID[open[0].RequestID]
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
 			if d, err := r.decide(resp); err == nil {
-				if t.responses && r.req.Kind == protocol.KindToolApproval {
-					if t.refusedResponder(r, sender) != "" {
+				if r.approval() {
+					if r.refusedResponder(sender) != "" {
 						return false // not theirs to settle: it waits for the turn's end
 					}
 					t.receiveSteering(ctx)
 					t.taken = append(t.taken, m.DeliveryID)
 					t.messageReceived(ctx, m.DeliveryID, m.Message)
-					if t.judged(r) {
-						c := t.newCandidate(r, d, resp, sender)
+					if r.judged() {
+						c, _ := r.propose(d, resp, sender)
 						workflow.Go(ctx, func(ctx workflow.Context) { t.judge(ctx, []*candidate{c}) })
 						return true
 					}
-					t.settleBy(ctx, r, d, sender)
-					t.recordResolutions(ctx, []protocol.InputResolution{d.res})
+					fx, _ := r.answer(d, sender)
+					t.record(ctx, fx)
 					return true
 				}
 				t.receiveSteering(ctx)
 				t.taken = append(t.taken, m.DeliveryID)
 				t.messageReceived(ctx, m.DeliveryID, m.Message)
-				t.settleBy(ctx, r, d, sender)
-				t.recordResolutions(ctx, []protocol.InputResolution{d.res})
+				fx, _ := r.answer(d, sender)
+				t.record(ctx, fx)
 				return true
 			}
 		}
@@ -166,7 +166,7 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 		t.steering = append(t.steering, m)
 		return true
 	}
-	if t.responses && !samePrincipal(sender, t.in.Auth.Current) {
+	if t.board.responses && !samePrincipal(sender, t.in.Auth.Current) {
 		// Another person's message, offered as an answer that no longer
 		// answers anything: it waits for the turn's end.
 		return false
@@ -176,7 +176,7 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 	}
 	t.steering = append(t.steering, m)
 	// The open requests are withdrawn; calls approved already run.
-	t.recordResolutions(ctx, t.board.withdraw())
+	t.record(ctx, t.board.withdraw())
 	return true
 }
 
@@ -227,7 +227,7 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 
 // withdrawnOutcome is the result the model sees for a call whose prompt a
 // steering message withdrew.
-func withdrawnOutcome(p activities.CallPlan, r *openRequest) activities.ToolOutcome {
+func withdrawnOutcome(p activities.CallPlan, r *request) activities.ToolOutcome {
 	if r.req.Kind == protocol.KindToolApproval {
 		msg := fmt.Sprintf("The call to %s did not run: ignored because the user continued without responding.", p.Call.Name)
 		out := mustJSON(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": "ignored"})

@@ -70,7 +70,7 @@ type turn struct {
 	parent *workflow.Execution // the session, told of open requests
 	log    eventLog            // the turn's events, handed to the session at the end
 	conv   transcript          // the conversation
-	board  inputBoard          // what the turn asked people and what they decided
+	board  *inputBoard         // what the turn asked people and what they decided
 	usage  protocol.TokenUsage
 
 	// The running step: stepDone is the last step whose model call
@@ -85,8 +85,6 @@ type turn struct {
 	turnDyn []activities.DynamicTool
 
 	parks int // how often the turn parked for input
-	// responses: the turn runs eve 0.3's approval model (changeResponses).
-	responses bool
 	// limits: the turn holds on its session's limits (changeLimits);
 	// grantedAt is its usage at the last Continue.
 	limits    bool
@@ -147,7 +145,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 		if err := t.resolveStepTools(ctx, stepIdx); err != nil {
 			return t.resolutionFailed(ctx, err)
 		}
-		if t.shouldCompact() {
+		if t.conv.full(t.cfg) {
 			t.compact(ctx, stepIdx)
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
@@ -203,7 +201,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 				t.execute(ctx, c)
 			}
 		})
-		t.reviseEdited(ctx, resp, calls)
+		t.conv.reviseEdited(ctx, t.in, resp, calls)
 		t.conv.add(model.Message{Role: model.RoleTool, ToolResults: toolResults(calls)})
 		if ctx.Err() != nil {
 			return t.cancelled(ctx)
@@ -218,19 +216,18 @@ func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
 	t := &turn{in: in, cfg: in.Config.WithDefaults(),
 		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
-		board:    newInputBoard(in.ApprovedTools),
 		stepDone: -1, actions: map[string]*actionState{}}
-	t.responses = workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1
+	t.board = newInputBoard(in, workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	t.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
 	if t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1 {
-		t.publishInbox(ctx)
+		publishInbox(ctx, t.board)
 	}
 	if err := t.registerInputHandlers(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.registerActionHandlers(ctx); err != nil {
+	if err := registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] }); err != nil {
 		return nil, err
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
@@ -298,11 +295,6 @@ func (t *turn) step(i int) protocol.StepRef {
 	return protocol.StepRef{Sequence: t.in.Sequence, StepIndex: i, TurnID: t.in.TurnID}
 }
 
-func (t *turn) usagePtr() *protocol.TokenUsage {
-	u := t.usage
-	return &u
-}
-
 // The turn's events.
 
 // messageReceived records a user message the turn reads. A message the
@@ -334,7 +326,8 @@ func (t *turn) actionsRequested(ctx workflow.Context, i int, calls []model.ToolC
 // turnWaiting says what the turn waits on: "input" (people) or "tasks"
 // (delegated jobs).
 func (t *turn) turnWaiting(ctx workflow.Context, on string) {
-	t.log.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: on, Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: t.usagePtr()})
+	u := t.usage
+	t.log.emit(ctx, protocol.TurnWaiting, protocol.TurnWaitingData{On: on, Sequence: t.in.Sequence, TurnID: t.in.TurnID, Usage: &u})
 }
 
 // stepFailed ends the turn after the model failed.

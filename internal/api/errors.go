@@ -55,6 +55,8 @@ type httpError struct {
 	msg    string
 	// field is ErrorBody.Field (an invalid edit's failing field).
 	field string
+	// refused is ErrorBody.Refused (answers the policies refused).
+	refused []protocol.Refusal
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -70,7 +72,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 			// Overload and unavailability are temporary: say when to retry.
 			w.Header().Set("Retry-After", strconv.Itoa(overloadRetryAfter))
 		}
-		httpjson.Write(w, he.status, protocol.ErrorBody{OK: false, Error: he.msg, Code: he.code, Field: he.field})
+		httpjson.Write(w, he.status, protocol.ErrorBody{OK: false, Error: he.msg, Code: he.code, Field: he.field, Refused: he.refused})
 		return
 	}
 	writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())

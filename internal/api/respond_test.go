@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -182,5 +184,55 @@ func TestRespondTakesTwoRoundTrips(t *testing.T) {
 		{"apr_new", "gold", 400, CodeRejected, `unknown option "gold"`},
 	} {
 		wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1", answer(c.requestID, c.option), js), c.status, c.code, c.part)
+	}
+}
+
+// The answer to a respond says what became of every answer: accepted only
+// when each settled (or repeated a settled one); partial when a policy
+// refused some; 400 rejected, naming each request and reason, when it
+// refused all that could settle. A worker older than RespondResult.Refused
+// still has its refused edits reported.
+func TestRespondAnswerSaysWhatBecameOfEachAnswer(t *testing.T) {
+	settled := protocol.InputResolution{Kind: protocol.KindToolApproval, Outcome: protocol.OutcomeApproved, RequestID: "apr_a"}
+	refused := protocol.Refusal{RequestID: "apr_b", CandidateID: "cnd_apr_b.1", Outcome: protocol.CandidateRejected, Reason: "A second person must approve transfers."}
+	edit := protocol.Refusal{RequestID: "apr_c", CandidateID: "cnd_apr_c.1", Outcome: protocol.CandidateRejected, Reason: "approvals stop at 100", Edited: true}
+	for _, c := range []struct {
+		name   string
+		res    signals.RespondResult
+		status int
+		body   map[string]any
+	}{
+		{"settled", signals.RespondResult{Resolutions: []protocol.InputResolution{settled}}, 202,
+			map[string]any{"ok": true, "sessionId": "ses_1", "status": "accepted", "resolutions": []any{map[string]any{"kind": "tool-approval", "outcome": "approved", "requestId": "apr_a"}}}},
+		{"a repeat", signals.RespondResult{Duplicates: []string{"apr_a"}}, 202,
+			map[string]any{"ok": true, "sessionId": "ses_1", "status": "accepted", "duplicates": []any{"apr_a"}}},
+		{"one settled, one refused", signals.RespondResult{Resolutions: []protocol.InputResolution{settled}, Refused: []protocol.Refusal{refused}}, 200,
+			map[string]any{"ok": true, "sessionId": "ses_1", "status": "partial",
+				"resolutions": []any{map[string]any{"kind": "tool-approval", "outcome": "approved", "requestId": "apr_a"}},
+				"refused":     []any{map[string]any{"requestId": "apr_b", "candidateId": "cnd_apr_b.1", "outcome": "rejected", "reason": "A second person must approve transfers."}}}},
+		{"all refused", signals.RespondResult{Refused: []protocol.Refusal{refused, edit}, Duplicates: []string{"apr_a"}, EditRefused: "request apr_c: approvals stop at 100"}, 400,
+			map[string]any{"ok": false, "code": "rejected",
+				"error": "the answer to request apr_b was refused (rejected) and the request stays open: A second person must approve transfers.; " +
+					"the edited approval of request apr_c was refused (rejected) and the request stays open: approvals stop at 100",
+				"refused": []any{
+					map[string]any{"requestId": "apr_b", "candidateId": "cnd_apr_b.1", "outcome": "rejected", "reason": "A second person must approve transfers."},
+					map[string]any{"requestId": "apr_c", "candidateId": "cnd_apr_c.1", "outcome": "rejected", "reason": "approvals stop at 100", "edited": true}}}},
+		{"an older worker's refused edit", signals.RespondResult{EditRefused: "request apr_c: approvals stop at 100"}, 400,
+			map[string]any{"ok": false, "code": "rejected", "error": "the edited approval was refused and the request stays open: request apr_c: approvals stop at 100"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			(&Server{}).respondAccepted(w, "ses_1", c.res)
+			var body map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body %s: %v", w.Body, err)
+			}
+			if w.Code != c.status {
+				t.Errorf("status %d, want %d", w.Code, c.status)
+			}
+			if diff := cmp.Diff(c.body, body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,13 +131,14 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 				}
 				acc, err := f.client().AnswerInbox(ctx, args[0], a)
 				if err != nil {
-					return err
+					return refusedError(err)
 				}
 				for _, r := range acc.Resolutions {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", r.RequestID, r.Outcome)
 				}
 				if len(acc.Resolutions) == 0 && len(acc.Duplicates) == 0 {
-					fmt.Fprintln(cmd.OutOrStdout(), "accepted: the tool's response policy judges it (see the session's approval.candidate events)")
+					// A server older than the refusals in its answers.
+					fmt.Fprintln(cmd.OutOrStdout(), "sent: the tool's response policy judged it; see the session's approval.candidate events for the outcome")
 				}
 				return nil
 			},
@@ -195,7 +197,7 @@ the request stays open. The approval and response policies judge the edited call
 				return fmt.Errorf("%w (field %s)", err, ce.Field)
 			}
 			if err != nil {
-				return err
+				return refusedError(err)
 			}
 			for _, r := range acc.Resolutions {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (edited)\n", r.RequestID, r.Outcome)
@@ -206,4 +208,19 @@ the request stays open. The approval and response policies judge the edited call
 	c.Flags().StringVar(&input, "input", "", "the edited tool input, a JSON object")
 	c.Flags().StringVar(&file, "file", "", "read the edited tool input from this file")
 	return c
+}
+
+// refusedError says plainly that a policy refused an answer: which
+// request, the outcome and the policy's reason, and that it stays open.
+// Other errors pass unchanged.
+func refusedError(err error) error {
+	var ce *client.Error
+	if !errors.As(err, &ce) || len(ce.Refused) == 0 {
+		return err
+	}
+	lines := make([]string, len(ce.Refused))
+	for i, r := range ce.Refused {
+		lines[i] = fmt.Sprintf("refused: %s (%s): %s; the request stays open", r.RequestID, r.Outcome, r.Reason)
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }

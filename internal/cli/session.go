@@ -308,7 +308,7 @@ func newSessionRespondCommand(f *sessionFlags) *cobra.Command {
 func (f *sessionFlags) respondAndPrint(ctx context.Context, out io.Writer, c *client.Client, sessionID string, resp protocol.InputResponse) error {
 	_, t, err := c.RespondAndWait(ctx, sessionID, []protocol.InputResponse{resp}, func(_ int, e protocol.Event) { printEvent(out, e) })
 	if err != nil {
-		return err
+		return refusedError(err)
 	}
 	return f.turnEnd(out, t)
 }
