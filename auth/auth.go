@@ -13,6 +13,10 @@ type Principal struct {
 	// API, executions in their name. Empty: only for itself. It is the API
 	// server's business and never serialized (workflows do not see it).
 	CanActFor []string `json:"-"`
+	// AllowToolStubs lets the principal create sessions with eve's tool
+	// stubs (evals; the keys file's allowToolStubs). The API server's
+	// business, never serialized.
+	AllowToolStubs bool `json:"-"`
 }
 
 // Attr returns one attribute, or "" when p is nil or lacks it.

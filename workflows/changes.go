@@ -27,6 +27,7 @@ const (
 	changeDecisions   = "eve-decision-record"
 	changeAsk         = "eve-call-asks"
 	changeFollowUps   = "eve-input-followups"
+	changeStubs       = "eve-tool-stubs"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -68,4 +69,6 @@ var changes = []change{
 		[]string{"v0.4.0-turn-ask-*.json"}},
 	{changeFollowUps, "0.4.0", "reminders before a request's deadline (input.reminder) and escalation to a second group (approval.escalated), as durable timers",
 		[]string{"v0.4.0-turn-escalated.json", "v0.4.0-turn-request-deadline-*.json"}},
+	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
+		[]string{"v0.5.0-turn-stubs*.json"}},
 }

@@ -102,6 +102,9 @@ type keyEntry struct {
 	Attributes    map[string]any `yaml:"attributes" json:"attributes"`
 	// CanActFor lets a service principal act for these users ("*": any).
 	CanActFor []string `yaml:"canActFor" json:"canActFor"`
+	// AllowToolStubs lets the principal create sessions with eve's tool
+	// stubs (evals): give it to an eval runner's key only.
+	AllowToolStubs bool `yaml:"allowToolStubs" json:"allowToolStubs"`
 }
 
 // LoadKeys builds the key map from EVE_API_KEY (apiKey, which authenticates
@@ -116,6 +119,10 @@ type keyEntry struct {
 //	    principalId: billing
 //	    principalType: service
 //	    canActFor: [alice, bob]  # or ["*"]; only services, only these users
+//	  sk_evals_789:
+//	    principalId: eval-runner
+//	    principalType: service
+//	    allowToolStubs: true     # may create sessions with tool stubs (docs/evals.md)
 //
 // Both may be empty; then the map is empty and the server is open.
 func LoadKeys(apiKey, keysFile string) (map[string]*auth.Principal, error) {
@@ -175,7 +182,7 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		if strings.TrimSpace(e.PrincipalID) == "" {
 			return nil, fmt.Errorf("the key ending %q has no principalId", tail(k))
 		}
-		p := &auth.Principal{ID: e.PrincipalID, Type: e.PrincipalType}
+		p := &auth.Principal{ID: e.PrincipalID, Type: e.PrincipalType, AllowToolStubs: e.AllowToolStubs}
 		switch p.Type {
 		case "":
 			p.Type = auth.TypeUser
