@@ -147,7 +147,9 @@ func TestToolStubsKeepApprovals(t *testing.T) {
 		if r.Status >= 300 {
 			t.Fatalf("respond: %d %s", r.Status, r.Body)
 		}
-		waitFor(t, e.Env, id, func(evs []protocol.Event) bool { return stubIdle(evs) && len(stubResults(t, evs, "refund_charge")) == i+1 })
+		waitFor(t, e.Env, id, func(evs []protocol.Event) bool {
+			return stubIdle(evs) && len(stubResults(t, evs, "refund_charge")) == i+1
+		})
 	}
 	evs := e.Events(e.Ctx(10*time.Second), id)
 	res := stubResults(t, evs, "refund_charge")

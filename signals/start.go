@@ -9,7 +9,7 @@ import (
 // server's /eve/v1/info and the MCP server's initialize. It names the
 // newest release whose workflow code has saved histories: the newest
 // "v<Version>-" prefix in e2e/testdata/histories (workflows/changes.go).
-const Version = "0.4.0"
+const Version = "0.5.0"
 
 // MaxMessageBytes bounds one user message: the session's send validator
 // refuses a longer one, and the API server answers 413 before asking it.
