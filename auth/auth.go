@@ -20,6 +20,10 @@ type Principal struct {
 	// decision records, for the owners it names (MayReview). Nil: none.
 	// Like CanActFor it is the API server's business and never serialized.
 	Review *ReviewGrant `json:"-"`
+	// AllowToolStubs lets the principal create sessions with eve's tool
+	// stubs (evals; the keys file's allowToolStubs). The API server's
+	// business, never serialized.
+	AllowToolStubs bool `json:"-"`
 }
 
 // ReviewGrant scopes a reviewer: the owners whose sessions it may review.

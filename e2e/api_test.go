@@ -478,7 +478,7 @@ func TestAPIBadInputs(t *testing.T) {
 	wantError(t, e.do(t, "POST", path, map[string]any{"inputResponses": []any{map[string]any{"requestId": "x", "extra": 1}}}, nil), 400, api.CodeBadRequest, "inputResponses[0]")
 	wantError(t, e.do(t, "POST", path, map[string]any{"inputResponses": []any{map[string]any{"requestId": "apr_nope", "optionId": "approve"}}}, nil), 400, api.CodeUnknownRequest, "apr_nope")
 	wantError(t, e.do(t, "POST", path, map[string]any{"message": "hi", "continuationToken": "x"}, nil), 400, api.CodeBadRequest, "continuationToken")
-	wantError(t, e.do(t, "POST", path, map[string]any{"message": "hi", "stubs": []any{}}, nil), 403, api.CodeForbidden, "stub")
+	wantError(t, e.do(t, "POST", path, map[string]any{"message": "hi", "stubs": []any{}}, nil), 400, api.CodeBadRequest, "fixed when a session is created")
 	wantError(t, e.do(t, "POST", path, map[string]any{"message": []any{map[string]any{"type": "file", "mediaType": "image/png", "data": "AAAA"}}}, nil), 415, api.CodeUnsupportedMedia, "image/png")
 	// Content type.
 	wantError(t, e.do(t, "POST", path, `{"message":"hi"}`, map[string]string{"Content-Type": "text/plain"}), 415, api.CodeUnsupportedMedia, "text/plain")

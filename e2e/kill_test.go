@@ -91,6 +91,9 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "race" {
 		a = raceAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "stubs" {
+		a = stubKillAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	}
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
 	}

@@ -374,6 +374,17 @@ func TestRecordHistories(t *testing.T) {
 	env.WaitIdle(eres.SessionID)
 	save("turn-approval-edited", eres.SessionID+"/turn_0")
 
+	// Tool stubs (0.5): one call settled by a stub (a recorded SideEffect),
+	// one that no rule matches runs the real tool.
+	stubs := []protocol.ToolStub{{ID: "paris", Tool: "get_weather", Match: map[string]json.RawMessage{"city": json.RawMessage(`{"const":"Paris"}`)},
+		Outcome: &protocol.ToolStubOutcome{Response: json.RawMessage(`{"city":"Paris","condition":"stubbed","temperatureC":1}`)}}}
+	sres, err := env.Sessions.CreateAndSendStubbed(ctx, "ses_history_stubs", alice, "", stubs, signals.SendRequest{Message: "compare Paris and Oslo", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitIdle(sres.SessionID)
+	save("turn-stubs", sres.SessionID+"/turn_0")
+
 	// Session limits (0.3): Continue, then Stop; and a lifetime that ends
 	// the session.
 	lenv := limitedEnv(t, func(a *agent.Agent) { a.MaxInputTokensPerSession = 1; a.SessionLifetime = 3 * time.Second })

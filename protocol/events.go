@@ -276,6 +276,9 @@ type ActionResultData struct {
 	Result ToolResultAction `json:"result"`
 	Status string           `json:"status"`
 	StepRef
+	// Stub is set when a tool stub settled the call (eve's evals): the
+	// real tool did not run.
+	Stub *ActionStub `json:"stub,omitempty"`
 }
 
 type ContextClearedData struct {

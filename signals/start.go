@@ -1,6 +1,9 @@
 package signals
 
-import "github.com/eve-temporal/eve/auth"
+import (
+	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/protocol"
+)
 
 // Version is eve's version, reported in session.started and by the API
 // server's /eve/v1/info and the MCP server's initialize. It names the
@@ -19,4 +22,7 @@ const MaxMessageBytes = 256 << 10
 type SessionInput struct {
 	SessionID string          `json:"sessionId"`
 	Initiator *auth.Principal `json:"initiator,omitempty"`
+	// Stubs are eve's tool stubs (evals), fixed for the session's life.
+	// Only a caller granted tool stubs may set them (the API server checks).
+	Stubs []protocol.ToolStub `json:"stubs,omitempty"`
 }

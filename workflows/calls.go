@@ -53,6 +53,8 @@ type pendingCall struct {
 	// req is the request a person settles (ask, answer).
 	req *request
 	out activities.ToolOutcome
+	// stub is the rule that settled the call instead of its tool (nil: none).
+	stub *protocol.ActionStub
 	// done: out is final and recorded.
 	done bool
 }
@@ -386,7 +388,14 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		t.running = map[string]runningCall{}
 	}
 	t.running[c.plan.Call.ID] = runningCall{c: c, stepIdx: t.stepIdx}
-	c.out = execute(ctx, t, c)
+	// A stub decides after the gate and the person: a denied call or one
+	// still waiting consumes no entry (eve's rule).
+	if d, ok := t.in.Stubs.decide(ctx, c.plan.Call.Name, t.toolInput(c).Input); ok && ctx.Err() == nil {
+		c.stub = &protocol.ActionStub{RuleID: d.RuleID, Position: d.Position}
+		c.out = stubOutcome(d)
+	} else {
+		c.out = execute(ctx, t, c)
+	}
 	delete(t.running, c.plan.Call.ID)
 	t.record(ctx, t.board.cancelAsked(c.plan.Call.ID))
 }
@@ -428,6 +437,7 @@ func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
 		},
 		Status:  out.Status,
 		StepRef: t.step(stepIdx),
+		Stub:    c.stub,
 	})
 	c.done = true
 }

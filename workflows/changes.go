@@ -29,6 +29,7 @@ const (
 	changeFollowUps    = "eve-input-followups"
 	changeRequestTimes = "eve-input-requested-times"
 	changeOrder        = "eve-message-order"
+	changeStubs        = "eve-tool-stubs"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -74,4 +75,6 @@ var changes = []change{
 		[]string{"v0.5.0-session-ordered-*.json", "v0.5.0-turn-ordered-*.json"}},
 	{changeRequestTimes, "0.5.0", "input.requested carries each request's deadline, next reminder and escalation time, when it has any",
 		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
+	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
+		[]string{"v0.5.0-turn-stubs*.json"}},
 }

@@ -23,6 +23,9 @@ type SessionInput struct {
 	Initiator *auth.Principal `json:"initiator,omitempty"`
 	// State is set when the session continues as new.
 	State *SessionState `json:"state,omitempty"`
+	// Stubs are eve's tool stubs, fixed when the session is created (the
+	// API server checked them and the caller's grant).
+	Stubs []protocol.ToolStub `json:"stubs,omitempty"`
 }
 
 // SessionState is everything a session carries across continue-as-new.
@@ -55,6 +58,8 @@ type SessionState struct {
 	// SessionTools were resolved once, before the first turn.
 	SessionTools    []activities.DynamicTool `json:"sessionTools,omitempty"`
 	SessionResolved bool                     `json:"sessionResolved,omitempty"`
+	// Stubs are the session's tool stubs and their positions (nil: none).
+	Stubs *StubState `json:"stubs,omitempty"`
 }
 
 // QueuedMessage is a message waiting for its turn.
@@ -153,6 +158,9 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
+		if len(in.Stubs) > 0 {
+			s.st.Stubs = &StubState{Rules: in.Stubs}
+		}
 		if cfg.SessionLifetime > 0 && workflow.GetVersion(ctx, changeLifetime, workflow.DefaultVersion, 1) >= 1 {
 			s.st.ExpiresAt = workflow.Now(ctx).Add(cfg.SessionLifetime)
 		}

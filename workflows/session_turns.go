@@ -75,6 +75,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
+		Stubs: s.st.Stubs,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {
@@ -99,6 +100,9 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 			s.st.Conversation = out.Conversation
 		}
 		s.st.ApprovedTools = out.ApprovedTools
+		if s.st.Stubs != nil && out.StubPositions != nil {
+			s.st.Stubs = &StubState{Rules: s.st.Stubs.Rules, Positions: out.StubPositions}
+		}
 		s.st.Usage.InputTokens += out.Usage.InputTokens
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens

@@ -35,6 +35,8 @@ type TurnInput struct {
 	Budget protocol.TokenUsage `json:"budget,omitempty"`
 	// SessionTools were resolved when the session started.
 	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
+	// Stubs are the session's tool stubs and their positions (nil: none).
+	Stubs *StubState `json:"stubs,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
@@ -53,6 +55,8 @@ type TurnOutput struct {
 	// the turn used (answers, steering); the session runs the others as
 	// turns of their own.
 	Taken []string `json:"taken,omitempty"`
+	// StubPositions are the stub rules' positions after the turn.
+	StubPositions map[string]int `json:"stubPositions,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -393,6 +397,9 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 		ApprovedTools: t.board.approved,
 		Taken:         t.taken,
 		GrantedAt:     t.grantedAt,
+	}
+	if t.in.Stubs != nil {
+		out.StubPositions = t.in.Stubs.Positions
 	}
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref

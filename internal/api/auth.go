@@ -104,6 +104,9 @@ type keyEntry struct {
 	CanActFor []string `yaml:"canActFor" json:"canActFor"`
 	// Reviews lets the principal review other owners' sessions.
 	Reviews *reviewEntry `yaml:"reviews" json:"reviews"`
+	// AllowToolStubs lets the principal create sessions with eve's tool
+	// stubs (evals): give it to an eval runner's key only.
+	AllowToolStubs bool `yaml:"allowToolStubs" json:"allowToolStubs"`
 }
 
 // reviewEntry is a keys-file review grant (auth.ReviewGrant).
@@ -130,6 +133,10 @@ type reviewEntry struct {
 //	    reviews:                 # answer approvals, stream and read decisions
 //	      sameAttributes: [tenantId] # of owners with bob's tenantId
 //	      owners: ["*"]          # and/or named owners
+//	  sk_evals_000:
+//	    principalId: eval-runner
+//	    principalType: service
+//	    allowToolStubs: true     # may create sessions with tool stubs (docs/evals.md)
 //
 // Both may be empty; then the map is empty and the server is open.
 func LoadKeys(apiKey, keysFile string) (map[string]*auth.Principal, error) {
@@ -192,7 +199,7 @@ func ParseKeys(data []byte) (map[string]*auth.Principal, error) {
 		if strings.TrimSpace(e.PrincipalID) == "" {
 			return nil, fmt.Errorf("the key ending %q has no principalId", tail(k))
 		}
-		p := &auth.Principal{ID: e.PrincipalID, Type: e.PrincipalType}
+		p := &auth.Principal{ID: e.PrincipalID, Type: e.PrincipalType, AllowToolStubs: e.AllowToolStubs}
 		switch p.Type {
 		case "":
 			p.Type = auth.TypeUser

@@ -66,6 +66,12 @@ type Options struct {
 	// the request), the sessions list (stream), the jobs list (cancel) and
 	// the decisions export (decisions).
 	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
+	// AllowToolStubs grants eve's tool stubs (evals) to a caller the keys
+	// file does not (its allowToolStubs): creating a session with "stubs"
+	// and reading GET /eve/v1/session/{id}/stubs. Nil: only the keys
+	// file grants, and an open server on loopback (eve dev) grants every
+	// caller, as eve's own dev server does.
+	AllowToolStubs func(ctx context.Context, p *auth.Principal) bool
 	// Addr is the address the server is served on (host:port), when known.
 	// An open server (no Keys) on a non-loopback address is refused unless
 	// InsecureOpen is set.
@@ -243,6 +249,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.session(s.compact)))
 	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.session(s.reset)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
+	m.HandleFunc("GET /eve/v1/session/{id}/stubs", s.authed(s.session(s.stubs)))
 	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))
 	m.HandleFunc("POST /eve/v1/inbox/{id}", s.authed(s.inboxAnswer))
 	m.HandleFunc("GET /eve/v1/decisions", s.authed(s.decisions))

@@ -44,8 +44,8 @@ type turnInput struct {
 // (or text parts), inputResponses a non-empty array of strict responses.
 func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, error) {
 	var in turnInput
-	if _, ok := obj["stubs"]; ok {
-		return in, errorf(http.StatusForbidden, CodeForbidden, "tool stubbing is not permitted for this caller")
+	if _, ok := obj["stubs"]; ok && !create {
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'stubs' are fixed when a session is created: send them with POST /eve/v1/session")
 	}
 	msg, err := parseMessageField(obj["message"])
 	if err != nil {
@@ -177,6 +177,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	stubs, err := s.parseStubs(r.Context(), obj)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	in, err := parseTurnInput(obj, true)
 	if err != nil {
 		s.fail(w, err)
@@ -199,7 +204,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		id, updateID, dlv = d.sessionID, d.updateID, d.deliveryID
 	}
 	if in.message == "" {
-		id, err := s.opts.Sessions.Create(ctx, id, caller)
+		id, err := s.opts.Sessions.CreateStubbed(ctx, id, caller, stubs)
 		if err != nil {
 			s.fail(w, s.temporalError("create a session", id, err))
 			return
@@ -208,7 +213,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		accepted(w, protocol.Accepted{SessionID: id})
 		return
 	}
-	res, err := s.opts.Sessions.CreateAndSendOnce(ctx, id, caller, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
+	res, err := s.opts.Sessions.CreateAndSendStubbed(ctx, id, caller, updateID, stubs, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
 	if err != nil {
 		s.fail(w, s.temporalError("create a session", id, err))
 		return

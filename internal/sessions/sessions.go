@@ -60,10 +60,16 @@ func (s *Service) startOptionsFor(id string, initiator *auth.Principal) client.S
 
 // Create starts a session workflow. id may be empty (one is generated).
 func (s *Service) Create(ctx context.Context, id string, initiator *auth.Principal) (string, error) {
+	return s.CreateStubbed(ctx, id, initiator, nil)
+}
+
+// CreateStubbed is Create with eve's tool stubs (checked by the caller:
+// protocol.ParseToolStubs and the caller's grant).
+func (s *Service) CreateStubbed(ctx context.Context, id string, initiator *auth.Principal, stubs []protocol.ToolStub) (string, error) {
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -80,13 +86,18 @@ func (s *Service) CreateAndSend(ctx context.Context, id string, initiator *auth.
 // and Update ID joins the first one (the session already runs: the
 // conflict policy uses it) and answers its result: one turn, not two.
 func (s *Service) CreateAndSendOnce(ctx context.Context, id string, initiator *auth.Principal, updateID string, req signals.SendRequest) (signals.SendResult, error) {
+	return s.CreateAndSendStubbed(ctx, id, initiator, updateID, nil, req)
+}
+
+// CreateAndSendStubbed is CreateAndSendOnce with eve's tool stubs.
+func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator *auth.Principal, updateID string, stubs []protocol.ToolStub, req signals.SendRequest) (signals.SendResult, error) {
 	if id == "" {
 		id = NewID("ses")
 	}
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
