@@ -29,7 +29,8 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 	// The deadlines leave room for both parks and the worker's stop (well
 	// under a second here, a few on a loaded machine) before the first of
 	// them passes; the history below shows whether they did.
-	a.InputDeadline = 10 * time.Second
+	const deadline = 10 * time.Second
+	a.InputDeadline = deadline
 	// The refund's own deadline (its policy's, per call) wins over the agent's.
 	refundTool, _ := a.Tools.Get("refund_charge")
 	refundTool.Approval = refundTool.Approval.WithDeadline(func(approval.PromptContext) time.Duration { return 8 * time.Second })
@@ -44,7 +45,7 @@ func TestInputDeadlineWhileWorkerDown(t *testing.T) {
 		name  string
 		turn  *client.Turn
 		after time.Duration
-	}{{"refund", refund, 2 * time.Second}, {"question", question, deadline}} {
+	}{{"refund", refund, 8 * time.Second}, {"question", question, deadline}} {
 		asked := evetest.Of(c.turn.Events, protocol.InputRequested)
 		if len(asked) != 1 {
 			t.Fatalf("%s: input.requested %d times", c.name, len(asked))
