@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -229,69 +228,32 @@ func (w *Worker) Run(ctx context.Context) error { return w.w.Run(ctx) }
 // Close closes the worker's client, metrics server and tracing.
 func (w *Worker) Close() { w.w.Close() }
 
-// ServerOptions configure NewHandler.
-type ServerOptions struct {
-	// TaskQueue of the agent's workers (default the agent's name, as
-	// NewWorker's and the commands').
-	TaskQueue string
-	// APIKey is a bearer key callers must send (EVE_API_KEY); KeysFile maps
-	// keys to principals (EVE_API_KEYS_FILE, docs/http-api.md). With
-	// neither the server is open: it answers loopback Host headers only,
-	// unless InsecureOpen.
-	APIKey       string
-	KeysFile     string
-	InsecureOpen bool
-	// Addr is where the handler is served (host:port), for the open-server
-	// check: an open server beyond loopback is refused unless InsecureOpen.
-	Addr string
-	// ActionSecret verifies completion URLs (EVE_ACTION_SECRET, the
-	// workers' secret); empty: completion URLs answer 404.
-	ActionSecret string
-	// CORSOrigins browsers may call from (default: see docs/http-api.md).
-	CORSOrigins []string
-	// MaxStreamsPerPrincipal (default 100; negative: no bound).
-	MaxStreamsPerPrincipal int
-	// MaxToolCalls bounds the calls of one executeToolCalls request of the
-	// tools API (default 32; negative: no bound): a request with more is
-	// refused (400 too_many_calls) before any starts.
-	MaxToolCalls int
-	// AgentName reported by /eve/v1/info (default the agent's name).
-	AgentName string
-	// MaxBodyBytes bounds request bodies (default 1 MiB, as `serve`'s
-	// --max-body-bytes); BodyReadTimeout how long a body may take to
-	// arrive (default 10 s; past it 408, docs/http-api.md "Security").
-	MaxBodyBytes    int64
-	BodyReadTimeout time.Duration
-	// LeaseDuration ends each stream response for clients that asked for
-	// stream control (default 60 s); HeartbeatInterval is an idle stream's
-	// blank line (default 10 s); PollInterval how often a session's reader
-	// polls a running turn without a Notify bus (default 10 ms).
-	LeaseDuration     time.Duration
-	HeartbeatInterval time.Duration
-	PollInterval      time.Duration
-	// Notify names the bus the workers announce new events on (EVE_NOTIFY,
-	// postgres://user@host:port/db, set alike on the workers): streams are
-	// then pushed instead of polling. Empty: they poll.
-	Notify string
-	Logger *slog.Logger
-	// AuthorizeSession lets a caller other than a session's owner (its
-	// initiator) act on it: return true to allow. Nil: owners only (and
-	// services whose keys-file entry can act for the owner).
-	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
-	// TemporalUIURL is the Temporal Web UI's base URL (EVE_TEMPORAL_UI_URL,
-	// e.g. http://localhost:8233) and TemporalNamespace the workers'
-	// namespace (default "default"): the console at /console/ links each
-	// turn to its workflow there. Empty: no links.
-	TemporalUIURL     string
-	TemporalNamespace string
-}
+// ServerOptions configure NewHandler (TaskQueue, APIKey, KeysFile,
+// InsecureOpen, Addr, ActionSecret, CORSOrigins, MaxStreamsPerPrincipal,
+// MaxToolCalls, AgentName, MaxBodyBytes, BodyReadTimeout, LeaseDuration,
+// HeartbeatInterval, PollInterval, Notify, Logger, AuthorizeSession,
+// TemporalUIURL, TemporalNamespace; each field says what it does and its
+// default). It is the struct the serve and dev commands bind their flags
+// onto.
+type ServerOptions = api.ServerOptions
 
 // SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller
 // who is not the session's owner asks to act on it (SessionID, Action —
-// "send", "respond", "stream", "cancel", "clear", "compact" or "reset" —,
-// Owner and Caller, and the Message or the Requests and Responses of the
-// request).
+// one of the Action constants —, Owner and Caller, and the Message or the
+// Requests and Responses of the request).
 type SessionAccess = api.SessionAccess
+
+// The actions of a SessionAccess.
+const (
+	ActionSend      = api.ActionSend      // send a message
+	ActionRespond   = api.ActionRespond   // answer open requests
+	ActionStream    = api.ActionStream    // read the event stream
+	ActionCancel    = api.ActionCancel    // cancel the running turn
+	ActionClear     = api.ActionClear     // clear the conversation
+	ActionCompact   = api.ActionCompact   // compact the conversation
+	ActionReset     = api.ActionReset     // reset the session
+	ActionDecisions = api.ActionDecisions // read the decision record
+)
 
 // NewHandler serves eve's session protocol under /eve/v1/ for the agent
 // (whose workers poll opts.TaskQueue), its tools API under /v1/ and
@@ -301,30 +263,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if a == nil {
 		return nil, errors.New("eve.NewHandler: no agent")
 	}
-	keys, err := api.LoadKeys(opts.APIKey, opts.KeysFile)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
-		TaskQueue:              opts.TaskQueue,
-		Keys:                   keys,
-		Addr:                   opts.Addr,
-		InsecureOpen:           opts.InsecureOpen,
-		ActionSecret:           []byte(opts.ActionSecret),
-		CORSOrigins:            opts.CORSOrigins,
-		MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
-		MaxToolCalls:           opts.MaxToolCalls,
-		AgentName:              opts.AgentName,
-		MaxBodyBytes:           opts.MaxBodyBytes,
-		BodyReadTimeout:        opts.BodyReadTimeout,
-		LeaseDuration:          opts.LeaseDuration,
-		HeartbeatInterval:      opts.HeartbeatInterval,
-		PollInterval:           opts.PollInterval,
-		NotifyURL:              opts.Notify,
-		AuthorizeSession:       opts.AuthorizeSession,
-		TemporalUIWorkflowURL:  assemble.TemporalUIWorkflowURL(opts.TemporalUIURL, opts.TemporalNamespace),
-		Logger:                 opts.Logger,
-	})
+	srv, err := assemble.NewHandler(c, a, opts, nil)
 	if err != nil {
 		return nil, err // not a typed nil *api.Server
 	}
@@ -359,11 +298,4 @@ func ActionsHandler(c client.Client, secret []byte, logger *slog.Logger) (http.H
 		return nil, err
 	}
 	return &actionsvc.Service{Client: c, Signer: signer, Logger: logger}, nil
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
 }

@@ -157,10 +157,10 @@ func TestAPITwoServersPostgres(t *testing.T) {
 	a.Notifier = bus()
 	env.StartWorker(a)
 	busA, busB := bus(), bus()
-	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Notify = busA })
+	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Bus = busA })
 	srvB := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys
-		o.Notify = busB
+		o.Bus = busB
 		o.HeartbeatInterval = 50 * time.Millisecond
 	})
 	alice := srvA.as("key-alice")

@@ -40,7 +40,7 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 	e := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys
 		o.Info = api.AgentInfo(a)
-		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
+		o.TemporalUIURL = "http://localhost:8233" // the console links turns to its workflows page of namespace "default"
 	})
 	t.Cleanup(func() { cancelOpenRequests(t, e) })
 	return e, jobs

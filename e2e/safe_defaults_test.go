@@ -176,9 +176,9 @@ func TestAPIPanicLogHidesCapability(t *testing.T) {
 	env := evetest.New(t)
 	var logs bytes.Buffer
 	srv, err := api.New(api.Options{
-		Sessions: env.Sessions,
-		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
-		Actions:  http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }),
+		Sessions:      env.Sessions,
+		ServerOptions: api.ServerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Actions:       http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }),
 	})
 	if err != nil {
 		t.Fatal(err)
