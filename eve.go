@@ -50,10 +50,11 @@ import (
 // is the base name of os.Args[0].
 //
 // newAgent is called once by each command that serves the agent (dev,
-// worker, serve, mcp). Leave the agent's Store, Client and Logger unset:
-// the commands set them from their flags and environment, and set Actions
-// from EVE_ACTION_SECRET and EVE_PUBLIC_URL unless the agent has its own.
-// EVE_MODEL, when set, replaces its Model.
+// worker, serve, mcp). The agent is what the app declares; the commands
+// wire in what runs it (agent.Host: the Temporal client and payload store
+// from their flags and environment, completion URLs from
+// EVE_ACTION_SECRET and EVE_PUBLIC_URL). EVE_MODEL, when set, replaces
+// its Model.
 func Main(newAgent func() (*agent.Agent, error)) {
 	name := filepath.Base(os.Args[0])
 	cli.Main(name, Command(name, newAgent))
@@ -100,7 +101,8 @@ func TemporalFromEnv() Temporal { return config.TemporalFromEnv() }
 
 // Dial connects to Temporal (TLS and API key as configured) with payloads
 // of 64 KiB and more offloaded to the payload store, which it returns too:
-// give it to agents (Agent.Store) and close the client when done.
+// give it to the worker's host (agent.Host.Store) and close the client
+// when done.
 func Dial(ctx context.Context, t Temporal, logger *slog.Logger) (client.Client, payloadstore.Store, error) {
 	tc := t.WithDefaults()
 	store, err := tc.Store(ctx)
@@ -152,7 +154,7 @@ type WorkerOptions struct {
 	// (EVE_ACTION_SECRET, at least 16 bytes, the same on the API servers);
 	// PublicURL is the API server as external jobs reach it
 	// (EVE_PUBLIC_URL, default http://$EVE_ADDR). Without a secret,
-	// delegated tools fail (unless the agent has its own Actions).
+	// delegated tools fail.
 	ActionSecret string
 	PublicURL    string
 	// ModelFromEnv replaces the agent's model with EVE_MODEL's when set
@@ -184,11 +186,10 @@ type Worker struct {
 
 // NewWorker dials Temporal and registers the agent on a new worker, as the
 // worker command does (both go through one assembly): TLS or a Cloud API
-// key, the payload store (set as the agent's Store and the client's
-// External Storage), Prometheus metrics, tracing (EVE_OTEL_EXPORTER),
-// limits, Worker Versioning, completion URLs of delegated tools
-// (ActionSecret, PublicURL; the agent's own Actions win), and a check of
-// eve's search attributes. Run it, or Start and Stop it; Close releases
+// key, the payload store (the host's Store and the client's External
+// Storage), Prometheus metrics, tracing (EVE_OTEL_EXPORTER), limits,
+// Worker Versioning, completion URLs of delegated tools (ActionSecret,
+// PublicURL), and a check of eve's search attributes. Run it, or Start and Stop it; Close releases
 // the client.
 func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker, error) {
 	if a == nil {

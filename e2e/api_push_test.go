@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -154,8 +155,7 @@ func TestAPITwoServersPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Notifier = bus()
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Notifier: bus()})
 	busA, busB := bus(), bus()
 	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Bus = busA })
 	srvB := newAPIEnv(t, env, func(o *api.Options) {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -89,11 +90,11 @@ func TestWorkerOnANamespaceWithoutTheInboxAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Store = env.Server.PayloadStore()
-	if _, err := workerhost.New(c, ns, env.TaskQueue, a, workerhost.LimitsFromEnv(), workerhost.Deployment{}); err != nil {
+	w, err := workerhost.New(c, ns, env.TaskQueue, a, agent.Host{Store: env.Server.PayloadStore()}, workerhost.LimitsFromEnv(), workerhost.Deployment{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.SearchAttributes || a.InboxAttributes {
-		t.Fatalf("status attributes only: SearchAttributes %v, InboxAttributes %v; want status on, inbox off", a.SearchAttributes, a.InboxAttributes)
+	if h := w.Host(); !h.SearchAttributes || h.InboxAttributes {
+		t.Fatalf("status attributes only: SearchAttributes %v, InboxAttributes %v; want status on, inbox off", h.SearchAttributes, h.InboxAttributes)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/notify"
@@ -266,8 +267,7 @@ func TestMCPTaskStatusNotificationsOverStdio(t *testing.T) {
 	env := evetest.New(t)
 	bus := notify.NewLocal()
 	a := evetest.Agent(t, `rules: []`, askTwoTool())
-	a.Notifier = bus
-	startExecutionWorker(t, env, a)
+	startExecutionWorkerHost(t, env, a, agent.Host{Notifier: bus})
 	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
 	if err != nil {
 		t.Fatal(err)

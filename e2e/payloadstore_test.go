@@ -85,9 +85,8 @@ func TestPayloadStoreAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Store = store
 	w := worker.New(c, tq, worker.Options{})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(); err != nil {

@@ -330,8 +330,7 @@ func TestRecordHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ia.SearchAttributes, ia.InboxAttributes = true, true
-	ienv.StartWorker(ia)
+	ienv.StartWorkerHost(ia, agent.Host{SearchAttributes: true, InboxAttributes: true})
 	iid, id8 := startParked(t, ienv, "refund ch_8 8")
 	respond(t, ienv, iid, protocol.InputResponse{RequestID: id8.Requests[0].RequestID, OptionID: "approve"})
 	saveOn(ienv.Client, "turn-inbox", iid+"/turn_0")
@@ -427,7 +426,7 @@ func TestRecordHistories(t *testing.T) {
 	// API execution (execute, then the same key again), on their own queue.
 	denv := newDelegatedEnv(t, evetest.New(t), time.Minute, true)
 	da := denv.mk()
-	startExecutionWorker(t, denv.Env, da)
+	startExecutionWorkerHost(t, denv.Env, da, denv.host)
 	dres, err := denv.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "report", Wait: true})
 	if err != nil || dres.Outcome == nil || dres.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("delegated turn: %+v, %v", dres.Outcome, err)

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -42,7 +42,7 @@ func (s stage) refused() bool { return s >= stageUnknown }
 // pendingCall is one tool call on its way from the model's step to its
 // outcome.
 type pendingCall struct {
-	plan activities.CallPlan
+	plan work.CallPlan
 	// tool names the tool in outcomes: the call's name in a turn, the
 	// catalog's in an execution.
 	tool  string
@@ -52,7 +52,7 @@ type pendingCall struct {
 	reason string
 	// req is the request a person settles (ask, answer).
 	req *openRequest
-	out activities.ToolOutcome
+	out work.ToolOutcome
 	// done: out is final and recorded.
 	done bool
 }
@@ -63,7 +63,7 @@ type pendingCall struct {
 // denied, ask a person, or run. approvedOnce says whether the session
 // approved the tool once, custom is what its custom policy answered
 // (evaluatePolicy). It is pure: turns and executions both call it.
-func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom approval.Status) *pendingCall {
+func gateCall(p work.CallPlan, tool string, approvedOnce bool, custom approval.Status) *pendingCall {
 	c := &pendingCall{plan: p, tool: tool}
 	switch {
 	case !p.Known:
@@ -87,29 +87,29 @@ func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom appr
 
 // needsPolicy reports whether the gate needs the call's custom policy or
 // automatic review (approval.Auto).
-func needsPolicy(p activities.CallPlan) bool {
+func needsPolicy(p work.CallPlan) bool {
 	return p.Known && p.InputError == "" && (p.Approval == approval.KindCustom || p.Approval == approval.KindAuto)
 }
 
 // reviewed reports whether the gate may evaluate p's policy.
-func reviewed(ctx workflow.Context, p activities.CallPlan) bool {
+func reviewed(ctx workflow.Context, p work.CallPlan) bool {
 	return p.Approval != approval.KindAuto || workflow.GetVersion(ctx, changeAuto, workflow.DefaultVersion, 1) >= 1
 }
 
 // evaluatePolicy runs a custom approval policy in a local activity. A
 // failure leaves an invalid status, which approval.Decide fails closed.
-func evaluatePolicy(ctx workflow.Context, in activities.ApprovalInput) workflow.Future {
+func evaluatePolicy(ctx workflow.Context, in work.ApprovalInput) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
+		StartToCloseTimeout: work.PolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
 	})
-	return workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, in)
+	return workflow.ExecuteLocalActivity(lctx, work.EvaluateApprovalName, in)
 }
 
 // callHost is the workflow a call executes in: a turn, or an execution.
 type callHost interface {
 	// toolInput is the input of the call's activity.
-	toolInput(c *pendingCall) activities.ExecuteToolInput
+	toolInput(c *pendingCall) work.ExecuteToolInput
 	// openAction holds a delegated call's action before its job can know
 	// it, so the workflow's handlers answer for it; closed runs when the
 	// action has settled.
@@ -117,12 +117,12 @@ type callHost interface {
 }
 
 // kindOf is the table row of the call's tool kind (tools.Kind.Info).
-func kindOf(p activities.CallPlan) tools.KindInfo { return tools.Kind(p.Kind).Info() }
+func kindOf(p work.CallPlan) tools.KindInfo { return tools.Kind(p.Kind).Info() }
 
 // runner runs a call of one tool kind that the gate let through, to its
 // outcome. A kind whose result is a person's answer (tools.KindClient) has
 // none: its outcome is the answer (await).
-type runner func(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome
+type runner func(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome
 
 var runners = map[tools.Kind]runner{
 	tools.KindAuthored:  runAuthored,
@@ -130,20 +130,20 @@ var runners = map[tools.Kind]runner{
 }
 
 // execute runs a call the gate let through with its kind's runner.
-func execute(ctx workflow.Context, h callHost, c *pendingCall) activities.ToolOutcome {
+func execute(ctx workflow.Context, h callHost, c *pendingCall) work.ToolOutcome {
 	if ctx.Err() != nil {
 		return cancelledOutcome(c.tool)
 	}
 	run, ok := runners[tools.Kind(c.plan.Kind)]
 	if !ok {
-		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
+		return work.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
 	}
 	return run(ctx, h, c, h.toolInput(c))
 }
 
 // runAuthored runs an authored tool's activity with the plan's options.
-func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
-	var out activities.ToolOutcome
+func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome {
+	var out work.ToolOutcome
 	if err := toolActivity(ctx, c.plan, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return cancelledOutcome(c.tool)
@@ -155,7 +155,7 @@ func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in activities
 
 // runDelegated starts a delegated tool's job and waits until it completes,
 // its deadline passes or the workflow is cancelled.
-func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
+func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome {
 	p := c.plan
 	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	in.ActionID = signals.ActionID(wid, p.Call.ID)
@@ -177,7 +177,7 @@ func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activitie
 // taskReporter is a host that reports delegated jobs as eve's tasks.
 type taskReporter interface {
 	taskStarted(ctx workflow.Context, c *pendingCall, taskID string)
-	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool)
+	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out work.ToolOutcome, cancelled bool)
 }
 
 func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) {
@@ -187,7 +187,7 @@ func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) 
 	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID})
 }
 
-func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool) {
+func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out work.ToolOutcome, cancelled bool) {
 	if !t.tasks {
 		return
 	}
@@ -208,17 +208,17 @@ func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, 
 
 // toolActivity schedules an authored tool's activity with the plan's
 // options (local or regular, timeouts, retries).
-func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
+func toolActivity(ctx workflow.Context, p work.CallPlan, in work.ExecuteToolInput) workflow.Future {
 	retry := &temporal.RetryPolicy{
 		InitialInterval:        p.Retry.InitialInterval,
 		BackoffCoefficient:     p.Retry.BackoffCoefficient,
 		MaximumInterval:        p.Retry.MaximumInterval,
 		MaximumAttempts:        p.Retry.MaximumAttempts,
-		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
+		NonRetryableErrorTypes: []string{work.ErrTypeBadConfig},
 	}
 	if p.Local {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: p.Timeout, RetryPolicy: retry})
-		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
+		return workflow.ExecuteLocalActivity(lctx, work.ExecuteToolName, in)
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          signals.ToolActivityID(in.CallID),
@@ -226,7 +226,7 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 		HeartbeatTimeout:    p.HeartbeatTimeout,
 		RetryPolicy:         retry,
 	})
-	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+	return workflow.ExecuteActivity(actx, work.ExecuteToolName, in)
 }
 
 // The turn's side of the pipeline: a step's calls.
@@ -234,7 +234,7 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 // gate decides every call of a step. Custom policies run first,
 // concurrently; then each call is refused (and gets its result at once),
 // put to a person (its request goes on the board), or let through.
-func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPlan) []*pendingCall {
+func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []work.CallPlan) []*pendingCall {
 	custom := t.evaluatePolicies(ctx, plans)
 	now := workflow.Now(ctx)
 	calls := make([]*pendingCall, len(plans))
@@ -264,14 +264,14 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 
 // evaluatePolicies runs the custom policies of a step concurrently, each in
 // an activity.
-func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPlan) []approval.Status {
+func (t *turn) evaluatePolicies(ctx workflow.Context, plans []work.CallPlan) []approval.Status {
 	out := make([]approval.Status, len(plans))
 	futures := make([]workflow.Future, len(plans))
 	for i, p := range plans {
 		if !needsPolicy(p) || !reviewed(ctx, p) {
 			continue
 		}
-		futures[i] = evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+		futures[i] = evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 			Session: t.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 			ApprovedTools: append([]string{}, t.board.approved...),
 		}, Dynamic: t.dynamicFor(p.Call.Name)})
@@ -288,13 +288,13 @@ func (t *turn) evaluatePolicies(ctx workflow.Context, plans []activities.CallPla
 }
 
 // refusal is the result the model reads for a call the gate refused.
-func refusal(c *pendingCall) activities.ToolOutcome {
+func refusal(c *pendingCall) work.ToolOutcome {
 	switch c.stage {
 	case stageUnknown:
-		return activities.FailedOutcome(protocol.CodeToolNotFound,
+		return work.FailedOutcome(protocol.CodeToolNotFound,
 			fmt.Sprintf("there is no tool named %q; call one of the tools you were given", c.plan.Call.Name))
 	case stageInvalid:
-		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
+		return work.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
 	}
 	return denied(c.tool, c.reason, false)
 }
@@ -378,7 +378,7 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 			t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: []protocol.InputResolution{res}, StepRef: t.step(r.stepIdx)})
 			t.recordDecisions(ctx, []protocol.InputResolution{res})
 		}
-		c.out = activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
+		c.out = work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false
 	}
 	switch {
@@ -387,7 +387,7 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 	case r.withdrawn:
 		c.out = withdrawnOutcome(c.plan, r)
 	case c.stage == stageAnswer:
-		c.out = activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
+		c.out = work.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}
 	case r.res.Outcome != protocol.OutcomeApproved:
 		c.out = denied(c.tool, r.reason, true)
 	default:
@@ -403,9 +403,9 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 	t.stopRunning(ctx, c)
 }
 
-func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
+func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
-	in := activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+	in := work.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edit; e != nil {
@@ -455,10 +455,10 @@ func toolResults(calls []*pendingCall) []model.ToolResult {
 
 // dynamicFor returns the resolved tool a call names, if any, so the worker
 // that runs it can find it.
-func (t *turn) dynamicFor(name string) []activities.DynamicTool {
+func (t *turn) dynamicFor(name string) []work.DynamicTool {
 	for _, d := range t.dynamic {
 		if d.Name == name {
-			return []activities.DynamicTool{d}
+			return []work.DynamicTool{d}
 		}
 	}
 	return nil
@@ -467,7 +467,7 @@ func (t *turn) dynamicFor(name string) []activities.DynamicTool {
 // Outcomes.
 
 // denied is the result the model sees for a rejected call: never a success.
-func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
+func denied(tool, reason string, byPerson bool) work.ToolOutcome {
 	msg := fmt.Sprintf("The call to %s was denied", tool)
 	if byPerson {
 		msg += " by the user"
@@ -479,25 +479,25 @@ func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
 	}
 	msg += ". The tool did not run."
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})
-	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+	return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
 }
 
-func cancelledOutcome(tool string) activities.ToolOutcome {
-	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
+func cancelledOutcome(tool string) work.ToolOutcome {
+	return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 }
 
 // activityFailure turns a failed tool activity (retries exhausted, timeout,
 // cancellation) into the result the model sees.
-func activityFailure(tool string, err error) activities.ToolOutcome {
+func activityFailure(tool string, err error) work.ToolOutcome {
 	var timeoutErr *temporal.TimeoutError
 	var canceledErr *temporal.CanceledError
 	switch {
 	case errors.As(err, &timeoutErr):
-		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
+		return work.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
 	case errors.As(err, &canceledErr):
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
+		return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 	}
-	return activities.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
+	return work.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
 }
 
 // errorMessage digs the application error's own message out of the

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -59,7 +59,7 @@ func (t *turn) expire(ctx workflow.Context, r *openRequest) {
 
 // expiredOutcome is what the model reads of a call whose person never
 // answered.
-func expiredOutcome(tool string, r *openRequest) activities.ToolOutcome {
+func expiredOutcome(tool string, r *openRequest) work.ToolOutcome {
 	what := "approval"
 	if r.req.Kind == protocol.KindQuestion {
 		what = "question"
@@ -67,5 +67,5 @@ func expiredOutcome(tool string, r *openRequest) activities.ToolOutcome {
 	msg := fmt.Sprintf("Nobody answered the %s for %s before its deadline (%s); the tool did not run. Go on without it, or ask again if it is still needed.",
 		what, tool, r.deadline.Sub(r.opened))
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeInputExpired})
-	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeInputExpired, Message: msg}}
+	return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeInputExpired, Message: msg}}
 }

@@ -12,11 +12,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -173,14 +173,14 @@ func (t *turn) evaluateCandidate(ctx workflow.Context, c *candidate) workflow.Fu
 		p := c.r.plan
 		if needsPolicy(p) && reviewed(ctx, p) {
 			var st approval.Status
-			err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+			err := evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 				Session: t.session(), ToolName: p.Call.Name, ToolInput: c.d.edit.input, CallID: p.Call.ID,
 				ApprovedTools: append([]string{}, t.board.approved...),
 			}, Dynamic: t.dynamicFor(p.Call.Name)}).Get(ctx, &st)
 			switch {
 			case err != nil || !st.Valid() || (st.Type == approval.UserApproval && st.Reason == approval.ReasonPolicyFailed):
 				// It could not judge the edit: nothing settles.
-				set.Set(nil, temporal.NewNonRetryableApplicationError("the approval policy failed on the edited input", activities.ErrTypeResponsePolicy, err))
+				set.Set(nil, temporal.NewNonRetryableApplicationError("the approval policy failed on the edited input", work.ErrTypeResponsePolicy, err))
 				return
 			case st.Type == approval.Denied:
 				reason := "The approval policy denies the edited call."
@@ -281,10 +281,10 @@ func (t *turn) reviseEdited(ctx workflow.Context, resp model.Response, calls []*
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 20},
 	})
-	in := activities.ReviseInput{SessionID: t.in.SessionID, Conversation: t.conv.ref,
+	in := work.ReviseInput{SessionID: t.in.SessionID, Conversation: t.conv.ref,
 		Message: model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: toolCalls}}
 	var ref conversation.Ref
-	if err := workflow.ExecuteLocalActivity(lctx, activities.ReviseConversationName, in).Get(ctx, &ref); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, work.ReviseConversationName, in).Get(ctx, &ref); err != nil {
 		workflow.GetLogger(ctx).Error("the edited calls could not be stored in the conversation; the model reads the notes only", "turn", t.in.TurnID, "error", err)
 		return
 	}

@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -38,9 +38,9 @@ type ExecutionInput struct {
 	InputHash      string          `json:"inputHash,omitempty"`
 	Caller         *auth.Principal `json:"caller,omitempty"`
 	// Plan says how to run the call (see signals.ExecutionInput.Plan).
-	Plan         activities.CallPlan `json:"plan"`
-	SkipApproval bool                `json:"skipApproval,omitempty"`
-	AskApproval  bool                `json:"askApproval,omitempty"`
+	Plan         work.CallPlan `json:"plan"`
+	SkipApproval bool          `json:"skipApproval,omitempty"`
+	AskApproval  bool          `json:"askApproval,omitempty"`
 	// Client is the MCP client's round (signals.ExecutionInput.Client).
 	Client *protocol.ClientRound `json:"client,omitempty"`
 }
@@ -176,11 +176,11 @@ func (e *execution) session() auth.Session {
 // run takes the call through the pipeline a turn's calls go through
 // (gateCall, execute); nobody can be asked outside a session, so a call the
 // gate puts to a person is refused.
-func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
+func (e *execution) run(ctx workflow.Context) work.ToolOutcome {
 	p := e.plan()
 	var custom approval.Status
 	if needsPolicy(p) && kindOf(p).OutsideSession && reviewed(ctx, p) {
-		err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+		err := evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 		}}).Get(ctx, &custom)
 		if err != nil && ctx.Err() != nil {
@@ -193,17 +193,17 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	c := gateCall(p, e.in.Tool, false, custom)
 	switch c.stage {
 	case stageUnknown:
-		return activities.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
+		return work.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
 	case stageInvalid:
-		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
+		return work.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
 	case stageDenied:
 		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(CodeDenied, msg+". The tool did not run.")
 	case stageAnswer:
-		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+		return work.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
 	case stageAsk:
 		if e.in.AskApproval && workflow.GetVersion(ctx, changeAskApproval, workflow.DefaultVersion, 1) == 1 {
 			return e.ask(ctx, c)
@@ -212,7 +212,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return activities.FailedOutcome(CodeApprovalRequired, msg)
+		return work.FailedOutcome(CodeApprovalRequired, msg)
 	}
 	e.call = c
 	return execute(ctx, e, c)
@@ -220,7 +220,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 
 // ask puts the call to the person the execution runs for and waits for
 // the answer (UpdateExecutionApproval); approved, the call runs.
-func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOutcome {
+func (e *execution) ask(ctx workflow.Context, c *pendingCall) work.ToolOutcome {
 	p := c.plan
 	e.out.Approval = &signals.ExecutionApproval{RequestID: signals.ExecutionApprovalRequestID, Tool: e.in.Tool, Input: p.Call.Input, Reason: c.reason}
 	e.changed(ctx)
@@ -235,7 +235,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 		if e.answer.Reason != "" {
 			msg += ": " + e.answer.Reason
 		}
-		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(CodeDenied, msg+". The tool did not run.")
 	}
 	c.stage = stageRun
 	e.call = c
@@ -247,7 +247,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 // (ClientInput, input_required to MCP) until UpdateExecutionClientInput
 // has answered all of them, possibly over several updates; then the tool
 // runs again with the answers and its state.
-func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome) activities.ToolOutcome {
+func (e *execution) clientRounds(ctx workflow.Context, o work.ToolOutcome) work.ToolOutcome {
 	for round := 1; ; round++ {
 		var ask protocol.ClientInputRequest
 		if e.call == nil || o.Error == nil || o.Error.Code != protocol.CodeClientInputRequired ||
@@ -255,7 +255,7 @@ func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome)
 			return o
 		}
 		if round > signals.MaxClientRounds {
-			return activities.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
+			return work.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
 		}
 		e.out.ClientInput = map[string]protocol.ClientRequest{}
 		for id, r := range ask.InputRequests {
@@ -310,7 +310,7 @@ func (e *execution) validateAnswer(a signals.ExecutionApprovalAnswer) error {
 // plan is the call's plan with an execution's defaults: its call id, the
 // default timeout and deadline, and no approval policy when the starter
 // decided the caller may skip it.
-func (e *execution) plan() activities.CallPlan {
+func (e *execution) plan() work.CallPlan {
 	if e.in.Plan.Call.ID == "" {
 		e.in.Plan.Call.ID = ExecutionCallID
 	}
@@ -327,9 +327,9 @@ func (e *execution) plan() activities.CallPlan {
 	return p
 }
 
-func (e *execution) toolInput(c *pendingCall) activities.ExecuteToolInput {
+func (e *execution) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
-	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
+	return work.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
 }
 
 func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
@@ -339,7 +339,7 @@ func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
 }
 
 // settle records the outcome as the execution's result.
-func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
+func (e *execution) settle(ctx workflow.Context, o work.ToolOutcome) {
 	now := workflow.Now(ctx)
 	e.out.FinishedAt = &now
 	if o.Status == protocol.StatusCompleted {

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -14,7 +14,7 @@ import (
 // Starters send signals.ExecutionInput; the workflow decodes its own
 // ExecutionInput from the same JSON, so every field must survive.
 func TestExecutionInputMatchesContract(t *testing.T) {
-	p := activities.CallPlan{Call: model.ToolCall{ID: signals.ExecutionCallID, Name: "echo", Input: json.RawMessage(`{"a":1}`)}, Known: true, Kind: "authored", Approval: "never", Timeout: 5}
+	p := work.CallPlan{Call: model.ToolCall{ID: signals.ExecutionCallID, Name: "echo", Input: json.RawMessage(`{"a":1}`)}, Known: true, Kind: "authored", Approval: "never", Timeout: 5}
 	pj, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

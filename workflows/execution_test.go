@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -30,7 +30,7 @@ import (
 func execInput(kind string) ExecutionInput {
 	return ExecutionInput{
 		ExecutionID: "exec_test", Tool: "test.echo", UserID: "u1", InputHash: "h",
-		Plan: activities.CallPlan{
+		Plan: work.CallPlan{
 			Call:  model.ToolCall{Name: "echo", Input: json.RawMessage(`{"x":1}`)},
 			Known: true, Kind: kind, Timeout: time.Minute,
 			Retry: tools.RetryPolicy{MaximumAttempts: 1},
@@ -41,21 +41,21 @@ func execInput(kind string) ExecutionInput {
 type execEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	mu    sync.Mutex
-	calls []activities.ExecuteToolInput
+	calls []work.ExecuteToolInput
 }
 
-func newExecEnv(t *testing.T, tool func(ctx context.Context, in activities.ExecuteToolInput) (any, error)) *execEnv {
+func newExecEnv(t *testing.T, tool func(ctx context.Context, in work.ExecuteToolInput) (any, error)) *execEnv {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	e := &execEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "exec_test"})
 	e.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{Name: signals.ExecutionWorkflow})
-	e.RegisterActivityWithOptions(func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	e.RegisterActivityWithOptions(func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		e.mu.Lock()
 		e.calls = append(e.calls, in)
 		e.mu.Unlock()
 		return tool(ctx, in)
-	}, activity.RegisterOptions{Name: activities.ExecuteToolName})
+	}, activity.RegisterOptions{Name: work.ExecuteToolName})
 	return e
 }
 
@@ -75,10 +75,10 @@ func (e *execEnv) result(t *testing.T) ExecutionOutput {
 }
 
 func TestExecutionAuthoredSucceeds(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{"echo":1}`)}, nil
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{"echo":1}`)}, nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionSucceeded || string(out.Output) != `{"echo":1}` || out.ID != "exec_test" || out.Tool != "test.echo" || out.FinishedAt == nil {
 		t.Fatalf("result = %+v", out)
@@ -93,10 +93,10 @@ func TestExecutionAuthoredSucceeds(t *testing.T) {
 }
 
 func TestExecutionAuthoredFails(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return nil, temporal.NewNonRetryableApplicationError("tool echo failed: boom", activities.ErrTypeTool, nil)
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return nil, temporal.NewNonRetryableApplicationError("tool echo failed: boom", work.ErrTypeTool, nil)
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionFailed || out.Error == nil || out.Error.Code != protocol.ExecCodeExecutionFailed || !strings.Contains(out.Error.Message, "boom") {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
@@ -104,10 +104,10 @@ func TestExecutionAuthoredFails(t *testing.T) {
 }
 
 func TestExecutionOutcomeCodes(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return activities.FailedOutcome(protocol.CodeToolOutputInvalid, "bad output"), nil
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return work.FailedOutcome(protocol.CodeToolOutputInvalid, "bad output"), nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeInvalidOutput || len(out.Output) != 0 {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
@@ -115,11 +115,11 @@ func TestExecutionOutcomeCodes(t *testing.T) {
 }
 
 func TestExecutionClientToolRefused(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		t.Error("a client tool must not run")
 		return nil, nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindClient))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindClient))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeNotExecutable {
 		t.Fatalf("result = %+v", out)
@@ -128,11 +128,11 @@ func TestExecutionClientToolRefused(t *testing.T) {
 
 func TestExecutionApprovalGate(t *testing.T) {
 	ran := 0
-	tool := func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	tool := func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		ran++
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 	}
-	in := execInput(activities.KindAuthored)
+	in := execInput(work.KindAuthored)
 	in.Plan.Approval = approval.KindAlways
 	env := newExecEnv(t, tool)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
@@ -158,17 +158,17 @@ func TestExecutionCustomPolicy(t *testing.T) {
 		{approval.Deny("not yours"), protocol.ExecutionFailed, CodeDenied},
 		{approval.Ask(), protocol.ExecutionFailed, CodeApprovalRequired},
 	} {
-		env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+			return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 		})
 		st := c.status
-		env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+		env.RegisterActivityWithOptions(func(ctx context.Context, in work.ApprovalInput) (approval.Status, error) {
 			if in.Context.Session.Auth.Current.ID != "u1" {
 				t.Errorf("policy sees caller %+v", in.Context.Session.Auth.Current)
 			}
 			return st, nil
-		}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
-		in := execInput(activities.KindAuthored)
+		}, activity.RegisterOptions{Name: work.EvaluateApprovalName})
+		in := execInput(work.KindAuthored)
 		in.Plan.Approval = approval.KindCustom
 		env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 		out := env.result(t)
@@ -185,14 +185,14 @@ func TestExecutionCustomPolicy(t *testing.T) {
 // outside a session, and a failed policy never runs the tool.
 func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
 	ran := 0
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		ran++
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 	})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in work.ApprovalInput) (approval.Status, error) {
 		return approval.Status{}, temporal.NewNonRetryableApplicationError("policy store down", "PolicyError", nil)
-	}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
-	in := execInput(activities.KindAuthored)
+	}, activity.RegisterOptions{Name: work.EvaluateApprovalName})
+	in := execInput(work.KindAuthored)
 	in.Plan.Approval = approval.KindCustom
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
@@ -203,15 +203,15 @@ func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
 }
 
 func delegatedInput() ExecutionInput {
-	in := execInput(activities.KindDelegated)
+	in := execInput(work.KindDelegated)
 	in.Plan.Deadline = time.Hour
 	in.Plan.OutputSchema = json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`)
 	return in
 }
 
 // pendingTool goes pending like a delegated tool and hands its task token out.
-func pendingTool(tokens chan []byte) func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-	return func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+func pendingTool(tokens chan []byte) func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+	return func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		tokens <- activity.GetInfo(ctx).TaskToken
 		return nil, activity.ErrResultPending
 	}
@@ -221,7 +221,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 	tokens := make(chan []byte, 1)
 	env := newExecEnv(t, pendingTool(tokens))
 	in := delegatedInput()
-	actionID := activities.ActionID(in.ExecutionID, ExecutionCallID)
+	actionID := signals.ActionID(in.ExecutionID, ExecutionCallID)
 	type rejection struct{ name, typ string }
 	var rejected []rejection
 	reject := func(name string, req signals.SettleAction) {
@@ -266,7 +266,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 				t.Errorf("state after settle = %s", st.State)
 			}
 		}
-		result := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(`{"ok":true}`)}
+		result := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(`{"ok":true}`)}
 		if err := env.CompleteActivity(<-tokens, result, nil); err != nil {
 			t.Error(err)
 		}
@@ -297,7 +297,7 @@ func TestExecutionDelegatedJobFails(t *testing.T) {
 	tokens := make(chan []byte, 1)
 	env := newExecEnv(t, pendingTool(tokens))
 	env.RegisterDelayedCallback(func() {
-		result := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusFailed, Error: &protocol.ActionError{Code: "quota", Message: "over quota"}}
+		result := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusFailed, Error: &protocol.ActionError{Code: "quota", Message: "over quota"}}
 		if err := env.CompleteActivity(<-tokens, result, nil); err != nil {
 			t.Error(err)
 		}

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -124,10 +124,10 @@ func (t *turn) notify(ctx workflow.Context, r *openRequest, key string, set func
 	set(&rm)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          "remind_" + r.req.RequestID + "_" + key,
-		StartToCloseTimeout: activities.RemindTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: activities.RemindAttempts},
+		StartToCloseTimeout: work.RemindTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: work.RemindAttempts},
 	})
-	if err := workflow.ExecuteActivity(actx, activities.RemindName, rm).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, work.RemindName, rm).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("reminder hook failed", "requestId", r.req.RequestID, "notice", key, "error", err.Error())
 	}
 }

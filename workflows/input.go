@@ -10,10 +10,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -36,7 +36,7 @@ func newInputBoard(approved []string) inputBoard {
 type openRequest struct {
 	opened  time.Time
 	req     protocol.InputRequest
-	plan    activities.CallPlan
+	plan    work.CallPlan
 	stepIdx int
 	settled bool
 	decision
@@ -86,7 +86,7 @@ func questionRequestID(callID string) string { return "inp_" + callID }
 
 // newApprovalRequest asks about a call; withPrompt (changeResponses) puts
 // the plan's prompt, built from the input, in place of "Approve <Tool>?".
-func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string, withPrompt bool) *openRequest {
+func newApprovalRequest(p work.CallPlan, stepIdx int, reason string, withPrompt bool) *openRequest {
 	prompt := fmt.Sprintf("Approve %s?", p.Title)
 	if withPrompt && p.Prompt != "" {
 		prompt = p.Prompt
@@ -107,7 +107,7 @@ func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string, withP
 	}}
 }
 
-func newQuestionRequest(p activities.CallPlan, stepIdx int) *openRequest {
+func newQuestionRequest(p work.CallPlan, stepIdx int) *openRequest {
 	q := p.Request
 	return &openRequest{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:        toolCallAction(p.Call),

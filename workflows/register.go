@@ -32,3 +32,13 @@ func (r *Runtime) Register(reg WorkflowRegistry) {
 	reg.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow, VersioningBehavior: SessionBehavior})
 	reg.RegisterWorkflowWithOptions(r.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow, VersioningBehavior: TurnBehavior})
 }
+
+// Register registers eve's session, turn and tools-API execution workflows
+// on w. Sessions started here record cfg (agent.Register builds it from an
+// agent.Agent); n, when set, hears each event they record. Register eve's
+// activities (activities.Register) on the same worker.
+func Register(w WorkflowRegistry, cfg Config, n Notifier) {
+	r := &Runtime{Config: cfg, Notifier: n}
+	r.Register(w)
+	r.RegisterExecutions(w)
+}

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -191,10 +191,10 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) []protocol.InputReso
 func candidateFailure(err error) (string, string) {
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
-	if errors.As(err, &timeoutErr) || (errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeResponseTimeout) {
-		return protocol.CandidateTimedOut, activities.ReasonResponseTimedOut
+	if errors.As(err, &timeoutErr) || (errors.As(err, &appErr) && appErr.Type() == work.ErrTypeResponseTimeout) {
+		return protocol.CandidateTimedOut, work.ReasonResponseTimedOut
 	}
-	return protocol.CandidateFailed, activities.ReasonResponseFailed
+	return protocol.CandidateFailed, work.ReasonResponseFailed
 }
 
 // evaluateResponse runs a tool's response policy in a local activity, once:
@@ -206,7 +206,7 @@ func (t *turn) evaluateResponse(ctx workflow.Context, c *candidate) workflow.Fut
 		decision = approval.DecisionCancel
 	}
 	p := c.r.plan
-	in := activities.ResponseInput{Context: approval.ResponseContext{
+	in := work.ResponseInput{Context: approval.ResponseContext{
 		Request: approval.Request{RequestID: c.r.req.RequestID, CallID: p.Call.ID, ToolName: p.Call.Name,
 			ToolInput: p.Call.Input, Principal: t.requester()},
 		Response: approval.Response{Decision: decision, Note: c.d.reason, Principal: c.responder},
@@ -216,8 +216,8 @@ func (t *turn) evaluateResponse(ctx workflow.Context, c *candidate) workflow.Fut
 	c.editedRequest(&in.Context.Request)
 	c.r.escalatedRequest(&in.Context.Request)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.ResponsePolicyTimeout + 5*time.Second,
+		StartToCloseTimeout: work.ResponsePolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	return workflow.ExecuteLocalActivity(lctx, activities.EvaluateResponseName, in)
+	return workflow.ExecuteLocalActivity(lctx, work.EvaluateResponseName, in)
 }

@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -53,8 +53,8 @@ type SessionState struct {
 	// ApprovedTools are the tools approved once (approval.Once) in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved once, before the first turn.
-	SessionTools    []activities.DynamicTool `json:"sessionTools,omitempty"`
-	SessionResolved bool                     `json:"sessionResolved,omitempty"`
+	SessionTools    []work.DynamicTool `json:"sessionTools,omitempty"`
+	SessionResolved bool               `json:"sessionResolved,omitempty"`
 }
 
 // QueuedMessage is a message waiting for its turn.

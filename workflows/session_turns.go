@@ -6,9 +6,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -50,7 +50,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	}
 	s.activeCaller = current
 	if s.st.Config.hasScope("session") && !s.st.SessionResolved {
-		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
+		ts, err := resolveTools(ctx, work.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
 		if err != nil {
 			// Retried before the next turn; this one fails with the reason.
 			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
@@ -143,10 +143,10 @@ func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (Turn
 func recoverTurnEvents(ctx workflow.Context, wid string) []protocol.Event {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{work.ErrTypeNoClient}},
 	})
 	var evs []protocol.Event
-	if err := workflow.ExecuteLocalActivity(lctx, activities.TurnEventsName, wid).Get(ctx, &evs); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, work.TurnEventsName, wid).Get(ctx, &evs); err != nil {
 		workflow.GetLogger(ctx).Warn("the events of a turn that ended abnormally could not be read; its turn.failed takes their place", "turn", wid, "error", err)
 		return nil
 	}

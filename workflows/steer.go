@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -175,11 +175,11 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 
 // withdrawnOutcome is the result the model sees for a call whose prompt a
 // steering message withdrew.
-func withdrawnOutcome(p activities.CallPlan, r *openRequest) activities.ToolOutcome {
+func withdrawnOutcome(p work.CallPlan, r *openRequest) work.ToolOutcome {
 	if r.req.Kind == protocol.KindToolApproval {
 		msg := fmt.Sprintf("The call to %s did not run: ignored because the user continued without responding.", p.Call.Name)
 		out := mustJSON(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": "ignored"})
-		return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+		return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
 	}
-	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("the question of %s was withdrawn: the user sent a new message instead of answering", p.Call.Name))
+	return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("the question of %s was withdrawn: the user sent a new message instead of answering", p.Call.Name))
 }

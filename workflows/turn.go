@@ -7,9 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -34,7 +34,7 @@ type TurnInput struct {
 	// this turn (Config.Limits).
 	Budget protocol.TokenUsage `json:"budget,omitempty"`
 	// SessionTools were resolved when the session started.
-	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
+	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 }
 
 // TurnOutput is what the session keeps of a finished turn.
@@ -81,8 +81,8 @@ type turn struct {
 	streamed string
 	// dynamic are the resolved tools in force (session, turn, step);
 	// turnDyn the turn's.
-	dynamic []activities.DynamicTool
-	turnDyn []activities.DynamicTool
+	dynamic []work.DynamicTool
+	turnDyn []work.DynamicTool
 
 	parks int // how often the turn parked for input
 	// responses: the turn runs eve 0.3's approval model (changeResponses).
@@ -245,7 +245,7 @@ func (t *turn) resolveTurnTools(ctx workflow.Context) error {
 	if !t.cfg.hasScope("turn") {
 		return nil
 	}
-	ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "turn", Session: t.session(), TurnID: t.in.TurnID})
+	ts, err := resolveTools(ctx, work.ResolveInput{Scope: "turn", Session: t.session(), TurnID: t.in.TurnID})
 	t.turnDyn = ts
 	return err
 }
@@ -253,9 +253,9 @@ func (t *turn) resolveTurnTools(ctx workflow.Context) error {
 // resolveStepTools runs the step's tool resolvers, if any, and puts the
 // session's, the turn's and the step's tools in force.
 func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
-	var stepDyn []activities.DynamicTool
+	var stepDyn []work.DynamicTool
 	if t.cfg.hasScope("step") {
-		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "step", Session: t.session(), TurnID: t.in.TurnID, StepIndex: stepIdx})
+		ts, err := resolveTools(ctx, work.ResolveInput{Scope: "step", Session: t.session(), TurnID: t.in.TurnID, StepIndex: stepIdx})
 		if err != nil {
 			return err
 		}
@@ -270,8 +270,8 @@ func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
 }
 
 // modelStep runs one model step over the conversation with the tools in force.
-func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (activities.ModelStepOutput, error) {
-	step := activities.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
+func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutput, error) {
+	step := work.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
 	t.conv.readBy(&step)
 	if t.cfg.StreamText && !t.cfg.LocalModel {
 		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -390,19 +390,19 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 }
 
 // resolveTools runs the resolvers of one scope (recorded in history).
-func resolveTools(ctx workflow.Context, in activities.ResolveInput) ([]activities.DynamicTool, error) {
+func resolveTools(ctx workflow.Context, in work.ResolveInput) ([]work.DynamicTool, error) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeResolve}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{work.ErrTypeResolve}},
 	})
-	var out activities.ResolveOutput
-	err := workflow.ExecuteLocalActivity(lctx, activities.ResolveToolsName, in).Get(ctx, &out)
+	var out work.ResolveOutput
+	err := workflow.ExecuteLocalActivity(lctx, work.ResolveToolsName, in).Get(ctx, &out)
 	return out.Tools, err
 }
 
 // mergeDynamic joins the scopes' tools; one name from two resolvers is an error.
-func mergeDynamic(sets ...[]activities.DynamicTool) ([]activities.DynamicTool, error) {
-	var out []activities.DynamicTool
+func mergeDynamic(sets ...[]work.DynamicTool) ([]work.DynamicTool, error) {
+	var out []work.DynamicTool
 	owner := map[string]string{}
 	for _, set := range sets {
 		for _, d := range set {
@@ -425,9 +425,9 @@ func toolCallAction(c model.ToolCall) protocol.ToolCallAction {
 	return protocol.ToolCallAction{CallID: c.ID, Input: input, Kind: "tool-call", ToolName: c.Name}
 }
 
-func runModelStep(ctx workflow.Context, cfg Config, in activities.ModelStepInput) (activities.ModelStepOutput, error) {
-	var out activities.ModelStepOutput
-	err := modelActivity(ctx, cfg, activities.ModelStepName, in).Get(ctx, &out)
+func runModelStep(ctx workflow.Context, cfg Config, in work.ModelStepInput) (work.ModelStepOutput, error) {
+	var out work.ModelStepOutput
+	err := modelActivity(ctx, cfg, work.ModelStepName, in).Get(ctx, &out)
 	return out, err
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
+	"github.com/eve-temporal/eve/payloadstore"
 )
 
 // WorkerConfig is what a worker is built from.
@@ -37,13 +38,18 @@ type WorkerConfig struct {
 	Deployment workerhost.Deployment
 	// MetricsAddr is where /metrics listens ("": off).
 	MetricsAddr string
-	// Actions sign completion URLs unless the agent has its own Actions.
+	// Actions sign completion URLs unless Host has its own Actions.
 	// Without a secret delegated tools fail (a warning says so); a secret
 	// that cannot work is an error.
 	Actions config.Actions
 	// NotifyURL opens the bus that tells API servers of new events
-	// (EVE_NOTIFY) unless the agent has its own Notifier.
+	// (EVE_NOTIFY) unless Host has its own Notifier.
 	NotifyURL string
+	// Host is what the caller wires in itself (the dev command: its
+	// in-process bus); NewWorker fills in the rest: the client it dials,
+	// the payload store, the logger, completion URLs (Actions), the bus of
+	// NotifyURL and the namespace's search attributes.
+	Host agent.Host
 	// ModelFromEnv replaces the agent's model with EVE_MODEL's when set.
 	ModelFromEnv bool
 	// RegisterSearchAttributes registers eve's search attributes in the
@@ -79,13 +85,15 @@ type Worker struct {
 	Client     client.Client
 	MetricsURL string
 	TaskQueue  string
-	Limits     workerhost.Limits
-	logger     *slog.Logger
-	close      func()
+	// Store is the payload store the worker's conversations live in.
+	Store  payloadstore.Store
+	Limits workerhost.Limits
+	logger *slog.Logger
+	close  func()
 }
 
 // NewWorker dials Temporal (TLS or a Cloud API key, metrics, tracing, the
-// payload store as the client's External Storage and the agent's Store)
+// payload store as the client's External Storage and the host's Store)
 // and registers a on a new worker: the task queue defaults to the agent's
 // name, the model may come from EVE_MODEL, completion URLs are signed
 // with cfg.Actions, and the bus of cfg.NotifyURL hears new events. Close
@@ -99,14 +107,14 @@ func NewWorker(ctx context.Context, a *agent.Agent, cfg WorkerConfig) (*Worker, 
 	if err != nil {
 		return nil, err
 	}
-	tc, d := cfg.Temporal, cfg.Deployment
-	if a.Notifier == nil {
+	tc, d, h := cfg.Temporal, cfg.Deployment, cfg.Host
+	if h.Notifier == nil {
 		bus, err := notify.Open(ctx, cfg.NotifyURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("--notify: %w", err)
 		}
 		if bus != nil {
-			a.Notifier = bus
+			h.Notifier = bus
 		}
 	}
 	c, metricsURL, closeClient, err := workerhost.Dial(ctx, logger, tc, cfg.MetricsAddr)
@@ -119,11 +127,11 @@ func NewWorker(ctx context.Context, a *agent.Agent, cfg WorkerConfig) (*Worker, 
 			logger.Warn("could not register eve's search attributes", "err", err)
 		}
 	}
-	if a.Logger == nil {
-		a.Logger = logger
+	if h.Logger == nil {
+		h.Logger = logger
 	}
 	// The store the client offloads payloads to (tc's copies share it).
-	if a.Store, err = tc.Store(ctx); err != nil {
+	if h.Store, err = tc.Store(ctx); err != nil {
 		return fail(err)
 	}
 	if cfg.ModelFromEnv {
@@ -131,21 +139,21 @@ func NewWorker(ctx context.Context, a *agent.Agent, cfg WorkerConfig) (*Worker, 
 			return fail(err)
 		}
 	}
-	if a.Actions == nil {
+	if h.Actions == nil {
 		switch actions, err := cfg.Actions.Worker(); {
 		case errors.Is(err, config.ErrNoSecret):
 			logger.Warn("delegated tools will fail until this is fixed: set EVE_ACTION_SECRET (--action-secret) and EVE_PUBLIC_URL", "err", err)
 		case err != nil:
 			return fail(err)
 		default:
-			a.Actions = actions
+			h.Actions = actions
 		}
 	}
-	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, cfg.Limits, d)
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, h, cfg.Limits, d)
 	if err != nil {
 		return fail(err)
 	}
-	return &Worker{Worker: w, Client: c, MetricsURL: metricsURL, TaskQueue: tc.TaskQueue, Limits: cfg.Limits, logger: logger, close: closeClient}, nil
+	return &Worker{Worker: w, Client: c, MetricsURL: metricsURL, TaskQueue: tc.TaskQueue, Store: h.Store, Limits: cfg.Limits, logger: logger, close: closeClient}, nil
 }
 
 // Run polls until ctx ends, then stops gracefully: in-flight tools get the

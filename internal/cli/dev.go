@@ -129,8 +129,7 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 	if bus == nil {
 		bus = notify.NewLocal()
 	}
-	a.Notifier = bus
-	a.Logger = logger
+	cfg.Host.Notifier = bus
 	w, err := assemble.NewWorker(ctx, a, cfg)
 	if err != nil {
 		return err

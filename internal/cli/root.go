@@ -28,8 +28,9 @@ type App struct {
 	// binary never joins another app's queue (or the demo's, "eve").
 	TaskQueue string
 	// Agent returns a new agent definition. Each command that serves the
-	// agent (dev, worker, serve, mcp) calls it once; the commands set its
-	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
+	// agent (dev, worker, serve, mcp) calls it once; the commands wire in
+	// its host (agent.Host: the client, payload store, logger and
+	// completion URLs), and EVE_MODEL replaces its Model.
 	Agent func() (*agent.Agent, error)
 }
 
