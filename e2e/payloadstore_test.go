@@ -24,7 +24,7 @@ import (
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/payloadstore/s3test"
 	"github.com/eve-temporal/eve/protocol"
-	"github.com/eve-temporal/eve/workflows"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // keyLog remembers the keys a process put, and those it got before it had
@@ -145,7 +145,7 @@ func TestPayloadStoreAcrossProcesses(t *testing.T) {
 
 	// A message well above the offload threshold (and as large as a
 	// session accepts).
-	size := min(300<<10, workflows.MaxMessageBytes)
+	size := min(300<<10, signals.MaxMessageBytes)
 	msg := strings.Repeat("0123456789abcdef", size/16)
 	turn, err := api.SendAndWait(ctx, "", msg, nil)
 	if err != nil {

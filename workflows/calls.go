@@ -136,7 +136,7 @@ func execute(ctx workflow.Context, h callHost, c *pendingCall) work.ToolOutcome 
 	}
 	run, ok := runners[tools.Kind(c.plan.Kind)]
 	if !ok {
-		return work.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
+		return work.FailedOutcome(codeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
 	}
 	return run(ctx, h, c, h.toolInput(c))
 }
@@ -346,7 +346,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 	if delegated := delegatedTools(calls); len(delegated) > 0 {
 		_ = workflow.Await(dctx, func() bool { return left() == 0 || (left() == t.delegatedOpen && len(t.board.open()) == 0) })
 		if left() > 0 && ctx.Err() == nil {
-			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, delegated)
+			setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingTasks, delegated)
 			t.turnWaiting(ctx, "tasks")
 		}
 	}

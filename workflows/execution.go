@@ -16,20 +16,20 @@ import (
 
 // The execution contract lives in package signals; these names keep the
 // workflow's code as it was.
-const ExecutionCallID = signals.ExecutionCallID
+const executionCallID = signals.ExecutionCallID
 
 // Error codes of executions (signals.Code*).
 const (
-	CodeInvalidOutput    = signals.CodeInvalidOutput
-	CodeDeadlineExceeded = signals.CodeDeadlineExceeded
-	CodeDenied           = signals.CodeDenied
-	CodeApprovalRequired = signals.CodeApprovalRequired
-	CodeNotExecutable    = signals.CodeNotExecutable
+	codeInvalidOutput    = signals.CodeInvalidOutput
+	codeDeadlineExceeded = signals.CodeDeadlineExceeded
+	codeDenied           = signals.CodeDenied
+	codeApprovalRequired = signals.CodeApprovalRequired
+	codeNotExecutable    = signals.CodeNotExecutable
 )
 
 // ExecutionInput is the workflow's own input: signals.ExecutionInput, the
 // starters' contract, with the plan decoded (the JSON is the same).
-type ExecutionInput struct {
+type executionInput struct {
 	ExecutionID    string          `json:"executionId"`
 	Tool           string          `json:"tool"`
 	UserID         string          `json:"userId"`
@@ -46,34 +46,34 @@ type ExecutionInput struct {
 }
 
 // ExecutionOutput is signals.ExecutionOutput.
-type ExecutionOutput = signals.ExecutionOutput
+type executionOutput = signals.ExecutionOutput
 
 // RegisterExecutions registers the execution workflow under
 // signals.ExecutionWorkflow. It runs the activities agent.Register
 // registers (ExecuteTool, EvaluateApproval), so register both on the same
 // worker. Registering twice is harmless.
-func RegisterExecutions(reg WorkflowRegistry) { (*Runtime)(nil).RegisterExecutions(reg) }
+func registerExecutions(reg WorkflowRegistry) { (*runtime)(nil).RegisterExecutions(reg) }
 
 // RegisterExecutions registers the execution workflow of this runtime: its
 // Notifier, when set, hears each change of an execution's state (under the
 // execution id, the count of changes), so MCP servers push task status
 // instead of polling.
-func (r *Runtime) RegisterExecutions(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func (r *runtime) RegisterExecutions(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in executionInput) (executionOutput, error) {
 		return execution{rt: r}.runWorkflow(ctx, in)
 	}, workflow.RegisterOptions{
 		Name:                          signals.ExecutionWorkflow,
 		DisableAlreadyRegisteredCheck: true,
-		VersioningBehavior:            ExecutionBehavior,
+		VersioningBehavior:            executionBehavior,
 	})
 }
 
 // execution is one running execution workflow.
 type execution struct {
-	rt      *Runtime // its Notifier hears state changes; nil: none
+	rt      *runtime // its Notifier hears state changes; nil: none
 	changes int
-	in      ExecutionInput
-	out     ExecutionOutput
+	in      executionInput
+	out     executionOutput
 	action  *actionState // delegated tools only
 	answer  *signals.ExecutionApprovalAnswer
 	// client is the MCP client's round, once versioned in.
@@ -86,7 +86,7 @@ type execution struct {
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
 // and cancellation are results (Status), never a failed workflow.
-func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func executionWorkflow(ctx workflow.Context, in executionInput) (executionOutput, error) {
 	return execution{}.runWorkflow(ctx, in)
 }
 
@@ -97,19 +97,19 @@ func (e *execution) changed(ctx workflow.Context) {
 	e.rt.notify(ctx, e.in.ExecutionID, e.changes)
 }
 
-func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func (x execution) runWorkflow(ctx workflow.Context, in executionInput) (executionOutput, error) {
 	info := workflow.GetInfo(ctx)
 	if in.ExecutionID == "" {
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
-	e := &execution{rt: x.rt, in: in, out: ExecutionOutput{
+	e := &execution{rt: x.rt, in: in, out: executionOutput{
 		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
 		StartedAt:       workflow.Now(ctx),
 	}}
 	if err := e.registerHandlers(ctx); err != nil {
-		return ExecutionOutput{}, err
+		return executionOutput{}, err
 	}
 	// Only executions started with a round ask for the version: the
 	// others record (and replay) nothing new.
@@ -130,7 +130,7 @@ func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (Executi
 }
 
 func (e *execution) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (ExecutionOutput, error) {
+	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (executionOutput, error) {
 		return e.out, nil
 	}); err != nil {
 		return err
@@ -201,9 +201,9 @@ func (e *execution) run(ctx workflow.Context) work.ToolOutcome {
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return work.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	case stageAnswer:
-		return work.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+		return work.FailedOutcome(codeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
 	case stageAsk:
 		if e.in.AskApproval && workflow.GetVersion(ctx, changeAskApproval, workflow.DefaultVersion, 1) == 1 {
 			return e.ask(ctx, c)
@@ -212,7 +212,7 @@ func (e *execution) run(ctx workflow.Context) work.ToolOutcome {
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return work.FailedOutcome(CodeApprovalRequired, msg)
+		return work.FailedOutcome(codeApprovalRequired, msg)
 	}
 	e.call = c
 	return execute(ctx, e, c)
@@ -235,7 +235,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) work.ToolOutcome {
 		if e.answer.Reason != "" {
 			msg += ": " + e.answer.Reason
 		}
-		return work.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	}
 	c.stage = stageRun
 	e.call = c
@@ -312,7 +312,7 @@ func (e *execution) validateAnswer(a signals.ExecutionApprovalAnswer) error {
 // decided the caller may skip it.
 func (e *execution) plan() work.CallPlan {
 	if e.in.Plan.Call.ID == "" {
-		e.in.Plan.Call.ID = ExecutionCallID
+		e.in.Plan.Call.ID = executionCallID
 	}
 	p := e.in.Plan
 	if p.Timeout <= 0 {
@@ -354,7 +354,7 @@ func (e *execution) settle(ctx workflow.Context, o work.ToolOutcome) {
 	if o.Error != nil {
 		code, msg = o.Error.Code, o.Error.Message
 	}
-	e.out.Status, code = ExecutionStatusOf(code)
+	e.out.Status, code = executionStatusOf(code)
 	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
 	if code == protocol.CodeClientInputRequired && e.client != nil {
 		e.out.Output = o.Output // the requests, for the MCP server
@@ -364,24 +364,24 @@ func (e *execution) settle(ctx workflow.Context, o work.ToolOutcome) {
 // ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
 // delegated job's own code) to an execution status and the code the tools
 // API reports.
-func ExecutionStatusOf(code string) (protocol.ExecutionStatus, string) {
+func executionStatusOf(code string) (protocol.ExecutionStatus, string) {
 	switch code {
 	case protocol.CodeToolTimeout:
 		return protocol.ExecutionTimedOut, protocol.ExecCodeTimeout
 	case protocol.CodeDeadlineExceeded:
-		return protocol.ExecutionTimedOut, CodeDeadlineExceeded
+		return protocol.ExecutionTimedOut, codeDeadlineExceeded
 	case protocol.CodeToolCancelled:
 		return protocol.ExecutionCanceled, protocol.ExecCodeCanceled
 	case protocol.CodeToolInputInvalid:
 		return protocol.ExecutionFailed, protocol.ExecCodeInvalidInput
 	case protocol.CodeToolOutputInvalid:
-		return protocol.ExecutionFailed, CodeInvalidOutput
+		return protocol.ExecutionFailed, codeInvalidOutput
 	case protocol.CodeToolExecution:
 		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	case protocol.CodeToolNotFound:
 		return protocol.ExecutionFailed, protocol.ExecCodeUnknownTool
 	case protocol.CodeToolDenied:
-		return protocol.ExecutionFailed, CodeDenied
+		return protocol.ExecutionFailed, codeDenied
 	case "":
 		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-func execInput(kind string) ExecutionInput {
-	return ExecutionInput{
+func execInput(kind string) executionInput {
+	return executionInput{
 		ExecutionID: "exec_test", Tool: "test.echo", UserID: "u1", InputHash: "h",
 		Plan: work.CallPlan{
 			Call:  model.ToolCall{Name: "echo", Input: json.RawMessage(`{"x":1}`)},
@@ -49,7 +49,7 @@ func newExecEnv(t *testing.T, tool func(ctx context.Context, in work.ExecuteTool
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	e := &execEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "exec_test"})
-	e.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{Name: signals.ExecutionWorkflow})
+	e.RegisterWorkflowWithOptions(executionWorkflow, workflow.RegisterOptions{Name: signals.ExecutionWorkflow})
 	e.RegisterActivityWithOptions(func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		e.mu.Lock()
 		e.calls = append(e.calls, in)
@@ -59,7 +59,7 @@ func newExecEnv(t *testing.T, tool func(ctx context.Context, in work.ExecuteTool
 	return e
 }
 
-func (e *execEnv) result(t *testing.T) ExecutionOutput {
+func (e *execEnv) result(t *testing.T) executionOutput {
 	t.Helper()
 	if !e.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -67,7 +67,7 @@ func (e *execEnv) result(t *testing.T) ExecutionOutput {
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	var out ExecutionOutput
+	var out executionOutput
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestExecutionAuthoredSucceeds(t *testing.T) {
 		t.Fatalf("calls = %d", len(env.calls))
 	}
 	c := env.calls[0]
-	if c.CallID != ExecutionCallID || c.ToolName != "echo" || c.Session.ID != "exec_test" || c.Session.Auth.Current.ID != "u1" {
+	if c.CallID != executionCallID || c.ToolName != "echo" || c.Session.ID != "exec_test" || c.Session.Auth.Current.ID != "u1" {
 		t.Fatalf("activity input = %+v", c)
 	}
 }
@@ -109,7 +109,7 @@ func TestExecutionOutcomeCodes(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeInvalidOutput || len(out.Output) != 0 {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeInvalidOutput || len(out.Output) != 0 {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -121,7 +121,7 @@ func TestExecutionClientToolRefused(t *testing.T) {
 	})
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindClient))
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeNotExecutable {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeNotExecutable {
 		t.Fatalf("result = %+v", out)
 	}
 }
@@ -136,7 +136,7 @@ func TestExecutionApprovalGate(t *testing.T) {
 	in.Plan.Approval = approval.KindAlways
 	env := newExecEnv(t, tool)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
-	if out := env.result(t); out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 {
+	if out := env.result(t); out.Status != protocol.ExecutionFailed || out.Error.Code != codeApprovalRequired || ran != 0 {
 		t.Fatalf("gated: result = %+v, ran %d", out, ran)
 	}
 	in.SkipApproval = true
@@ -155,8 +155,8 @@ func TestExecutionCustomPolicy(t *testing.T) {
 	}{
 		{approval.Skip(), protocol.ExecutionSucceeded, ""},
 		{approval.Approve(), protocol.ExecutionSucceeded, ""},
-		{approval.Deny("not yours"), protocol.ExecutionFailed, CodeDenied},
-		{approval.Ask(), protocol.ExecutionFailed, CodeApprovalRequired},
+		{approval.Deny("not yours"), protocol.ExecutionFailed, codeDenied},
+		{approval.Ask(), protocol.ExecutionFailed, codeApprovalRequired},
 	} {
 		env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 			return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
@@ -175,7 +175,7 @@ func TestExecutionCustomPolicy(t *testing.T) {
 		if out.Status != c.want || (c.code != "" && out.Error.Code != c.code) {
 			t.Fatalf("%s: result = %+v (%+v)", c.status.Type, out, out.Error)
 		}
-		if c.code == CodeDenied && !strings.Contains(out.Error.Message, "not yours") {
+		if c.code == codeDenied && !strings.Contains(out.Error.Message, "not yours") {
 			t.Fatalf("deny reason lost: %s", out.Error.Message)
 		}
 	}
@@ -196,13 +196,13 @@ func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
 	in.Plan.Approval = approval.KindCustom
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 ||
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeApprovalRequired || ran != 0 ||
 		!strings.Contains(out.Error.Message, approval.ReasonPolicyFailed) {
 		t.Fatalf("result = %+v (%+v), ran %d", out, out.Error, ran)
 	}
 }
 
-func delegatedInput() ExecutionInput {
+func delegatedInput() executionInput {
 	in := execInput(work.KindDelegated)
 	in.Plan.Deadline = time.Hour
 	in.Plan.OutputSchema = json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`)
@@ -221,7 +221,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 	tokens := make(chan []byte, 1)
 	env := newExecEnv(t, pendingTool(tokens))
 	in := delegatedInput()
-	actionID := signals.ActionID(in.ExecutionID, ExecutionCallID)
+	actionID := signals.ActionID(in.ExecutionID, executionCallID)
 	type rejection struct{ name, typ string }
 	var rejected []rejection
 	reject := func(name string, req signals.SettleAction) {
@@ -316,7 +316,7 @@ func TestExecutionDelegatedDeadline(t *testing.T) {
 	in.Plan.Deadline = 10 * time.Minute
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != protocol.ExecutionTimedOut || out.Error.Code != CodeDeadlineExceeded {
+	if out.Status != protocol.ExecutionTimedOut || out.Error.Code != codeDeadlineExceeded {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -341,7 +341,7 @@ func TestExecutionQueryWhileRunning(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		var st ExecutionOutput
+		var st executionOutput
 		_ = v.Get(&st)
 		if st.Status != protocol.ExecutionRunning || st.ID != "exec_test" || st.ActionID == "" {
 			t.Errorf("state = %+v", st)
@@ -360,7 +360,7 @@ func TestExecutionStatusOf(t *testing.T) {
 		protocol.CodeToolExecution:    protocol.ExecutionFailed,
 		"custom_job_code":             protocol.ExecutionFailed,
 	} {
-		if got, _ := ExecutionStatusOf(code); got != want {
+		if got, _ := executionStatusOf(code); got != want {
 			t.Errorf("%s: %s, want %s", code, got, want)
 		}
 	}
@@ -369,9 +369,9 @@ func TestExecutionStatusOf(t *testing.T) {
 func TestRegisterExecutionsTwice(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	RegisterExecutions(env)
-	RegisterExecutions(env) // agent.Register and a test harness may both register it
+	registerExecutions(env)
+	registerExecutions(env) // agent.Register and a test harness may both register it
 	r := worker.NewWorkflowReplayer()
-	RegisterExecutions(r)
-	RegisterExecutions(r)
+	registerExecutions(r)
+	registerExecutions(r)
 }

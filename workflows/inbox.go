@@ -15,14 +15,14 @@ import (
 // open requests sets them and its memo (signals.MemoInbox); it unsets them
 // once none is open, so Visibility lists exactly the parked turns.
 var (
-	SearchInbox       = temporal.NewSearchAttributeKeyKeyword("EveInbox")
-	SearchRequester   = temporal.NewSearchAttributeKeyKeyword("EveRequester")
-	SearchRequestKind = temporal.NewSearchAttributeKeyKeywordList("EveRequestKinds")
-	SearchParkedAt    = temporal.NewSearchAttributeKeyTime("EveParkedAt")
+	searchInbox       = temporal.NewSearchAttributeKeyKeyword("EveInbox")
+	searchRequester   = temporal.NewSearchAttributeKeyKeyword("EveRequester")
+	searchRequestKind = temporal.NewSearchAttributeKeyKeywordList("EveRequestKinds")
+	searchParkedAt    = temporal.NewSearchAttributeKeyTime("EveParkedAt")
 )
 
 // InboxOpen is EveInbox's value on a turn with open requests.
-const InboxOpen = "open"
+const inboxOpen = "open"
 
 // publishInbox follows the board in a coroutine of its own: whenever the
 // set of open requests changes, it upserts the memo and the attributes in
@@ -90,7 +90,7 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoInbox: memo})
 	if len(memo.Items) == 0 {
-		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchInbox.ValueUnset(), SearchRequester.ValueUnset(), SearchRequestKind.ValueUnset(), SearchParkedAt.ValueUnset())
+		_ = workflow.UpsertTypedSearchAttributes(ctx, searchInbox.ValueUnset(), searchRequester.ValueUnset(), searchRequestKind.ValueUnset(), searchParkedAt.ValueUnset())
 		return
 	}
 	requester := ""
@@ -98,11 +98,11 @@ func (t *turn) upsertInbox(ctx workflow.Context) {
 		requester = p.ID
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchInbox.ValueSet(InboxOpen),
-		SearchRequester.ValueSet(requester),
-		SearchRequestKind.ValueSet(kinds),
-		SearchParkedAt.ValueSet(parked),
-		SearchTools.ValueSet(tools),
-		SearchSession.ValueSet(t.in.SessionID),
+		searchInbox.ValueSet(inboxOpen),
+		searchRequester.ValueSet(requester),
+		searchRequestKind.ValueSet(kinds),
+		searchParkedAt.ValueSet(parked),
+		searchTools.ValueSet(tools),
+		searchSession.ValueSet(t.in.SessionID),
 	)
 }

@@ -229,7 +229,7 @@ func (b *inputBoard) withdraw() []protocol.InputResolution {
 // waitForInput records that the turn waits for people (status,
 // turn.waiting) and tells the session which requests are open.
 func (t *turn) waitForInput(ctx workflow.Context) {
-	setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.board.waitingTools())
+	setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingInput, t.board.waitingTools())
 	t.turnWaiting(ctx, "input")
 	t.parks++
 	t.tellSession(ctx)
@@ -472,7 +472,7 @@ func (t *turn) recordResolutions(ctx workflow.Context, resolutions []protocol.In
 	if len(t.board.open()) > 0 {
 		t.waitForInput(ctx)
 	} else {
-		setStatus(ctx, t.cfg, t.in.SessionID, StatusRunning, nil)
+		setStatus(ctx, t.cfg, t.in.SessionID, statusRunning, nil)
 		t.tellSession(ctx)
 	}
 }

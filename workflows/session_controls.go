@@ -84,7 +84,7 @@ func (s *session) compactStored(ctx workflow.Context) {
 	s.log.emit(ctx, protocol.CompactionRequested, data)
 	if s.st.Conversation != nil && !s.st.Conversation.Empty() {
 		s.compacting = true
-		out, err := runCompaction(ctx, s.st.Config.WithDefaults(), work.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
+		out, err := runCompaction(ctx, s.st.Config.withDefaults(), work.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
 		s.compacting = false
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("compaction failed; the conversation stays as it was", "session", s.id, "error", err)

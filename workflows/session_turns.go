@@ -34,10 +34,10 @@ func (s *session) endTurn(ctx workflow.Context) {
 		s.log.emit(ctx, d.typ, d.data)
 	}
 	s.deferred = nil
-	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+	setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
 }
 
-func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
+func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 	tid := signals.TurnID(msg.Sequence)
 	wid := signals.TurnWorkflowID(s.id, tid)
 	base := s.log.total()
@@ -54,7 +54,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		if err != nil {
 			// Retried before the next turn; this one fails with the reason.
 			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
-			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: codeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
 			s.requeueUntaken(nil)
 			s.endTurn(ctx)
 			usage := s.st.Usage
@@ -66,7 +66,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		}
 		s.st.SessionTools, s.st.SessionResolved = ts, true
 	}
-	in := TurnInput{
+	in := turnInput{
 		SessionID: s.id, SessionTools: s.st.SessionTools, TurnID: tid, Sequence: msg.Sequence,
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
@@ -77,14 +77,14 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		in.Budget = budgetOf(s.st)
 	}
 	before := s.st.Usage
-	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
+	setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
 	out, err := s.runChild(ctx, wid, in)
 	if err != nil {
 		// The turn workflow turns every expected failure into events; this
 		// is the unexpected (terminated, timed out): say so in the stream,
 		// after what streams may have read of it, which keeps its indexes.
 		s.log.record(recoverTurnEvents(ctx, wid)...)
-		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
+		out = turnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
 		s.log.record(out.Events...)
@@ -125,13 +125,13 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 // runChild runs the turn as a child workflow: its start commits with this
 // workflow task and its result with the turn's final one, so a session acts
 // only on what a turn can no longer take back.
-func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
+func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turnOutput, error) {
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
 	// Each turn roots its own trace, not a span of a session that lives for days.
 	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
-	var out TurnOutput
+	var out turnOutput
 	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
 	return out, err
 }

@@ -52,7 +52,7 @@ func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv
 	}
 	s.st.Deliveries[dlv] = s.active.Sequence
 	m := signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, TurnPolicy: policy}
-	s.offered = append(s.offered, QueuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+	s.offered = append(s.offered, queuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
 	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
 	return true
 }

@@ -23,7 +23,7 @@ type transcript struct {
 	noCompact bool
 }
 
-func newTranscript(in TurnInput) transcript {
+func newTranscript(in turnInput) transcript {
 	var c transcript
 	if in.Conversation != nil {
 		c.ref = *in.Conversation

@@ -16,7 +16,7 @@ import (
 )
 
 // TurnInput starts one turn.
-type TurnInput struct {
+type turnInput struct {
 	SessionID string    `json:"sessionId"`
 	TurnID    string    `json:"turnId"`
 	Sequence  int       `json:"sequence"`
@@ -38,7 +38,7 @@ type TurnInput struct {
 }
 
 // TurnOutput is what the session keeps of a finished turn.
-type TurnOutput struct {
+type turnOutput struct {
 	Events []protocol.Event `json:"events"`
 	// Conversation is the stored conversation after the turn.
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
@@ -57,15 +57,15 @@ type TurnOutput struct {
 
 // Error codes of turn.failed.
 const (
-	CodeMaxSteps   = "MAX_STEPS_EXCEEDED"
-	CodeModelError = "MODEL_ERROR"
+	codeMaxSteps   = "MAX_STEPS_EXCEEDED"
+	codeModelError = "MODEL_ERROR"
 	// CodeResolution is the turn.failed code of a tool resolver failure.
-	CodeResolution = "TOOL_RESOLUTION_FAILED"
+	codeResolution = "TOOL_RESOLUTION_FAILED"
 )
 
 // turn is one running turn workflow.
 type turn struct {
-	in     TurnInput
+	in     turnInput
 	cfg    Config
 	parent *workflow.Execution // the session, told of open requests
 	log    eventLog            // the turn's events, handed to the session at the end
@@ -119,12 +119,12 @@ type turn struct {
 // results in the next step, until it answers without tool calls or
 // MaxSteps is reached. Failures of the model or of tools become events,
 // never a failed workflow.
-func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
+func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 	t, err := r.startTurn(ctx, in)
 	if err != nil {
-		return TurnOutput{}, err
+		return turnOutput{}, err
 	}
-	setStatus(ctx, t.cfg, in.SessionID, StatusRunning, nil)
+	setStatus(ctx, t.cfg, in.SessionID, statusRunning, nil)
 	t.log.emit(ctx, protocol.TurnStarted, t.ref())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
@@ -137,7 +137,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			return t.cancelled(ctx)
 		}
 		if stepIdx >= t.cfg.MaxSteps {
-			return t.turnFailed(ctx, CodeMaxSteps, fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", t.cfg.MaxSteps))
+			return t.turnFailed(ctx, codeMaxSteps, fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", t.cfg.MaxSteps))
 		}
 		if err := t.resolveStepTools(ctx, stepIdx); err != nil {
 			return t.resolutionFailed(ctx, err)
@@ -207,8 +207,8 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 }
 
 // startTurn sets up the turn's state and handlers.
-func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
-	t := &turn{in: in, cfg: in.Config.WithDefaults(),
+func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
+	t := &turn{in: in, cfg: in.Config.withDefaults(),
 		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		board:    newInputBoard(in.ApprovedTools),
@@ -330,26 +330,26 @@ func (t *turn) turnWaiting(ctx workflow.Context, on string) {
 }
 
 // stepFailed ends the turn after the model failed.
-func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (TurnOutput, error) {
-	t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(i)})
-	return t.turnFailed(ctx, CodeModelError, msg)
+func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, error) {
+	t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: codeModelError, Message: msg, StepRef: t.step(i)})
+	return t.turnFailed(ctx, codeModelError, msg)
 }
 
 // turnFailed ends the turn with turn.failed.
-func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (TurnOutput, error) {
+func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
 
-func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, error) {
+func (t *turn) resolutionFailed(ctx workflow.Context, err error) (turnOutput, error) {
 	if ctx.Err() != nil {
 		return t.cancelled(ctx)
 	}
-	return t.turnFailed(ctx, CodeResolution, errorMessage(err))
+	return t.turnFailed(ctx, codeResolution, errorMessage(err))
 }
 
 // cancelled records the end of a cancelled turn.
-func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
+func (t *turn) cancelled(ctx workflow.Context) (turnOutput, error) {
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
 }
@@ -367,13 +367,13 @@ func (t *turn) outcome() signals.TurnOutcome {
 
 // finish ends the turn; handlers waiting on it (respond with Wait) return
 // before the workflow completes.
-func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnOutput, error) {
+func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnOutput, error) {
 	t.closing = true
 	t.finished, t.status, t.reply, t.errMsg = true, status, reply, errMsg
 	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
-	out := TurnOutput{
+	out := turnOutput{
 		Events:        t.log.events,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),

@@ -90,6 +90,7 @@ func NewRootCommand(app App) *cobra.Command {
 		newActionCommand(app),
 		newToolsCommand(app),
 		newMCPCommand(app),
+		newReplayCommand(app),
 	)
 	app.nameCommands(root)
 	return root

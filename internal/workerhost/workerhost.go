@@ -18,7 +18,6 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/visibility"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Limits bound what one worker process runs at once. It is eve.Limits;
@@ -273,7 +272,7 @@ func (w *Worker) Run(interruptCh <-chan any) error {
 // needs.
 func onlyInbox(missing []string) bool {
 	for _, m := range missing {
-		if !slices.Contains(workflows.InboxAttributes, m) {
+		if !slices.Contains(visibility.InboxAttributes, m) {
 			return false
 		}
 	}
