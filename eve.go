@@ -6,7 +6,8 @@
 //	func main() { eve.Main(shop.Agent) }
 //
 // Its binary then has eve's subcommands — dev (the whole stack locally),
-// worker, serve, mcp, doctor, session, tools and action — with eve's flags
+// worker, serve, mcp, doctor, session, tools, action and replay (the
+// deploy gate: saved workflow histories against this build) — with eve's flags
 // and environment (TEMPORAL_ADDRESS, EVE_TASK_QUEUE, EVE_PAYLOAD_STORE,
 // EVE_ACTION_SECRET, EVE_PUBLIC_URL, ...; see the README's Configuration).
 // Its workers and API servers meet on a task queue named after the agent

@@ -1,6 +1,8 @@
 // Package activities holds eve's Temporal activities: the model step and
 // tool execution. Everything non-deterministic (model calls, tool code,
 // schema validation of live data) runs here, never in workflow code.
+// Register puts them on a worker (agent.Register calls it); what the
+// workflows send them and get back is internal/work.
 package activities
 
 import (

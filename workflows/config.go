@@ -1,6 +1,12 @@
 // Package workflows holds eve's workflow code: the session (an entity that
 // receives messages, keeps the conversation and the event log, and runs one
-// workflow per turn) and the turn (the model → tools step loop).
+// workflow per turn), the turn (the model → tools step loop) and the tools
+// API's execution.
+//
+// An app needs two things from it: Register, to run the workflows on a
+// worker it builds itself (agent.Register calls it), and Replay, to check
+// its saved histories against a new build before rolling it out (the eve
+// replay command). Clients reach the workflows through package signals.
 //
 // Workflow code is deterministic: it reads no clocks but workflow time, no
 // randomness, no maps for order, no network, and no worker configuration

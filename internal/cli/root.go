@@ -1,5 +1,5 @@
 // Package cli holds the commands of an eve binary — dev, worker, serve,
-// mcp, doctor, session, tools and action — for any agent. Package eve
+// mcp, doctor, session, tools, action and replay — for any agent. Package eve
 // (eve.Main) and cmd/eve, cmd/worker use it.
 package cli
 
