@@ -13,7 +13,7 @@ import (
 
 // errNoStore is a worker set up without a store.
 var errNoStore = temporal.NewNonRetryableApplicationError(
-	"this worker has no conversation store: set agent.Agent.Store (payloadstore.FromEnv reads EVE_PAYLOAD_STORE) to the store its Temporal client uses",
+	"this worker has no conversation store: set agent.Host.Store (payloadstore.FromEnv reads EVE_PAYLOAD_STORE) to the store its Temporal client uses",
 	work.ErrTypeBadConfig, nil)
 
 // stepMessages returns what the model reads: the stored conversation plus

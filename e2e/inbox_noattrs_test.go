@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -94,7 +95,10 @@ func TestWorkerOnANamespaceWithoutTheInboxAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := w.Host(); !h.SearchAttributes || h.InboxAttributes {
-		t.Fatalf("status attributes only: SearchAttributes %v, InboxAttributes %v; want status on, inbox off", h.SearchAttributes, h.InboxAttributes)
+	// Status attributes only: status on, inbox off.
+	type attrs struct{ SearchAttributes, InboxAttributes bool }
+	h := w.Host()
+	if diff := cmp.Diff(attrs{SearchAttributes: true}, attrs{h.SearchAttributes, h.InboxAttributes}); diff != "" {
+		t.Fatalf("the worker's search attributes (-want +got):\n%s", diff)
 	}
 }
