@@ -27,7 +27,7 @@ const (
 	codeNotExecutable    = signals.CodeNotExecutable
 )
 
-// ExecutionInput is the workflow's own input: signals.ExecutionInput, the
+// executionInput is the workflow's own input: signals.ExecutionInput, the
 // starters' contract, with the plan decoded (the JSON is the same).
 type executionInput struct {
 	ExecutionID    string          `json:"executionId"`
@@ -45,7 +45,7 @@ type executionInput struct {
 	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
-// ExecutionOutput is signals.ExecutionOutput.
+// executionOutput is signals.ExecutionOutput.
 type executionOutput = signals.ExecutionOutput
 
 // RegisterExecutions registers the execution workflow under
@@ -361,7 +361,7 @@ func (e *execution) settle(ctx workflow.Context, o work.ToolOutcome) {
 	}
 }
 
-// ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
+// executionStatusOf maps a tool outcome's error code (protocol codes, or a
 // delegated job's own code) to an execution status and the code the tools
 // API reports.
 func executionStatusOf(code string) (protocol.ExecutionStatus, string) {

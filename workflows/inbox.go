@@ -21,7 +21,7 @@ var (
 	searchParkedAt    = temporal.NewSearchAttributeKeyTime("EveParkedAt")
 )
 
-// InboxOpen is EveInbox's value on a turn with open requests.
+// inboxOpen is EveInbox's value on a turn with open requests.
 const inboxOpen = "open"
 
 // publishInbox follows the board in a coroutine of its own: whenever the

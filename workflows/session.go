@@ -14,10 +14,10 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// MaxMessageBytes bounds one user message.
+// maxMessageBytes bounds one user message.
 const maxMessageBytes = signals.MaxMessageBytes
 
-// SessionInput starts (or continues) a session.
+// sessionInput starts (or continues) a session.
 type sessionInput struct {
 	SessionID string          `json:"sessionId"`
 	Initiator *auth.Principal `json:"initiator,omitempty"`
@@ -25,7 +25,7 @@ type sessionInput struct {
 	State *sessionState `json:"state,omitempty"`
 }
 
-// SessionState is everything a session carries across continue-as-new.
+// sessionState is everything a session carries across continue-as-new.
 type sessionState struct {
 	Config Config `json:"config"`
 	// Events and EventBase start a run's event log (eventLog): EventBase is
@@ -57,7 +57,7 @@ type sessionState struct {
 	SessionResolved bool               `json:"sessionResolved,omitempty"`
 }
 
-// QueuedMessage is a message waiting for its turn.
+// queuedMessage is a message waiting for its turn.
 type queuedMessage struct {
 	Sequence   int             `json:"sequence"`
 	Message    string          `json:"message"`
@@ -323,7 +323,7 @@ func (s *session) carry(ctx workflow.Context) *sessionState {
 	return &next
 }
 
-// MaxRememberedDeliveries is how many turns back a re-sent delivery id is
+// maxRememberedDeliveries is how many turns back a re-sent delivery id is
 // still recognized (a client retry joins its first delivery).
 const maxRememberedDeliveries = 1000
 

@@ -15,7 +15,7 @@ import (
 	"github.com/eve-temporal/eve/signals"
 )
 
-// TurnInput starts one turn.
+// turnInput starts one turn.
 type turnInput struct {
 	SessionID string    `json:"sessionId"`
 	TurnID    string    `json:"turnId"`
@@ -37,7 +37,7 @@ type turnInput struct {
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 }
 
-// TurnOutput is what the session keeps of a finished turn.
+// turnOutput is what the session keeps of a finished turn.
 type turnOutput struct {
 	Events []protocol.Event `json:"events"`
 	// Conversation is the stored conversation after the turn.
@@ -59,7 +59,7 @@ type turnOutput struct {
 const (
 	codeMaxSteps   = "MAX_STEPS_EXCEEDED"
 	codeModelError = "MODEL_ERROR"
-	// CodeResolution is the turn.failed code of a tool resolver failure.
+	// codeResolution is the turn.failed code of a tool resolver failure.
 	codeResolution = "TOOL_RESOLUTION_FAILED"
 )
 
