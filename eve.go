@@ -6,7 +6,8 @@
 //	func main() { eve.Main(shop.Agent) }
 //
 // Its binary then has eve's subcommands — dev (the whole stack locally),
-// worker, serve, mcp, doctor, session, tools and action — with eve's flags
+// worker, serve, mcp, doctor, session, tools, action and replay (the
+// deploy gate: saved workflow histories against this build) — with eve's flags
 // and environment (TEMPORAL_ADDRESS, EVE_TASK_QUEUE, EVE_PAYLOAD_STORE,
 // EVE_ACTION_SECRET, EVE_PUBLIC_URL, ...; see the README's Configuration).
 // Its workers and API servers meet on a task queue named after the agent
@@ -27,7 +28,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -51,11 +51,11 @@ import (
 // is the base name of os.Args[0].
 //
 // newAgent is called once by each command that serves the agent (dev,
-// worker, serve, mcp). Leave the agent's Store, Client and Logger unset:
-// the commands set them from their flags and environment, and set Actions
-// from EVE_ACTION_SECRET and EVE_PUBLIC_URL unless the agent has its own.
-// EVE_MODEL, when set, replaces its Model. opts adjust what the commands
-// serve (WithAuthorizeSession).
+// worker, serve, mcp). The agent is what the app declares; the commands
+// wire in what runs it (agent.Host: the Temporal client and payload store
+// from their flags and environment, completion URLs from
+// EVE_ACTION_SECRET and EVE_PUBLIC_URL). EVE_MODEL, when set, replaces
+// its Model. opts adjust what the commands serve (WithAuthorizeSession).
 func Main(newAgent func() (*agent.Agent, error), opts ...Option) {
 	name := filepath.Base(os.Args[0])
 	cli.Main(name, Command(name, newAgent, opts...))
@@ -122,7 +122,8 @@ func TemporalFromEnv() Temporal { return config.TemporalFromEnv() }
 
 // Dial connects to Temporal (TLS and API key as configured) with payloads
 // of 64 KiB and more offloaded to the payload store, which it returns too:
-// give it to agents (Agent.Store) and close the client when done.
+// give it to the worker's host (agent.Host.Store) and close the client
+// when done.
 func Dial(ctx context.Context, t Temporal, logger *slog.Logger) (client.Client, payloadstore.Store, error) {
 	tc := t.WithDefaults()
 	store, err := tc.Store(ctx)
@@ -174,7 +175,7 @@ type WorkerOptions struct {
 	// (EVE_ACTION_SECRET, at least 16 bytes, the same on the API servers);
 	// PublicURL is the API server as external jobs reach it
 	// (EVE_PUBLIC_URL, default http://$EVE_ADDR). Without a secret,
-	// delegated tools fail (unless the agent has its own Actions).
+	// delegated tools fail.
 	ActionSecret string
 	PublicURL    string
 	// ModelFromEnv replaces the agent's model with EVE_MODEL's when set
@@ -206,11 +207,10 @@ type Worker struct {
 
 // NewWorker dials Temporal and registers the agent on a new worker, as the
 // worker command does (both go through one assembly): TLS or a Cloud API
-// key, the payload store (set as the agent's Store and the client's
-// External Storage), Prometheus metrics, tracing (EVE_OTEL_EXPORTER),
-// limits, Worker Versioning, completion URLs of delegated tools
-// (ActionSecret, PublicURL; the agent's own Actions win), and a check of
-// eve's search attributes. Run it, or Start and Stop it; Close releases
+// key, the payload store (the host's Store and the client's External
+// Storage), Prometheus metrics, tracing (EVE_OTEL_EXPORTER), limits,
+// Worker Versioning, completion URLs of delegated tools (ActionSecret,
+// PublicURL), and a check of eve's search attributes. Run it, or Start and Stop it; Close releases
 // the client.
 func NewWorker(ctx context.Context, a *agent.Agent, opts WorkerOptions) (*Worker, error) {
 	if a == nil {
@@ -250,77 +250,37 @@ func (w *Worker) Run(ctx context.Context) error { return w.w.Run(ctx) }
 // Close closes the worker's client, metrics server and tracing.
 func (w *Worker) Close() { w.w.Close() }
 
-// ServerOptions configure NewHandler.
-type ServerOptions struct {
-	// TaskQueue of the agent's workers (default the agent's name, as
-	// NewWorker's and the commands').
-	TaskQueue string
-	// APIKey is a bearer key callers must send (EVE_API_KEY); KeysFile maps
-	// keys to principals (EVE_API_KEYS_FILE, docs/http-api.md). With
-	// neither the server is open: it answers loopback Host headers only,
-	// unless InsecureOpen.
-	APIKey       string
-	KeysFile     string
-	InsecureOpen bool
-	// Addr is where the handler is served (host:port), for the open-server
-	// check: an open server beyond loopback is refused unless InsecureOpen.
-	Addr string
-	// ActionSecret verifies completion URLs (EVE_ACTION_SECRET, the
-	// workers' secret); empty: completion URLs answer 404.
-	ActionSecret string
-	// CORSOrigins browsers may call from (default: see docs/http-api.md).
-	CORSOrigins []string
-	// MaxStreamsPerPrincipal (default 100; negative: no bound).
-	MaxStreamsPerPrincipal int
-	// MaxToolCalls bounds the calls of one executeToolCalls request of the
-	// tools API (default 32; negative: no bound): a request with more is
-	// refused (400 too_many_calls) before any starts.
-	MaxToolCalls int
-	// AgentName reported by /eve/v1/info (default the agent's name).
-	AgentName string
-	// MaxBodyBytes bounds request bodies (default 1 MiB, as `serve`'s
-	// --max-body-bytes); BodyReadTimeout how long a body may take to
-	// arrive (default 10 s; past it 408, docs/http-api.md "Security").
-	MaxBodyBytes    int64
-	BodyReadTimeout time.Duration
-	// LeaseDuration ends each stream response for clients that asked for
-	// stream control (default 60 s); HeartbeatInterval is an idle stream's
-	// blank line (default 10 s); PollInterval how often a session's reader
-	// polls a running turn without a Notify bus (default 10 ms).
-	LeaseDuration     time.Duration
-	HeartbeatInterval time.Duration
-	PollInterval      time.Duration
-	// Notify names the bus the workers announce new events on (EVE_NOTIFY,
-	// postgres://user@host:port/db, set alike on the workers): streams are
-	// then pushed instead of polling. Empty: they poll.
-	Notify string
-	Logger *slog.Logger
-	// AuthorizeSession lets a caller other than a session's owner (its
-	// initiator) act on it: return true to allow. Nil: owners only (and
-	// services whose keys-file canActFor names the owner, and reviewers
-	// whose keys-file reviews grant covers it). It is asked for every
-	// session action (SessionAccess.Action), the decision record's
-	// "decisions" included, and by the listings: the inbox asks "respond"
-	// for each open request it could list, the sessions list "stream",
-	// the jobs list "cancel". eve.Main takes it as WithAuthorizeSession.
-	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
-	// TemporalUIURL is the Temporal Web UI's base URL (EVE_TEMPORAL_UI_URL,
-	// e.g. http://localhost:8233) and TemporalNamespace the workers'
-	// namespace (default "default"): the console at /console/ links each
-	// turn to its workflow there. Empty: no links.
-	TemporalUIURL     string
-	TemporalNamespace string
-}
+// ServerOptions configure NewHandler (TaskQueue, APIKey, KeysFile,
+// InsecureOpen, Addr, ActionSecret, CORSOrigins, MaxStreamsPerPrincipal,
+// MaxToolCalls, AgentName, MaxBodyBytes, BodyReadTimeout, LeaseDuration,
+// HeartbeatInterval, PollInterval, Notify, Logger, AuthorizeSession,
+// TemporalUIURL, TemporalNamespace; each field says what it does and its
+// default). It is the struct the serve and dev commands bind their flags
+// onto.
+type ServerOptions = api.ServerOptions
 
 // SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller
 // who is not the session's owner (and holds no keys-file grant for it)
-// asks to act on it (SessionID, Action — "send", "respond", "stream",
-// "cancel", "clear", "compact", "reset", or "decisions" to read its
-// decision record —, Owner and Caller, and the Message or the Requests
-// and Responses of the request). The listings ask too: the inbox asks
-// "respond" with the one request it would list, the sessions list
-// "stream", the jobs list "cancel" and the decisions export "decisions".
+// asks to act on it (SessionID, Action — one of the Action constants,
+// ActionDecisions to read its decision record —, Owner and Caller, and the
+// Message or the Requests and Responses of the request). The listings ask
+// too: the inbox asks ActionRespond with the one request it would list,
+// the sessions list ActionStream, the jobs list ActionCancel and the
+// decisions export ActionDecisions.
 type SessionAccess = api.SessionAccess
+
+// The actions of a SessionAccess.
+const (
+	ActionSend      = api.ActionSend      // send a message
+	ActionRespond   = api.ActionRespond   // answer open requests
+	ActionStream    = api.ActionStream    // read the event stream
+	ActionCancel    = api.ActionCancel    // cancel the running turn
+	ActionClear     = api.ActionClear     // clear the conversation
+	ActionCompact   = api.ActionCompact   // compact the conversation
+	ActionReset     = api.ActionReset     // reset the session
+	ActionDecisions = api.ActionDecisions // read the decision record
+	ActionStubs     = api.ActionStubs     // read which tool stubs matched (evals)
+)
 
 // NewHandler serves eve's session protocol under /eve/v1/ for the agent
 // (whose workers poll opts.TaskQueue), its tools API under /v1/ and
@@ -330,30 +290,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts ServerOptions) (http.Handl
 	if a == nil {
 		return nil, errors.New("eve.NewHandler: no agent")
 	}
-	keys, err := api.LoadKeys(opts.APIKey, opts.KeysFile)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
-		TaskQueue:              opts.TaskQueue,
-		Keys:                   keys,
-		Addr:                   opts.Addr,
-		InsecureOpen:           opts.InsecureOpen,
-		ActionSecret:           []byte(opts.ActionSecret),
-		CORSOrigins:            opts.CORSOrigins,
-		MaxStreamsPerPrincipal: opts.MaxStreamsPerPrincipal,
-		MaxToolCalls:           opts.MaxToolCalls,
-		AgentName:              opts.AgentName,
-		MaxBodyBytes:           opts.MaxBodyBytes,
-		BodyReadTimeout:        opts.BodyReadTimeout,
-		LeaseDuration:          opts.LeaseDuration,
-		HeartbeatInterval:      opts.HeartbeatInterval,
-		PollInterval:           opts.PollInterval,
-		NotifyURL:              opts.Notify,
-		AuthorizeSession:       opts.AuthorizeSession,
-		TemporalUIWorkflowURL:  assemble.TemporalUIWorkflowURL(opts.TemporalUIURL, opts.TemporalNamespace),
-		Logger:                 opts.Logger,
-	})
+	srv, err := assemble.NewHandler(c, a, opts, nil)
 	if err != nil {
 		return nil, err // not a typed nil *api.Server
 	}
@@ -388,11 +325,4 @@ func ActionsHandler(c client.Client, secret []byte, logger *slog.Logger) (http.H
 		return nil, err
 	}
 	return &actionsvc.Service{Client: c, Signer: signer, Logger: logger}, nil
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
 }

@@ -113,7 +113,7 @@ var layers = []struct {
 		"internal/query", "internal/console", "internal/schema", "internal/tracing", "internal/devserver", "internal/devserver/"}},
 	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
 	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient", "connections"}},
-	{"engine", []string{"workflows", "activities"}},
+	{"engine", []string{"workflows", "activities", "internal/work"}},
 	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
 	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},
 	{"front ends", []string{"internal/api", "internal/toolsapi", "internal/mcpserver", "internal/actionsvc", "internal/workerhost", "internal/evetest"}},

@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -27,7 +28,7 @@ const askUnknownAfter = 30 * time.Second
 // each change of the session), heartbeating meanwhile. Questions are
 // numbered in the order the call asks them, so a retried attempt asking
 // the same ones finds their answers. Nil when nobody can be asked.
-func (a *Activities) asker(in ExecuteToolInput) tools.Asker {
+func (a *activitySet) asker(in work.ExecuteToolInput) tools.Asker {
 	if a.Client == nil || in.TurnID == "" || in.TurnID == in.Session.ID {
 		return nil
 	}

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,106 +10,73 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/internal/capability"
-	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
-// ActionsConfig is what a worker needs to hand out completion URLs of
-// delegated tools. Build it with NewActionsConfig.
-type ActionsConfig struct {
-	signer *capability.Signer
-	// BaseURL is the API server as jobs reach it, e.g. http://127.0.0.1:4111.
-	BaseURL string
-	// Grace keeps a URL valid after the deadline, so a late job is told 410
-	// rather than 401 (default 1 h).
+// Actions configure the completion URLs of delegated tools (agent.Actions
+// is this type).
+type Actions struct {
+	// Secret signs completion URLs: at least 16 bytes, the same
+	// EVE_ACTION_SECRET the API servers verify them with.
+	Secret []byte
+	// PublicURL roots the URLs: the API server as external jobs reach it
+	// (EVE_PUBLIC_URL, e.g. https://eve.example.com).
+	PublicURL string
+	// Grace keeps a URL valid after its action's deadline, so a late job
+	// is told 410 rather than 401 (default 1 h).
 	Grace time.Duration
 }
 
-// NewActionsConfig signs completion URLs with secret (at least 16 bytes,
-// the same EVE_ACTION_SECRET the API servers verify them with) and roots
-// them at publicURL, the API server as external jobs reach it
-// (EVE_PUBLIC_URL, e.g. https://eve.example.com).
-func NewActionsConfig(secret []byte, publicURL string) (*ActionsConfig, error) {
-	if len(secret) == 0 {
+// actionsConfig hands out completion URLs of delegated tools.
+type actionsConfig struct {
+	signer *capability.Signer
+	// baseURL is the API server as jobs reach it, e.g. http://127.0.0.1:4111.
+	baseURL string
+	grace   time.Duration
+}
+
+// newActionsConfig checks a's secret and URL.
+func newActionsConfig(a Actions) (*actionsConfig, error) {
+	if len(a.Secret) == 0 {
 		return nil, errors.New("EVE_ACTION_SECRET is not set: delegated tools cannot hand out completion URLs")
 	}
-	if publicURL == "" {
+	if a.PublicURL == "" {
 		return nil, errors.New("EVE_PUBLIC_URL is empty: jobs need the API server's URL")
 	}
-	s, err := capability.NewSigner(secret)
+	s, err := capability.NewSigner(a.Secret)
 	if err != nil {
 		return nil, err
 	}
-	return &ActionsConfig{signer: s, BaseURL: publicURL}, nil
+	return &actionsConfig{signer: s, baseURL: a.PublicURL, grace: a.Grace}, nil
 }
 
-// DefaultGrace is how long a completion URL outlives its action's deadline.
-const DefaultGrace = time.Hour
+// defaultGrace is how long a completion URL outlives its action's deadline.
+const defaultGrace = time.Hour
 
-// ActionsPath is the API route prefix of completion URLs.
-//
-// Deprecated: use signals.ActionsPath, where the rules of delegated actions live.
-const ActionsPath = signals.ActionsPath
+// url returns the completion URL of a token.
+func (c *actionsConfig) url(token string) string { return signals.CompletionURL(c.baseURL, token) }
 
-// URL returns the completion URL of a token.
-func (c *ActionsConfig) URL(token string) string { return signals.CompletionURL(c.BaseURL, token) }
-
-// ActionID derives a delegated call's action id from its turn workflow and
-// call.
-//
-// Deprecated: use signals.ActionID.
-func ActionID(turnWorkflowID, callID string) string { return signals.ActionID(turnWorkflowID, callID) }
-
-// ResultKind marks a completion payload built by eve.
-//
-// Deprecated: use signals.ResultKind.
-const ResultKind = signals.ResultKind
-
-// ActionResult is the payload that completes a delegated activity.
-//
-// Deprecated: use signals.ActionResult.
-type ActionResult = signals.ActionResult
-
-// DecodeActionResult reads what a delegated activity completed with.
-//
-// Deprecated: use signals.DecodeActionResult, or ActionState.Observe.
-func DecodeActionResult(raw json.RawMessage) ActionResult { return signals.DecodeActionResult(raw) }
-
-// OutcomeOf is a delegated call's result (signals.ActionState.Observe or
-// End) as the tool outcome the workflow records.
-func OutcomeOf(r signals.ActionResult) ToolOutcome {
-	if r.Status == protocol.StatusFailed {
-		e := r.Error
-		if e == nil {
-			e = &protocol.ActionError{Code: protocol.CodeToolExecution, Message: "the job failed"}
-		}
-		out := FailedOutcome(e.Code, e.Message)
-		out.Error = e // keeps the job's own error name
-		return out
-	}
-	return ToolOutcome{Status: protocol.StatusCompleted, Output: r.Output}
-}
-
-func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools.Tool, in ExecuteToolInput) (ToolOutcome, error) {
-	if a.Actions == nil || a.Actions.signer == nil {
-		return ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+func (a *activitySet) delegate(ctx context.Context, tctx *tools.Context, t *tools.Tool, in work.ExecuteToolInput) (work.ToolOutcome, error) {
+	if a.actions == nil || a.actions.signer == nil {
+		return work.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("tool %s is delegated, but this worker has no action secret: set EVE_ACTION_SECRET (shared with the API server) and EVE_PUBLIC_URL", t.Name),
-			ErrTypeBadConfig, nil)
+			work.ErrTypeBadConfig, nil)
 	}
 	info := activity.GetInfo(ctx)
-	grace := a.Actions.Grace
+	grace := a.actions.grace
 	if grace <= 0 {
-		grace = DefaultGrace
+		grace = defaultGrace
 	}
-	token := a.Actions.signer.Sign(capability.Claims{
+	token := a.actions.signer.Sign(capability.Claims{
 		Namespace: info.WorkflowNamespace, SessionID: in.Session.ID,
 		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
 		ActionID: in.ActionID, Tool: t.Name, Expires: in.Deadline.Add(grace).Unix(),
 	})
 	action := tools.Action{
 		ID:         in.ActionID,
-		Completion: tools.Completion{ID: in.ActionID, URL: a.Actions.URL(token)},
+		Completion: tools.Completion{ID: in.ActionID, URL: a.actions.url(token)},
 		TaskToken:  info.TaskToken,
 		Deadline:   in.Deadline,
 	}
@@ -118,13 +84,13 @@ func (a *Activities) delegate(ctx context.Context, tctx *tools.Context, t *tools
 	if err != nil {
 		msg := fmt.Sprintf("tool %s could not start its job: %v", t.Name, err)
 		if tools.IsNonRetryable(err) {
-			return ToolOutcome{}, temporal.NewNonRetryableApplicationError(msg, ErrTypeTool, err)
+			return work.ToolOutcome{}, temporal.NewNonRetryableApplicationError(msg, work.ErrTypeTool, err)
 		}
-		return ToolOutcome{}, temporal.NewApplicationErrorWithCause(msg, ErrTypeTool, err)
+		return work.ToolOutcome{}, temporal.NewApplicationErrorWithCause(msg, work.ErrTypeTool, err)
 	}
 	if pending.ActionID() != in.ActionID {
-		return ToolOutcome{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("tool %s must return action.Pending() of the action it was given", t.Name), ErrTypeTool, nil)
+		return work.ToolOutcome{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tool %s must return action.Pending() of the action it was given", t.Name), work.ErrTypeTool, nil)
 	}
-	return ToolOutcome{}, activity.ErrResultPending
+	return work.ToolOutcome{}, activity.ErrResultPending
 }

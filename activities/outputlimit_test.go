@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
@@ -38,10 +39,10 @@ func TestExecuteToolOutputLimit(t *testing.T) {
 		sized("tiny", 10, `{"type":"object","required":["never"]}`), // the size check comes before the schema check (a string breaks this schema)
 	)
 	var logs bytes.Buffer
-	a := &Activities{Tools: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
-	run := func(tool string, n int) ToolOutcome {
+	a := newActivitySet(Options{Tools: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	run := func(tool string, n int) work.ToolOutcome {
 		t.Helper()
-		out, err := a.ExecuteTool(context.Background(), ExecuteToolInput{CallID: "call_" + tool, ToolName: tool, Input: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`)})
+		out, err := a.ExecuteTool(context.Background(), work.ExecuteToolInput{CallID: "call_" + tool, ToolName: tool, Input: json.RawMessage(`{"n":` + strconv.Itoa(n) + `}`)})
 		if err != nil {
 			t.Fatalf("%s(%d): activity error %v, want an outcome", tool, n, err)
 		}
@@ -98,19 +99,19 @@ func TestExecuteToolOutputLimit(t *testing.T) {
 func TestPlanCarriesOutputLimit(t *testing.T) {
 	def, big := sized("a", 0, ""), sized("b", 3<<20, "")
 	tools.NewRegistry().MustRegister(def, big)
-	if p := PlanCall(def, model.ToolCall{ID: "c", Name: "a", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != tools.DefaultMaxOutputBytes {
+	if p := work.PlanCall(def, model.ToolCall{ID: "c", Name: "a", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != tools.DefaultMaxOutputBytes {
 		t.Fatalf("default plan limit %d", p.MaxOutputBytes)
 	}
-	if p := PlanCall(big, model.ToolCall{ID: "c", Name: "b", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != 3<<20 {
+	if p := work.PlanCall(big, model.ToolCall{ID: "c", Name: "b", Input: json.RawMessage(`{}`)}); p.MaxOutputBytes != 3<<20 {
 		t.Fatalf("override plan limit %d", p.MaxOutputBytes)
 	}
 }
 
 func TestCheckOutputSize(t *testing.T) {
-	if CheckOutputSize("t", make([]byte, 10), 10) != nil || CheckOutputSize("t", make([]byte, 11), 0) != nil {
+	if work.CheckOutputSize("t", make([]byte, 10), 10) != nil || work.CheckOutputSize("t", make([]byte, 11), 0) != nil {
 		t.Fatal("at the limit, or an unknown limit, must pass")
 	}
-	err := CheckOutputSize("run_report", make([]byte, 11), 10)
+	err := work.CheckOutputSize("run_report", make([]byte, 11), 10)
 	if err == nil || !strings.Contains(err.Error(), "output is 11 bytes; tool run_report accepts at most 10") {
 		t.Fatalf("err = %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -20,8 +21,8 @@ func TestExecuteToolPanics(t *testing.T) {
 	reg.MustRegister(&tools.Tool{Name: "crash", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Execute: func(*tools.Context, json.RawMessage) (any, error) { panic("nil map write") }})
 	var logs bytes.Buffer
-	a := &Activities{Tools: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
-	out, err := a.ExecuteTool(context.Background(), ExecuteToolInput{CallID: "call_1", ToolName: "crash", Input: json.RawMessage(`{}`)})
+	a := newActivitySet(Options{Tools: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	out, err := a.ExecuteTool(context.Background(), work.ExecuteToolInput{CallID: "call_1", ToolName: "crash", Input: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatalf("activity error %v, want an outcome", err)
 	}

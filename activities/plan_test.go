@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/approval"
-	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/tools"
@@ -52,8 +52,8 @@ func TestPlanCallPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Tools: reg, Model: callsModel{calls}, Conversations: conversation.New(store)}
-	out, err := a.ModelStep(context.Background(), ModelStepInput{SessionID: "s", TurnID: "t"})
+	a := newActivitySet(Options{Tools: reg, Model: callsModel{calls}, Store: store})
+	out, err := a.ModelStep(context.Background(), work.ModelStepInput{SessionID: "s", TurnID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPlanCallPinned(t *testing.T) {
 	}
 	for i, p := range out.Plans {
 		tl, _ := reg.Get(calls[i].Name)
-		direct := PlanCall(tl, calls[i])
+		direct := work.PlanCall(tl, calls[i])
 		got, _ := json.Marshal(p)
 		again, _ := json.Marshal(direct)
 		if string(got) != want[i] || string(again) != want[i] {
@@ -88,15 +88,15 @@ func TestPlanCallEditable(t *testing.T) {
 	if err := tools.NewRegistry().Register(pay); err != nil {
 		t.Fatal(err)
 	}
-	p := PlanCall(pay, model.ToolCall{ID: "c1", Name: "pay", Input: json.RawMessage(`{"n":1}`)})
+	p := work.PlanCall(pay, model.ToolCall{ID: "c1", Name: "pay", Input: json.RawMessage(`{"n":1}`)})
 	if !p.Editable || string(p.InputSchema) != string(obj) {
 		t.Fatalf("plan %+v", p)
 	}
-	if p := PlanCall(pay, model.ToolCall{ID: "c2", Name: "pay", Input: json.RawMessage(`{"n":"x"}`)}); p.Editable || p.InputSchema != nil || p.InputError == "" {
+	if p := work.PlanCall(pay, model.ToolCall{ID: "c2", Name: "pay", Input: json.RawMessage(`{"n":"x"}`)}); p.Editable || p.InputSchema != nil || p.InputError == "" {
 		t.Fatalf("plan of invalid input %+v", p)
 	}
 	for _, tl := range planTools() {
-		if p := PlanCall(tl, model.ToolCall{ID: "c3", Name: tl.Name, Input: json.RawMessage(`{"n":1}`)}); p.Editable || p.InputSchema != nil {
+		if p := work.PlanCall(tl, model.ToolCall{ID: "c3", Name: tl.Name, Input: json.RawMessage(`{"n":1}`)}); p.Editable || p.InputSchema != nil {
 			t.Fatalf("%s: plan %+v", tl.Name, p)
 		}
 	}

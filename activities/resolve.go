@@ -12,58 +12,27 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
-// ResolveToolsName is the resolver activity.
-const ResolveToolsName = "eve.ResolveTools"
-
-// ErrTypeResolve marks a resolver failure (non-retryable when it is a
-// definition error such as two resolvers returning one name).
-const ErrTypeResolve = "ResolveError"
-
-// ResolveInput asks the resolvers of one scope for tools.
-type ResolveInput struct {
-	Scope     tools.Scope  `json:"scope"`
-	Session   auth.Session `json:"session"`
-	TurnID    string       `json:"turnId,omitempty"`
-	StepIndex int          `json:"stepIndex,omitempty"`
-}
-
-// DynamicTool is a resolved tool as recorded in history.
-type DynamicTool struct {
-	model.ToolDescriptor
-	Resolver string       `json:"resolver"`
-	System   bool         `json:"system,omitempty"`
-	From     ResolveInput `json:"from"`
-	// Identity is a connection tool's destination as resolved
-	// (tools.Remote.Identity): a call whose tool later resolves to another
-	// fails with CONNECTION_CHANGED.
-	Identity string `json:"identity,omitempty"`
-}
-
 // IdentityChangedError is a connection tool whose destination changed
 // between the resolution a call was planned from and the call.
-type IdentityChangedError struct{ Tool, Connection string }
+type identityChangedError struct{ Tool, Connection string }
 
-func (e *IdentityChangedError) Error() string {
+func (e *identityChangedError) Error() string {
 	return fmt.Sprintf("connection %q changed its endpoint or instance key since the call to %s was planned (and approved): the call is not sent to the new destination; ask for the call again", e.Connection, e.Tool)
 }
 
-// ResolveOutput lists the resolved tools.
-type ResolveOutput struct {
-	Tools []DynamicTool `json:"tools"`
-}
-
-func cacheKey(in ResolveInput, resolver string) string {
+func cacheKey(in work.ResolveInput, resolver string) string {
 	return string(in.Scope) + "\x00" + in.Session.ID + "\x00" + in.TurnID + "\x00" + strconv.Itoa(in.StepIndex) + "\x00" + resolver
 }
 
 // ResolveTools runs the resolvers of one scope.
-func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (ResolveOutput, error) {
-	var out ResolveOutput
+func (a *activitySet) ResolveTools(ctx context.Context, in work.ResolveInput) (work.ResolveOutput, error) {
+	var out work.ResolveOutput
 	owner := map[string]string{}
 	type resolved struct {
 		resolver string
@@ -84,10 +53,10 @@ func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (Resolve
 			}
 			if prev, dup := owner[t.Name]; dup {
 				return out, temporal.NewNonRetryableApplicationError(
-					fmt.Sprintf("resolvers %q and %q both return a tool named %q; tool names must be unique, rename one", prev, r.Name, t.Name), ErrTypeResolve, nil)
+					fmt.Sprintf("resolvers %q and %q both return a tool named %q; tool names must be unique, rename one", prev, r.Name, t.Name), work.ErrTypeResolve, nil)
 			}
 			owner[t.Name] = r.Name
-			d := DynamicTool{
+			d := work.DynamicTool{
 				ToolDescriptor: model.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
 				Resolver:       r.Name, System: r.System, From: in,
 			}
@@ -109,7 +78,7 @@ func (a *Activities) ResolveTools(ctx context.Context, in ResolveInput) (Resolve
 // checkPrefixes enforces that a connection owns its prefix: no static
 // tool, and no other resolver's tool, is named "<connection>" or
 // "<connection>__...".
-func (a *Activities) checkPrefixes(resolver string, ts []*tools.Tool, owner map[string]string) error {
+func (a *activitySet) checkPrefixes(resolver string, ts []*tools.Tool, owner map[string]string) error {
 	for _, t := range ts {
 		if t.Remote == nil {
 			continue
@@ -117,25 +86,25 @@ func (a *Activities) checkPrefixes(resolver string, ts []*tools.Tool, owner map[
 		conn := t.Remote.Connection
 		owns := func(name string) bool { return name == conn || strings.HasPrefix(name, conn+"__") }
 		if !owns(t.Name) {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q: connection tool %q must be named %s__<tool>", resolver, t.Name, conn), ErrTypeResolve, nil)
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q: connection tool %q must be named %s__<tool>", resolver, t.Name, conn), work.ErrTypeResolve, nil)
 		}
 		if a.Tools != nil {
 			for _, s := range a.Tools.List() {
 				if owns(s.Name) {
-					return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the agent's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename the tool or the connection", s.Name, conn, resolver, conn), ErrTypeResolve, nil)
+					return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the agent's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename the tool or the connection", s.Name, conn, resolver, conn), work.ErrTypeResolve, nil)
 				}
 			}
 		}
 		for name, r := range owner {
 			if r != resolver && owns(name) {
-				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename one", r, name, conn, resolver, conn), ErrTypeResolve, nil)
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q's tool %q conflicts with connection %q (resolver %q), which owns the names %s__*: rename one", r, name, conn, resolver, conn), work.ErrTypeResolve, nil)
 			}
 		}
 	}
 	return nil
 }
 
-func (a *Activities) disabled(name string) bool {
+func (a *activitySet) disabled(name string) bool {
 	for _, d := range a.Disabled {
 		if d == name {
 			return true
@@ -147,7 +116,7 @@ func (a *Activities) disabled(name string) bool {
 // resolve returns what r returns for in, from the worker's cache when it
 // can: the model step and the tool executions that follow a resolution look
 // its tools up again by name.
-func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveInput) ([]*tools.Tool, error) {
+func (a *activitySet) resolve(ctx context.Context, r tools.Resolver, in work.ResolveInput) ([]*tools.Tool, error) {
 	return a.cached(cacheKey(in, r.Name), r.Name, func() ([]*tools.Tool, error) {
 		return r.Resolve(tools.ResolveContext{Context: ctx, Session: in.Session, TurnID: in.TurnID, StepIndex: in.StepIndex})
 	})
@@ -155,7 +124,7 @@ func (a *Activities) resolve(ctx context.Context, r tools.Resolver, in ResolveIn
 
 // cached returns what resolve returns, checked, from the worker's cache
 // under key when it can.
-func (a *Activities) cached(key, resolver string, resolve func() ([]*tools.Tool, error)) ([]*tools.Tool, error) {
+func (a *activitySet) cached(key, resolver string, resolve func() ([]*tools.Tool, error)) ([]*tools.Tool, error) {
 	if ts, ok := a.cache.get(key); ok {
 		return ts, nil
 	}
@@ -174,12 +143,12 @@ func (a *Activities) cached(key, resolver string, resolve func() ([]*tools.Tool,
 		err = errors.Join(errs...)
 	}
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", resolver, err), ErrTypeResolve, err)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned invalid tools: %v", resolver, err), work.ErrTypeResolve, err)
 	}
 	seen := make(map[string]bool, len(ts))
 	for _, t := range ts {
 		if seen[t.Name] {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned two tools named %q", resolver, t.Name), ErrTypeResolve, nil)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q returned two tools named %q", resolver, t.Name), work.ErrTypeResolve, nil)
 		}
 		seen[t.Name] = true
 	}
@@ -190,7 +159,7 @@ func (a *Activities) cached(key, resolver string, resolve func() ([]*tools.Tool,
 // lookup finds the tool a call names: a dynamic tool first (it overrides a
 // static tool of the same name), then the agent's static tools, then the
 // tools the tools API lists (for an execution: session is its session).
-func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicTool, session auth.Session) (*tools.Tool, error) {
+func (a *activitySet) lookup(ctx context.Context, name string, dynamic []work.DynamicTool, session auth.Session) (*tools.Tool, error) {
 	for _, d := range dynamic {
 		if d.Name != name {
 			continue
@@ -206,7 +175,7 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 			for _, t := range ts {
 				if t.Name == name {
 					if got := identityOf(t); got != d.Identity {
-						return nil, &IdentityChangedError{Tool: name, Connection: connectionOf(t, name)}
+						return nil, &identityChangedError{Tool: name, Connection: connectionOf(t, name)}
 					}
 					return t, nil
 				}
@@ -231,7 +200,7 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 		for _, t := range ts {
 			if t.Name == name {
 				if err := tools.Compile(t); err != nil {
-					return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q listed an invalid tool: %v", r.Name, err), ErrTypeResolve, err)
+					return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("resolver %q listed an invalid tool: %v", r.Name, err), work.ErrTypeResolve, err)
 				}
 				return t, nil
 			}
@@ -252,7 +221,7 @@ func (a *Activities) lookup(ctx context.Context, name string, dynamic []DynamicT
 		if r.CallerCatalog == nil {
 			continue
 		}
-		ts, err := a.cached(cacheKey(ResolveInput{Scope: scopeCaller, Session: session}, r.Name), r.Name, func() ([]*tools.Tool, error) {
+		ts, err := a.cached(cacheKey(work.ResolveInput{Scope: scopeCaller, Session: session}, r.Name), r.Name, func() ([]*tools.Tool, error) {
 			return r.CallerCatalog(tools.ResolveContext{Context: ctx, Session: session})
 		})
 		if err != nil {
@@ -286,7 +255,7 @@ func connectionOf(t *tools.Tool, name string) string {
 }
 
 // descriptors merges static and dynamic tools for the model.
-func (a *Activities) descriptors(dynamic []DynamicTool) []model.ToolDescriptor {
+func (a *activitySet) descriptors(dynamic []work.DynamicTool) []model.ToolDescriptor {
 	static := a.Tools.Descriptors()
 	if len(dynamic) == 0 {
 		return static

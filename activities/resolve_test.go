@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -31,22 +32,22 @@ func countingResolver(name string, scope tools.Scope, calls *atomic.Int64) tools
 // must stay bounded, keep what is in use, and still find an evicted tool.
 func TestResolverCacheIsBounded(t *testing.T) {
 	var sessionCalls, stepCalls atomic.Int64
-	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{
+	a := newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{
 		countingResolver("connections", tools.ScopeSession, &sessionCalls),
 		countingResolver("scratch", tools.ScopeStep, &stepCalls),
-	}}
+	}})
 	ctx := context.Background()
 	session := auth.Session{ID: "s1"}
-	resolved, err := a.ResolveTools(ctx, ResolveInput{Scope: tools.ScopeSession, Session: session})
+	resolved, err := a.ResolveTools(ctx, work.ResolveInput{Scope: tools.ScopeSession, Session: session})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sessionTools := resolved.Tools
 
 	const steps = 10_000
-	var first []DynamicTool
+	var first []work.DynamicTool
 	for i := range steps {
-		out, err := a.ResolveTools(ctx, ResolveInput{Scope: tools.ScopeStep, Session: session, TurnID: "t1", StepIndex: i})
+		out, err := a.ResolveTools(ctx, work.ResolveInput{Scope: tools.ScopeStep, Session: session, TurnID: "t1", StepIndex: i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,9 +88,9 @@ func TestResolverCacheIsBounded(t *testing.T) {
 // resolver returned, without calling the resolver again.
 func TestLookupUsesCachedResolution(t *testing.T) {
 	var calls atomic.Int64
-	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("scratch", tools.ScopeTurn, &calls)}}
+	a := newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("scratch", tools.ScopeTurn, &calls)}})
 	ctx := context.Background()
-	in := ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s1"}, TurnID: "t1"}
+	in := work.ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s1"}, TurnID: "t1"}
 	out, err := a.ResolveTools(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -130,14 +131,14 @@ func TestResolverCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func TestResolvedToolsPassCheckTool(t *testing.T) {
 	var calls atomic.Int64
 	refuse := errors.New("name.format: no")
-	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("bad", tools.ScopeSession, &calls)},
+	a := newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{countingResolver("bad", tools.ScopeSession, &calls)},
 		CheckTool: func(tl *tools.Tool) error {
 			if tl.Name == "bad" {
 				return refuse
 			}
 			return nil
-		}}
-	in := ResolveInput{Scope: tools.ScopeSession, Session: auth.Session{ID: "s1"}}
+		}})
+	in := work.ResolveInput{Scope: tools.ScopeSession, Session: auth.Session{ID: "s1"}}
 	for range 2 {
 		_, err := a.ResolveTools(context.Background(), in)
 		if !errors.Is(err, refuse) || !strings.Contains(err.Error(), `"bad-resolver"`) || !strings.Contains(err.Error(), `"bad"`) {
@@ -164,8 +165,8 @@ func TestConnectionOwnsItsPrefix(t *testing.T) {
 	if err := static.Register(&tools.Tool{Name: "linear__create", Description: "d", InputSchema: obj, Execute: run}); err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Tools: static, Resolvers: []tools.Resolver{remote("conns")}}
-	_, err := a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+	a := newActivitySet(Options{Tools: static, Resolvers: []tools.Resolver{remote("conns")}})
+	_, err := a.ResolveTools(context.Background(), work.ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
 	if err == nil || !strings.Contains(err.Error(), `"linear__create"`) || !strings.Contains(err.Error(), `connection "linear"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -173,14 +174,14 @@ func TestConnectionOwnsItsPrefix(t *testing.T) {
 		return []*tools.Tool{{Name: "linear__x", Description: "d", InputSchema: obj, Execute: run}}, nil
 	}}
 	for _, order := range [][]tools.Resolver{{other, remote("conns")}, {remote("conns"), other}} {
-		a = &Activities{Tools: tools.NewRegistry(), Resolvers: order}
-		_, err = a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+		a = newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: order})
+		_, err = a.ResolveTools(context.Background(), work.ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
 		if err == nil || !strings.Contains(err.Error(), `"linear__x"`) || !strings.Contains(err.Error(), `"authored"`) {
 			t.Fatalf("err = %v", err)
 		}
 	}
-	a = &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{remote("conns")}}
-	out, err := a.ResolveTools(context.Background(), ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
+	a = newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{remote("conns")}})
+	out, err := a.ResolveTools(context.Background(), work.ResolveInput{Scope: tools.ScopeTurn, Session: auth.Session{ID: "s"}, TurnID: "t"})
 	if err != nil || len(out.Tools) != 1 || out.Tools[0].Identity != "sha256:1" {
 		t.Fatalf("resolved %+v, %v", out, err)
 	}
@@ -205,7 +206,7 @@ func TestLookupCallerCatalog(t *testing.T) {
 				Remote:  &tools.Remote{Connection: user, Tool: "list"},
 			}}, nil
 		}}
-	a := &Activities{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{r}}
+	a := newActivitySet(Options{Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{r}})
 	ctx := context.Background()
 	exec := func(id, user string) auth.Session {
 		// As the execution workflow's session: the caller with the

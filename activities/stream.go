@@ -6,17 +6,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 )
 
 // StreamFlushInterval coalesces text deltas: one signal per interval keeps
 // a turn's history small while clients still see text as it is written.
-const StreamFlushInterval = 150 * time.Millisecond
+const streamFlushInterval = 150 * time.Millisecond
 
 // streamer returns the model's stream callback and a final flush. Deltas
 // are best effort: message.completed remains the source of truth.
-func (a *Activities) streamer(ctx context.Context, in ModelStepInput) (model.Stream, func()) {
+func (a *activitySet) streamer(ctx context.Context, in work.ModelStepInput) (model.Stream, func()) {
 	if in.StreamTo == "" || a.Client == nil {
 		return nil, func() {}
 	}
@@ -42,7 +43,7 @@ func (a *Activities) streamer(ctx context.Context, in ModelStepInput) (model.Str
 		mu.Lock()
 		defer mu.Unlock()
 		buf.WriteString(delta)
-		if time.Since(last) >= StreamFlushInterval {
+		if time.Since(last) >= streamFlushInterval {
 			send()
 		}
 	}

@@ -8,21 +8,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/internal/query"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
-// TurnEventsName reads the events of a turn that ended abnormally.
-const TurnEventsName = "eve.TurnEvents"
-
-// ErrTypeNoClient is the error type of activities that need the worker's
-// Temporal client on a worker whose agent has none.
-const ErrTypeNoClient = "NoClient"
-
 // client is the worker's client, which these activities need.
-func (a *Activities) client() (client.Client, error) {
+func (a *activitySet) client() (client.Client, error) {
 	if a.Client == nil {
-		return nil, temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Agent.Client)", ErrTypeNoClient, nil)
+		return nil, temporal.NewNonRetryableApplicationError("the worker's agent has no Temporal client (agent.Host.Client)", work.ErrTypeNoClient, nil)
 	}
 	return a.Client, nil
 }
@@ -33,7 +27,7 @@ func (a *Activities) client() (client.Client, error) {
 // (terminated by an operator, timed out), so the indexes a stream has read
 // keep their events. It reads and changes nothing, so running it again
 // when the session's workflow task fails is harmless.
-func (a *Activities) TurnEvents(ctx context.Context, workflowID string) ([]protocol.Event, error) {
+func (a *activitySet) TurnEvents(ctx context.Context, workflowID string) ([]protocol.Event, error) {
 	c, err := a.client()
 	if err != nil {
 		return nil, err

@@ -12,12 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/activities"
-	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -25,7 +23,10 @@ import (
 	"github.com/eve-temporal/eve/workflows"
 )
 
-// Agent is one agent definition.
+// Agent is one agent definition: what an app declares — its name, model,
+// tools, policies, limits and prompts. What the process running it wires
+// in (a Temporal client, the payload store, a logger, completion URLs) is
+// its Host, which eve's commands and eve.NewWorker build.
 type Agent struct {
 	// Name names the agent in session.started, /eve/v1/info and the memo,
 	// and is an app binary's default task queue (EVE_TASK_QUEUE overrides it).
@@ -46,34 +47,11 @@ type Agent struct {
 	// Resolvers add tools at session, turn or step start.
 	Resolvers []tools.Resolver
 	// StreamText records streamed model text as message.appended events
-	// (needs Client, and a regular model activity: LocalModel false).
+	// (needs Host.Client, and a regular model activity: LocalModel false).
 	StreamText bool
-	// Client is the worker's Temporal client: model steps signal text
-	// deltas with it (StreamText), and a session reads the events of a turn
-	// that ended abnormally with it. It must be the client the worker was
-	// created with.
-	Client client.Client
 	// ContinueAsNewAfterTurns, when positive, starts a session's next run
 	// after that many turns (besides when Temporal suggests it).
 	ContinueAsNewAfterTurns int
-	// SearchAttributes records session status in eve's search attributes
-	// (set it only when the namespace has them; workerhost checks).
-	SearchAttributes bool
-	// InboxAttributes lists parked turns' open requests in the inbox's
-	// search attributes (with SearchAttributes; set it only when the
-	// namespace has them too; workerhost checks).
-	InboxAttributes bool
-	// Actions signs completion URLs of delegated tools.
-	Actions *Actions
-	Logger  *slog.Logger
-	// Store holds the conversation and large payloads; use the store the
-	// worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE).
-	// Required.
-	Store payloadstore.Store
-	// Notifier, when set, hears "session X now holds N events" as the
-	// workflows record events, so API servers stream by push instead of
-	// polling (internal/notify; eve's worker sets it from EVE_NOTIFY).
-	Notifier Notifier
 	// ContextWindow is the model's context window in tokens (default
 	// 200,000). The conversation is compacted automatically when it
 	// reaches CompactAt of it.
@@ -165,25 +143,49 @@ func (a *Agent) sessionLimits() (workflows.SessionLimits, error) {
 	return l, nil
 }
 
-// Actions is what a worker needs to hand out completion URLs of delegated
-// tools.
-type Actions struct {
-	// Secret signs completion URLs: at least 16 bytes, the same
-	// EVE_ACTION_SECRET the API servers verify them with.
-	Secret []byte
-	// PublicURL roots the URLs: the API server as external jobs reach it
-	// (EVE_PUBLIC_URL, e.g. https://eve.example.com).
-	PublicURL string
-	// Grace keeps a URL valid after its action's deadline, so a late job
-	// is told 410 rather than 401 (default 1 h).
-	Grace time.Duration
+// Host is what the process that runs an agent wires in: a worker's
+// Temporal client, its payload store, its logger, the completion URLs of
+// delegated tools, the bus that tells API servers of new events, and which
+// search attributes the namespace has. eve's commands and eve.NewWorker
+// build it from their flags and environment; an app that builds its own
+// Temporal worker fills it for Register (Client and Store at least).
+type Host struct {
+	// Client is the worker's Temporal client: model steps signal text
+	// deltas with it (Agent.StreamText), and a session reads the events of
+	// a turn that ended abnormally with it. It must be the client the
+	// worker was created with.
+	Client client.Client
+	// Store holds the conversation and large payloads; use the store the
+	// worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE).
+	// Required.
+	Store  payloadstore.Store
+	Logger *slog.Logger
+	// Actions sign completion URLs of delegated tools (nil: they fail,
+	// saying so).
+	Actions *Actions
+	// Notifier, when set, hears "session X now holds N events" as the
+	// workflows record events, so API servers stream by push instead of
+	// polling (eve's worker sets it from EVE_NOTIFY).
+	Notifier Notifier
+	// SearchAttributes records session status in eve's search attributes
+	// (set it only when the namespace has them; eve's worker checks).
+	SearchAttributes bool
+	// InboxAttributes lists parked turns' open requests in the inbox's
+	// search attributes (with SearchAttributes; set it only when the
+	// namespace has them too; eve's worker checks).
+	InboxAttributes bool
 }
+
+// Actions configure the completion URLs of delegated tools: Secret (at
+// least 16 bytes, the same EVE_ACTION_SECRET the API servers verify them
+// with), PublicURL (the API server as external jobs reach it,
+// EVE_PUBLIC_URL) and Grace (how long a URL outlives its action's
+// deadline, so a late job is told 410 rather than 401; default 1 h).
+type Actions = activities.Actions
 
 // Notifier hears "session X now holds N events" as the workflows record
 // events (outside replay), so API servers can stream by push.
-type Notifier interface {
-	Notify(sessionID string, events int)
-}
+type Notifier = workflows.Notifier
 
 // Builtins are the tools eve adds to every agent unless disabled.
 func Builtins() []*tools.Tool { return []*tools.Tool{tools.AskQuestion()} }
@@ -248,8 +250,9 @@ func builtinNames(ts []*tools.Tool) string {
 	return strings.Join(names, ", ")
 }
 
-// Register adds eve's workflows and the agent's activities to w.
-func Register(w worker.Registry, a *Agent) error {
+// Register adds eve's workflows and the agent's activities to w, run with
+// what h wires in.
+func Register(w worker.Registry, a *Agent, h Host) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")
 	}
@@ -271,18 +274,11 @@ func Register(w worker.Registry, a *Agent) error {
 			scopes = append(scopes, string(r.Scope))
 		}
 	}
-	if a.Store == nil {
-		return fmt.Errorf("register agent %s: a payload store is required: set Agent.Store to the store the worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE, e.g. file:.eve/payloads or s3://bucket/prefix)", a.Name)
+	if h.Store == nil {
+		return fmt.Errorf("register agent %s: a payload store is required: set Host.Store to the store the worker's client uses (payloadstore.FromEnv reads EVE_PAYLOAD_STORE, e.g. file:.eve/payloads or s3://bucket/prefix)", a.Name)
 	}
 	if a.CompactAt > 1 {
 		return fmt.Errorf("register agent %s: CompactAt is %v; want a share of the context window in (0, 1], or negative to turn automatic compaction off", a.Name, a.CompactAt)
-	}
-	var actions *activities.ActionsConfig
-	if a.Actions != nil {
-		if actions, err = activities.NewActionsConfig(a.Actions.Secret, a.Actions.PublicURL); err != nil {
-			return fmt.Errorf("register agent %s: %w", a.Name, err)
-		}
-		actions.Grace = a.Actions.Grace
 	}
 	limits, err := a.sessionLimits()
 	if err != nil {
@@ -294,46 +290,31 @@ func Register(w worker.Registry, a *Agent) error {
 	if err := a.InputReminders.Check(); err != nil {
 		return fmt.Errorf("register agent %s: InputReminders: %w", a.Name, err)
 	}
-	rt := &workflows.Runtime{Config: workflows.Config{
+	opts := activities.Options{Tools: reg, Model: a.Model, System: a.System, Resolvers: a.Resolvers, Disabled: a.Disable,
+		CheckTool: toolcatalog.Check, OnReminder: a.OnReminder, Store: h.Store, Client: h.Client, Logger: h.Logger, Actions: h.Actions}
+	if sub, ok := h.Notifier.(activities.Subscriber); ok {
+		opts.Changes = sub // a bus (notify.Bus) tells waiting calls of answers
+	}
+	if err := activities.Register(w, opts); err != nil {
+		return fmt.Errorf("register agent %s: %w", a.Name, err)
+	}
+	workflows.Register(w, workflows.Config{
 		Limits:                  limits,
 		SessionLifetime:         lifetime(a.SessionLifetime),
 		InputDeadline:           max(a.InputDeadline, 0),
 		InputReminders:          a.InputReminders,
 		ReminderHook:            a.OnReminder != nil,
 		ResolverScopes:          scopes,
-		SearchAttributes:        a.SearchAttributes,
-		NoInbox:                 !a.InboxAttributes,
+		SearchAttributes:        h.SearchAttributes,
+		NoInbox:                 !h.InboxAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
-		StreamText:              a.StreamText && a.Client != nil && !a.LocalModel,
+		StreamText:              a.StreamText && h.Client != nil && !a.LocalModel,
 		AgentName:               a.Name,
 		ModelID:                 a.Model.ID(),
 		MaxSteps:                a.MaxSteps,
 		LocalModel:              a.LocalModel,
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
-	}}
-	if a.Notifier != nil {
-		rt.Notifier = a.Notifier
-	}
-	rt.Register(w)
-	rt.RegisterExecutions(w)
-	acts := &activities.Activities{Tools: reg, Model: a.Model, System: a.System, Logger: a.Logger, Actions: actions, CheckTool: toolcatalog.Check,
-		Resolvers: a.Resolvers, Disabled: a.Disable, Client: a.Client, Conversations: conversation.New(a.Store)}
-	if a.OnReminder != nil {
-		acts.OnReminder = a.OnReminder
-	}
-	if sub, ok := a.Notifier.(activities.Subscriber); ok {
-		acts.Changes = sub // a bus (notify.Bus) tells waiting calls of answers
-	}
-	w.RegisterActivityWithOptions(acts.ModelStep, activity.RegisterOptions{Name: activities.ModelStepName})
-	w.RegisterActivityWithOptions(acts.ExecuteTool, activity.RegisterOptions{Name: activities.ExecuteToolName})
-	w.RegisterActivityWithOptions(acts.ResolveTools, activity.RegisterOptions{Name: activities.ResolveToolsName})
-	w.RegisterActivityWithOptions(acts.EvaluateApproval, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
-	w.RegisterActivityWithOptions(acts.EvaluateResponse, activity.RegisterOptions{Name: activities.EvaluateResponseName})
-	w.RegisterActivityWithOptions(acts.AppendConversation, activity.RegisterOptions{Name: activities.AppendConversationName})
-	w.RegisterActivityWithOptions(acts.ReviseConversation, activity.RegisterOptions{Name: activities.ReviseConversationName})
-	w.RegisterActivityWithOptions(acts.Compact, activity.RegisterOptions{Name: activities.CompactName})
-	w.RegisterActivityWithOptions(acts.TurnEvents, activity.RegisterOptions{Name: activities.TurnEventsName})
-	w.RegisterActivityWithOptions(acts.Remind, activity.RegisterOptions{Name: activities.RemindName})
+	}, h.Notifier)
 	return nil
 }

@@ -386,10 +386,10 @@ func TestAPIOpenModeLoopbackOnly(t *testing.T) {
 	}
 	wantError(t, r, 403, api.CodeForbiddenOrigin, "EVE_CORS_ORIGINS")
 	// New refuses an open server on 0.0.0.0 unless told to accept it.
-	if _, err := api.New(api.Options{Sessions: e.Sessions, Addr: "0.0.0.0:4111"}); err == nil || !strings.Contains(err.Error(), "--insecure-open") {
+	if _, err := api.New(api.Options{Sessions: e.Sessions, ServerOptions: api.ServerOptions{Addr: "0.0.0.0:4111"}}); err == nil || !strings.Contains(err.Error(), "--insecure-open") {
 		t.Fatalf("open on 0.0.0.0: %v", err)
 	}
-	if _, err := api.New(api.Options{Sessions: e.Sessions, Addr: "0.0.0.0:4111", InsecureOpen: true}); err != nil {
+	if _, err := api.New(api.Options{Sessions: e.Sessions, ServerOptions: api.ServerOptions{Addr: "0.0.0.0:4111", InsecureOpen: true}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -159,13 +160,12 @@ func TestAPITwoServersPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Notifier = bus()
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Notifier: bus()})
 	busA, busB := bus(), bus()
-	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Notify = busA })
+	srvA := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys; o.Bus = busA })
 	srvB := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys
-		o.Notify = busB
+		o.Bus = busB
 		o.HeartbeatInterval = 50 * time.Millisecond
 	})
 	alice := srvA.as("key-alice")

@@ -37,7 +37,7 @@ type apiEnv struct {
 // adjusts the server's options (nil: defaults, open server).
 func newAPIEnv(t testing.TB, env *evetest.Env, mut func(*api.Options)) *apiEnv {
 	t.Helper()
-	opts := api.Options{Sessions: env.Sessions, PollInterval: 5 * time.Millisecond, Notify: env.Bus}
+	opts := api.Options{Sessions: env.Sessions, ServerOptions: api.ServerOptions{PollInterval: 5 * time.Millisecond}, Bus: env.Bus}
 	if mut != nil {
 		mut(&opts)
 	}

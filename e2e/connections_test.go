@@ -587,7 +587,6 @@ func TestConnectionUserTokenNeverRecorded(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	set.Logger = logger
 	a := connectionAgent(t, secureRules, set)
-	a.Logger = logger
 	env := evetest.New(t)
 	c, err := env.Server.Dial(client.Options{Logger: sdklog.NewStructuredLogger(logger)})
 	if err != nil {
@@ -595,7 +594,7 @@ func TestConnectionUserTokenNeverRecorded(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	env.Client, env.Sessions.Client = c, c
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Logger: logger})
 	ctx := env.Ctx(90 * time.Second)
 
 	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "echo", Wait: true})

@@ -35,13 +35,12 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 		t.Fatal(err)
 	}
 	actions, _, _ := env.Actions()
-	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, Actions: actions,
-		SearchAttributes: true, InboxAttributes: true, InputDeadline: time.Hour} // the inbox counts each deadline down
-	env.StartWorker(a)
+	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, InputDeadline: time.Hour} // the inbox counts each deadline down
+	env.StartWorkerHost(a, agent.Host{Actions: actions, SearchAttributes: true, InboxAttributes: true})
 	e := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys
 		o.Info = api.AgentInfo(a)
-		o.TemporalUIWorkflowURL = "http://localhost:8233/namespaces/default/workflows"
+		o.TemporalUIURL = "http://localhost:8233" // the console links turns to its workflows page of namespace "default"
 	})
 	t.Cleanup(func() { cancelOpenRequests(t, e) })
 	return e, jobs

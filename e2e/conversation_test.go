@@ -19,7 +19,6 @@ import (
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 const echoRules = `
@@ -185,6 +184,7 @@ func TestLongSessionOfLargeMessages(t *testing.T) {
 	// Hundreds of 200 KB turns pass the default 40M-token input budget,
 	// which would park the session on its Continue prompt (limits_test.go).
 	a.MaxInputTokensPerSession = -1
+	a.ContextWindow = 200_000 // the default, which the conversation stays within
 	env.StartWorker(a)
 	ctx := env.Ctx(30 * time.Minute)
 	id, err := env.Sessions.Create(ctx, "", alice)
@@ -210,7 +210,7 @@ func TestLongSessionOfLargeMessages(t *testing.T) {
 		t.Fatalf("last turn: %+v", r.Outcome)
 	}
 	sum, err := env.Sessions.Summary(ctx, id)
-	if err != nil || sum.Turns != turns+1 || sum.Conversation == nil || sum.Conversation.Tokens() > workflows.DefaultContextWindow {
+	if err != nil || sum.Turns != turns+1 || sum.Conversation == nil || sum.Conversation.Tokens() > a.ContextWindow {
 		t.Fatalf("summary: %d turns, conversation %+v, %v", sum.Turns, sum.Conversation, err)
 	}
 	// 200 KB a turn, 800 KB of context window: compacted every few turns.
@@ -253,7 +253,7 @@ func TestLongSessionOfLargeMessages(t *testing.T) {
 	t.Logf("the largest turn history: %d bytes", biggest)
 }
 
-// A session with workflows.MaxQueuedMessages messages waiting refuses the
+// A session with signals.MaxQueuedMessages messages waiting refuses the
 // next with 429 and Retry-After (nothing recorded); every message it
 // accepted gets its turn.
 func TestAPIQueueFullIsTooManyRequests(t *testing.T) {
@@ -271,7 +271,7 @@ func TestAPIQueueFullIsTooManyRequests(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the first turn's tool never started")
 	}
-	for i := range workflows.MaxQueuedMessages {
+	for i := range signals.MaxQueuedMessages {
 		r := e.do(t, "POST", "/eve/v1/session/"+acc.SessionID, map[string]any{"message": fmt.Sprintf("short %d", i), "turnPolicy": "queue"}, nil)
 		if r.Status != http.StatusAccepted {
 			t.Fatalf("message %d: %d %s", i, r.Status, r.Body)
@@ -290,13 +290,13 @@ func TestAPIQueueFullIsTooManyRequests(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		evs = e.snapshot(t, acc.SessionID)
-		if len(evetest.Of(evs, protocol.TurnCompleted)) == workflows.MaxQueuedMessages || time.Now().After(deadline) {
+		if len(evetest.Of(evs, protocol.TurnCompleted)) == signals.MaxQueuedMessages || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != workflows.MaxQueuedMessages {
-		t.Fatalf("%d of %d queued messages completed", n, workflows.MaxQueuedMessages)
+	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != signals.MaxQueuedMessages {
+		t.Fatalf("%d of %d queued messages completed", n, signals.MaxQueuedMessages)
 	}
 	for _, ev := range evetest.Of(evs, protocol.MessageReceived) {
 		if strings.Contains(string(ev.Data), "one too many") {

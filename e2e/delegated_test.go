@@ -57,17 +57,15 @@ type delegatedEnv struct {
 	*evetest.Env
 	jobs chan job
 	mk   func() *agent.Agent
+	// host signs the agent's completion URLs.
+	host agent.Host
 }
 
 func newDelegatedEnv(t *testing.T, env *evetest.Env, deadline time.Duration, instant bool) *delegatedEnv {
 	cfg, _, _ := env.Actions()
 	jobs := make(chan job, 10)
-	mk := func() *agent.Agent {
-		a := evetest.Agent(t, reportRules, reportTool(jobs, deadline, instant))
-		a.Actions = cfg
-		return a
-	}
-	return &delegatedEnv{Env: env, jobs: jobs, mk: mk}
+	mk := func() *agent.Agent { return evetest.Agent(t, reportRules, reportTool(jobs, deadline, instant)) }
+	return &delegatedEnv{Env: env, jobs: jobs, mk: mk, host: agent.Host{Actions: cfg}}
 }
 
 func (d *delegatedEnv) start(t *testing.T) (string, job) {
@@ -117,7 +115,7 @@ func post(t *testing.T, url string, body string) (int, string) {
 func TestDelegatedCompletionBeforeExecuteReturns(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, true)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	res, err := env.Sessions.CreateAndSend(env.Ctx(30*time.Second), "", alice, signals.SendRequest{Message: "report"})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +128,7 @@ func TestDelegatedCompletionBeforeExecuteReturns(t *testing.T) {
 func TestDelegatedDuplicateConflictInvalidAndTaskWaiting(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	if j.Action.ID == "" || !strings.HasPrefix(j.Action.ID, "act_") || len(j.Action.TaskToken) == 0 || j.Action.Deadline.IsZero() {
 		t.Fatalf("action = %+v", j.Action)
@@ -170,7 +168,7 @@ func TestDelegatedDuplicateConflictInvalidAndTaskWaiting(t *testing.T) {
 func TestDelegatedDeadlineThenLateCompletion(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, 1500*time.Millisecond, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	if got := d.reply(t, id); !strings.Contains(got, "deadline exceeded") {
 		t.Fatalf("reply = %q", got)
@@ -189,7 +187,7 @@ func TestDelegatedDeadlineThenLateCompletion(t *testing.T) {
 func TestDelegatedCancellation(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	ctx := env.Ctx(20 * time.Second)
 	if cancel, err := actions.Heartbeat(ctx, j.Action.Completion, map[string]int{"progress": 10}); err != nil || cancel {
@@ -215,7 +213,7 @@ func TestDelegatedCancellation(t *testing.T) {
 func TestDelegatedForgedCapabilityAnsweredAtOnce(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	_, j := d.start(t)
 	u := j.Action.Completion.URL
 	forged := u[:len(u)-3] + "xyz"
@@ -236,10 +234,10 @@ func TestDelegatedForgedCapabilityAnsweredAtOnce(t *testing.T) {
 func TestDelegatedCompletionAfterWorkerRestart(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	stop := env.StartWorker(d.mk())
+	stop := env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	stop()
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	if err := actions.Complete(env.Ctx(20*time.Second), j.Action.Completion, map[string]string{"status": "succeeded", "detail": "after restart"}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,13 +250,13 @@ func TestDelegatedCompletionAfterDevServerRestart(t *testing.T) {
 	srv := devtest.Start(t, devserver.Options{DBFile: filepath.Join(t.TempDir(), "temporal.db")})
 	env := evetest.NewOn(t, srv)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	stop := env.StartWorker(d.mk())
+	stop := env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	stop()
 	if err := srv.Restart(env.Ctx(60 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	if err := actions.Complete(env.Ctx(30*time.Second), j.Action.Completion, map[string]string{"status": "succeeded", "detail": "survived"}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +268,7 @@ func TestDelegatedCompletionAfterDevServerRestart(t *testing.T) {
 func TestActionsHelperRetriesServerErrors(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	// A proxy that fails the first two attempts with 503, then forwards.
 	var hits atomic.Int32

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
@@ -62,7 +63,6 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SearchAttributes, a.InboxAttributes = true, true
 	refund, _ := a.Tools.Get("refund_charge")
 	// The checks before the escalation must run before it: they take a
 	// second or two here (Visibility lists the request first); the time
@@ -71,7 +71,7 @@ func TestEscalationLetsTheSecondGroupSettle(t *testing.T) {
 	refund.Approval = refund.Approval.EscalateAfter(after, "role", "manager")
 	var notices noticeLog
 	a.OnReminder = notices.hook
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
 	e := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys })
 	ctx := e.Ctx(90 * time.Second)
 	turn := parkOver(t, ctx, e.as("key-alice"), "", "refund ch_7 70")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -89,11 +91,14 @@ func TestWorkerOnANamespaceWithoutTheInboxAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Store = env.Server.PayloadStore()
-	if _, err := workerhost.New(c, ns, env.TaskQueue, a, workerhost.LimitsFromEnv(), workerhost.Deployment{}); err != nil {
+	w, err := workerhost.New(c, ns, env.TaskQueue, a, agent.Host{Store: env.Server.PayloadStore()}, workerhost.LimitsFromEnv(), workerhost.Deployment{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.SearchAttributes || a.InboxAttributes {
-		t.Fatalf("status attributes only: SearchAttributes %v, InboxAttributes %v; want status on, inbox off", a.SearchAttributes, a.InboxAttributes)
+	// Status attributes only: status on, inbox off.
+	type attrs struct{ SearchAttributes, InboxAttributes bool }
+	h := w.Host()
+	if diff := cmp.Diff(attrs{SearchAttributes: true}, attrs{h.SearchAttributes, h.InboxAttributes}); diff != "" {
+		t.Fatalf("the worker's search attributes (-want +got):\n%s", diff)
 	}
 }

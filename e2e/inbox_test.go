@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
@@ -29,8 +30,7 @@ func inboxAPI(t *testing.T) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SearchAttributes, a.InboxAttributes = true, true
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
 	return newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys })
 }
 

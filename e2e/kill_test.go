@@ -97,8 +97,7 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
 	}
-	a.Store = store
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/cli"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -78,8 +79,8 @@ func TestMCPTaskSurvivesAKilledProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Actions, _, _ = e.Actions()
-	startExecutionWorker(t, e, a)
+	cfg, _, _ := e.Actions()
+	startExecutionWorkerHost(t, e, a, agent.Host{Actions: cfg})
 	tq := e.TaskQueue
 
 	procA, urlA := startMCPProcess(t, e.Server.Addr, tq, e.Server.PayloadStoreEnv())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/notify"
@@ -290,8 +291,7 @@ func taskStatusNotifications(t *testing.T, delay time.Duration) {
 	env := evetest.New(t)
 	bus := notify.NewLocal()
 	a := evetest.Agent(t, `rules: []`, askTwoTool())
-	a.Notifier = lateCommit{bus, delay}
-	startExecutionWorker(t, env, a)
+	startExecutionWorkerHost(t, env, a, agent.Host{Notifier: lateCommit{bus, delay}})
 	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -154,8 +155,7 @@ func TestOutputLimitDelegatedCompletion(t *testing.T) {
 	cfg, _, _ := env.Actions()
 	jobs := make(chan tools.Action, 4)
 	a := evetest.Agent(t, outputLimitRules, olJob(jobs, 0))
-	a.Actions = cfg
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Actions: cfg})
 	ctx := env.Ctx(90 * time.Second)
 	start := func() (string, tools.Action) {
 		t.Helper()

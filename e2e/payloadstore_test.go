@@ -24,7 +24,7 @@ import (
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/payloadstore/s3test"
 	"github.com/eve-temporal/eve/protocol"
-	"github.com/eve-temporal/eve/workflows"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // keyLog remembers the keys a process put, and those it got before it had
@@ -85,9 +85,8 @@ func TestPayloadStoreAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Store = store
 	w := worker.New(c, tq, worker.Options{})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Start(); err != nil {
@@ -146,7 +145,7 @@ func TestPayloadStoreAcrossProcesses(t *testing.T) {
 
 	// A message well above the offload threshold (and as large as a
 	// session accepts).
-	size := min(300<<10, workflows.MaxMessageBytes)
+	size := min(300<<10, signals.MaxMessageBytes)
 	msg := strings.Repeat("0123456789abcdef", size/16)
 	turn, err := api.SendAndWait(ctx, "", msg, nil)
 	if err != nil {

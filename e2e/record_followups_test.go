@@ -49,12 +49,11 @@ func recordFollowUps(t *testing.T, prefix string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.SearchAttributes, a.InboxAttributes = inbox, inbox
 		var n noticeLog
 		a.OnReminder = n.hook
 		refund, _ := a.Tools.Get("refund_charge")
 		edit(a, refund)
-		env.StartWorker(a)
+		env.StartWorkerHost(a, agent.Host{SearchAttributes: inbox, InboxAttributes: inbox})
 		return env
 	}
 	save := func(env *evetest.Env, name, wid string) {

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/eve-temporal/eve/agent"
@@ -45,22 +44,6 @@ import (
 // that repeat a scenario already saved for the same code.
 const historyDir = "testdata/histories"
 
-func replayer(t *testing.T, rt *workflows.Runtime) worker.WorkflowReplayer {
-	t.Helper()
-	return replayerWith(t, rt, worker.WorkflowReplayerOptions{})
-}
-
-func replayerWith(t *testing.T, rt *workflows.Runtime, opts worker.WorkflowReplayerOptions) worker.WorkflowReplayer {
-	t.Helper()
-	r, err := worker.NewWorkflowReplayerWithOptions(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.Register(r)
-	workflows.RegisterExecutions(r)
-	return r
-}
-
 func historyFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(historyDir, "*.json"))
@@ -74,77 +57,25 @@ func historyFiles(t *testing.T) []string {
 	return files
 }
 
+// Every saved history replays against the current code, through the
+// helper an app's deploy gate uses (workflows.Replay, eve replay). That a
+// non-deterministic change fails is proven beside the workflow code
+// (workflows/replay_test.go) and the command (internal/cli).
 func TestReplaySavedHistories(t *testing.T) {
-	r := replayer(t, &workflows.Runtime{})
-	// "raced" histories were recorded on a worker that holds a turn's
-	// workflow task (exactly_once_test.go): they replay with its interceptor,
-	// whose holds are recorded as local activities.
-	held := replayerWith(t, &workflows.Runtime{}, worker.WorkflowReplayerOptions{
-		Interceptors: []interceptor.WorkerInterceptor{&holdInterceptor{h: &holds{}}},
-	})
 	for _, f := range historyFiles(t) {
-		r := r
-		if strings.Contains(filepath.Base(f), "raced") {
-			r = held
-		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if err := replayFile(r, f); err != nil {
-				t.Fatalf("replay %s: %v", f, err)
+			var opts worker.WorkflowReplayerOptions
+			if strings.Contains(filepath.Base(f), "raced") {
+				// "raced" histories were recorded on a worker that holds a
+				// turn's workflow task (exactly_once_test.go): they replay
+				// with its interceptor, whose holds are recorded as local
+				// activities.
+				opts.Interceptors = []interceptor.WorkerInterceptor{&holdInterceptor{h: &holds{}}}
+			}
+			if err := workflows.Replay(opts, f); err != nil {
+				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// replayFile replays a saved history as the workflow it was recorded from:
-// ids derived from the workflow id (delegated actions') must match, so a
-// history saved with its id (f + ".id": "<workflow id> <run id>") replays
-// under it; older files replay under the replayer's default id.
-func replayFile(r worker.WorkflowReplayer, f string) error {
-	idLine, err := os.ReadFile(f + ".id")
-	if os.IsNotExist(err) {
-		return r.ReplayWorkflowHistoryFromJSONFile(nil, f)
-	}
-	if err != nil {
-		return err
-	}
-	wid, run, _ := strings.Cut(strings.TrimSpace(string(idLine)), " ")
-	file, err := os.Open(f)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	h, err := client.HistoryFromJSON(file, client.HistoryJSONOptions{})
-	if err != nil {
-		return err
-	}
-	return r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
-		OriginalExecution: workflow.Execution{ID: wid, RunID: run}})
-}
-
-// A deliberately non-deterministic change must fail the replay test: the
-// turn below starts a timer the recorded histories never saw.
-func TestReplayCatchesNonDeterministicChange(t *testing.T) {
-	rt := &workflows.Runtime{}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(rt.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow})
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in workflows.TurnInput) (workflows.TurnOutput, error) {
-		_ = workflow.Sleep(ctx, time.Millisecond) // the "harmless" change
-		return rt.Turn(ctx, in)
-	}, workflow.RegisterOptions{Name: signals.TurnWorkflow})
-	failed := 0
-	for _, f := range historyFiles(t) {
-		if !strings.Contains(f, "turn") {
-			continue
-		}
-		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
-			failed++
-			if msg := strings.ToLower(err.Error()); !strings.Contains(msg, "nondetermin") && !strings.Contains(msg, "tmprl1100") {
-				t.Fatalf("replay %s failed, but not for non-determinism: %v", f, err)
-			}
-		}
-	}
-	if failed == 0 {
-		t.Fatal("the replay test accepted a non-deterministic change to the turn workflow")
 	}
 }
 
@@ -330,8 +261,7 @@ func TestRecordHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ia.SearchAttributes, ia.InboxAttributes = true, true
-	ienv.StartWorker(ia)
+	ienv.StartWorkerHost(ia, agent.Host{SearchAttributes: true, InboxAttributes: true})
 	iid, id8 := startParked(t, ienv, "refund ch_8 8")
 	respond(t, ienv, iid, protocol.InputResponse{RequestID: id8.Requests[0].RequestID, OptionID: "approve"})
 	saveOn(ienv.Client, "turn-inbox", iid+"/turn_0")
@@ -438,7 +368,7 @@ func TestRecordHistories(t *testing.T) {
 	// API execution (execute, then the same key again), on their own queue.
 	denv := newDelegatedEnv(t, evetest.New(t), time.Minute, true)
 	da := denv.mk()
-	startExecutionWorker(t, denv.Env, da)
+	startExecutionWorkerHost(t, denv.Env, da, denv.host)
 	dres, err := denv.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "report", Wait: true})
 	if err != nil || dres.Outcome == nil || dres.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("delegated turn: %+v, %v", dres.Outcome, err)

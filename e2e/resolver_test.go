@@ -52,7 +52,7 @@ func TestResolversOverrideProtectAndDisable(t *testing.T) {
 		}},
 	}
 	// Disabling a name that matches nothing static fails registration...
-	if err := agent.Register(worker.New(env.Client, env.TaskQueue+"-x", worker.Options{}), a); err == nil || !strings.Contains(err.Error(), `disable "connection_search"`) {
+	if err := agent.Register(worker.New(env.Client, env.TaskQueue+"-x", worker.Options{}), a, agent.Host{}); err == nil || !strings.Contains(err.Error(), `disable "connection_search"`) {
 		t.Fatalf("register: %v", err)
 	}
 	a.Disable = []string{"ask_question"}

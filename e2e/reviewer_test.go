@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -53,8 +54,7 @@ func TestFourEyesStockServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SearchAttributes, a.InboxAttributes = true, true
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
 	keys := filepath.Join(t.TempDir(), "keys.yaml")
 	if err := os.WriteFile(keys, []byte(reviewerKeys), 0o600); err != nil {
 		t.Fatal(err)

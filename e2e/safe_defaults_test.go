@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -129,7 +130,7 @@ func (c *startCounter) ExecuteWorkflow(ctx context.Context, opts client.StartWor
 func TestCompletionByAuthorizationHeader(t *testing.T) {
 	env := evetest.New(t)
 	d := newDelegatedEnv(t, env, time.Hour, false)
-	env.StartWorker(d.mk())
+	env.StartWorkerHost(d.mk(), d.host)
 	id, j := d.start(t)
 	base, tok, ok := strings.Cut(j.Action.Completion.URL, "/eve/v1/actions/")
 	if !ok || !strings.Contains(tok, ".") {
@@ -176,9 +177,9 @@ func TestAPIPanicLogHidesCapability(t *testing.T) {
 	env := evetest.New(t)
 	var logs bytes.Buffer
 	srv, err := api.New(api.Options{
-		Sessions: env.Sessions,
-		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
-		Actions:  http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }),
+		Sessions:      env.Sessions,
+		ServerOptions: api.ServerOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Actions:       http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -260,8 +261,7 @@ rules:
       - reply: "{{result.slow.status}}{{result.slow.error}}"
 `
 	a := evetest.Agent(t, rules, slow)
-	a.Store = env.Server.PayloadStore()
-	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a,
+	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a, agent.Host{Store: env.Server.PayloadStore()},
 		workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 2000, StopTimeout: 20 * time.Second}, workerhost.Deployment{})
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,7 @@ func TestStreamedTextBecomesMessageAppended(t *testing.T) {
 	a.Model = slowStreamer{}
 	a.LocalModel = false
 	a.StreamText = true
-	a.Client = env.Client
-	env.StartWorker(a)
+	env.StartWorker(a) // with the env's client, which streams the deltas
 	ctx := env.Ctx(30 * time.Second)
 	res, err := env.Sessions.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "hi", Wait: true})
 	if err != nil {

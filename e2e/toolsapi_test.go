@@ -81,15 +81,22 @@ func (e *tapiEnv) tools() []*tools.Tool {
 }
 
 // startExecutionWorker runs a worker for a that also serves executions
-// (agent.Register may register them too; registering twice is harmless),
-// sending heartbeats as evetest's workers do (evetest.HeartbeatThrottle).
+// (agent.Register registers them), sending heartbeats as evetest's workers
+// do (evetest.HeartbeatThrottle).
 func startExecutionWorker(t testing.TB, env *evetest.Env, a *agent.Agent) {
 	t.Helper()
-	if a.Store == nil {
-		a.Store = env.Server.PayloadStore()
+	startExecutionWorkerHost(t, env, a, agent.Host{})
+}
+
+// startExecutionWorkerHost is startExecutionWorker with what the worker
+// wires in (an empty Store is the server's payload store).
+func startExecutionWorkerHost(t testing.TB, env *evetest.Env, a *agent.Agent, h agent.Host) {
+	t.Helper()
+	if h.Store == nil {
+		h.Store = env.Server.PayloadStore()
 	}
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{MaxHeartbeatThrottleInterval: evetest.HeartbeatThrottle})
-	if err := agent.Register(w, a); err != nil { // executions too, with a.Notifier
+	if err := agent.Register(w, a, h); err != nil { // executions too, with h.Notifier
 		t.Fatal(err)
 	}
 	if err := w.Start(); err != nil {
@@ -105,8 +112,7 @@ func newTapiEnv(t *testing.T, mut func(*toolsapi.Options)) *tapiEnv {
 	a := evetest.Agent(t, `rules: []`, e.tools()...)
 	a.Name = "ops"
 	cfg, _, _ := env.Actions()
-	a.Actions = cfg
-	startExecutionWorker(t, env, a)
+	startExecutionWorkerHost(t, env, a, agent.Host{Actions: cfg})
 	opts := toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 20 * time.Second}
 	if mut != nil {
 		mut(&opts)

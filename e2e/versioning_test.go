@@ -91,8 +91,23 @@ func TestVersionedDeployFinishesParkedTurnOnItsBuild(t *testing.T) {
 // returns.
 func startVersioned(t *testing.T, env *evetest.Env, a *agent.Agent, build string, current bool) *workerhost.Worker {
 	t.Helper()
-	a.Store, a.Notifier, a.Client = env.Server.PayloadStore(), env.Bus, env.Client
-	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a,
+	return startVersionedHost(t, env, a, agent.Host{}, build, current)
+}
+
+// startVersionedHost is startVersioned with what the worker wires in (an
+// empty Store, Notifier or Client is the env's).
+func startVersionedHost(t *testing.T, env *evetest.Env, a *agent.Agent, h agent.Host, build string, current bool) *workerhost.Worker {
+	t.Helper()
+	if h.Store == nil {
+		h.Store = env.Server.PayloadStore()
+	}
+	if h.Notifier == nil {
+		h.Notifier = env.Bus
+	}
+	if h.Client == nil {
+		h.Client = env.Client
+	}
+	w, err := workerhost.New(env.Client, env.Server.Namespace, env.TaskQueue, a, h,
 		workerhost.Limits{Activities: 10, LocalActivities: 10, WorkflowTasks: 4, CachedWorkflows: 100},
 		workerhost.Deployment{BuildID: build, MakeCurrent: current})
 	if err != nil {
@@ -114,11 +129,11 @@ func TestVersionedDelegatedExecutionFinishesOnItsBuild(t *testing.T) {
 	cfg, _, _ := env.Actions()
 	newAgent := func() *agent.Agent {
 		a := evetest.Agent(t, `rules: []`, e.tools()...)
-		a.Name, a.Actions = "ops", cfg
+		a.Name = "ops"
 		return a
 	}
 	first := newAgent()
-	startVersioned(t, env, first, "a", true)
+	startVersionedHost(t, env, first, agent.Host{Actions: cfg}, "a", true)
 	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: first, RunTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +169,7 @@ func TestVersionedDelegatedExecutionFinishesOnItsBuild(t *testing.T) {
 	onA, jobA := execute("q3")
 	wantVersion(t, env, onA, "a", enumspb.VERSIONING_BEHAVIOR_PINNED)
 
-	startVersioned(t, env, newAgent(), "b", false)
+	startVersionedHost(t, env, newAgent(), agent.Host{Actions: cfg}, "b", false)
 	if err := workerhost.MakeCurrent(ctx, env.Client, workerhost.Deployment{Name: env.TaskQueue, BuildID: "b"}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/visibility"
@@ -23,8 +24,7 @@ func TestParkedSessionsFoundBySearchAttributes(t *testing.T) {
 		t.Fatalf("missing %v, %v", missing, err)
 	}
 	a, _ := demo.Agent()
-	a.SearchAttributes = true
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true})
 	id, _ := startParked(t, env, "refund ch_5 5")
 	query := fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id)
 	deadline := time.Now().Add(20 * time.Second)

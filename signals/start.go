@@ -15,6 +15,11 @@ const Version = "0.5.0"
 // refuses a longer one, and the API server answers 413 before asking it.
 const MaxMessageBytes = 256 << 10
 
+// MaxQueuedMessages bounds the messages waiting for their turn in one
+// session: beyond it a send is refused (ErrSessionBusy; the API answers
+// 429), never accepted and dropped.
+const MaxQueuedMessages = 100
+
 // SessionInput starts a session workflow (SessionWorkflow). The workflow's
 // own input type, workflows.SessionInput, has these fields and the state a
 // session carries across continue-as-new, which only the workflow writes;

@@ -155,7 +155,7 @@ func (r *request) decideLimit(resp protocol.InputResponse) (decision, error) {
 		}
 		opt = m.OptionID
 	}
-	if opt != OptionContinue && opt != OptionStop {
+	if opt != optionContinue && opt != optionStop {
 		return decision{}, fmt.Errorf("unknown option %q: a session-limit request takes continue or stop", opt)
 	}
 	answer := protocol.InputResponse{RequestID: r.req.RequestID, OptionID: opt}

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -42,7 +42,7 @@ func (s stage) refused() bool { return s >= stageUnknown }
 // pendingCall is one tool call on its way from the model's step to its
 // outcome.
 type pendingCall struct {
-	plan activities.CallPlan
+	plan work.CallPlan
 	// tool names the tool in outcomes: the call's name in a turn, the
 	// catalog's in an execution.
 	tool  string
@@ -52,7 +52,7 @@ type pendingCall struct {
 	reason string
 	// req is the request a person settles (ask, answer).
 	req *request
-	out activities.ToolOutcome
+	out work.ToolOutcome
 	// stub is the rule that settled the call instead of its tool (nil: none).
 	stub *protocol.ActionStub
 	// done: out is final and recorded.
@@ -65,7 +65,7 @@ type pendingCall struct {
 // denied, ask a person, or run. approvedOnce says whether the session
 // approved the tool once, custom is what its custom policy answered
 // (evaluatePolicy). It is pure: turns and executions both call it.
-func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom approval.Status) *pendingCall {
+func gateCall(p work.CallPlan, tool string, approvedOnce bool, custom approval.Status) *pendingCall {
 	c := &pendingCall{plan: p, tool: tool}
 	switch {
 	case !p.Known:
@@ -89,29 +89,29 @@ func gateCall(p activities.CallPlan, tool string, approvedOnce bool, custom appr
 
 // needsPolicy reports whether the gate needs the call's custom policy or
 // automatic review (approval.Auto).
-func needsPolicy(p activities.CallPlan) bool {
+func needsPolicy(p work.CallPlan) bool {
 	return p.Known && p.InputError == "" && (p.Approval == approval.KindCustom || p.Approval == approval.KindAuto)
 }
 
 // reviewed reports whether the gate may evaluate p's policy.
-func reviewed(ctx workflow.Context, p activities.CallPlan) bool {
+func reviewed(ctx workflow.Context, p work.CallPlan) bool {
 	return p.Approval != approval.KindAuto || workflow.GetVersion(ctx, changeAuto, workflow.DefaultVersion, 1) >= 1
 }
 
 // evaluatePolicy runs a custom approval policy in a local activity. A
 // failure leaves an invalid status, which approval.Decide fails closed.
-func evaluatePolicy(ctx workflow.Context, in activities.ApprovalInput) workflow.Future {
+func evaluatePolicy(ctx workflow.Context, in work.ApprovalInput) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.PolicyTimeout + 5*time.Second,
+		StartToCloseTimeout: work.PolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
 	})
-	return workflow.ExecuteLocalActivity(lctx, activities.EvaluateApprovalName, in)
+	return workflow.ExecuteLocalActivity(lctx, work.EvaluateApprovalName, in)
 }
 
 // callHost is the workflow a call executes in: a turn, or an execution.
 type callHost interface {
 	// toolInput is the input of the call's activity.
-	toolInput(c *pendingCall) activities.ExecuteToolInput
+	toolInput(c *pendingCall) work.ExecuteToolInput
 	// openAction holds a delegated call's action before its job can know
 	// it, so the workflow's handlers answer for it; closed runs when the
 	// action has settled.
@@ -119,12 +119,12 @@ type callHost interface {
 }
 
 // kindOf is the table row of the call's tool kind (tools.Kind.Info).
-func kindOf(p activities.CallPlan) tools.KindInfo { return tools.Kind(p.Kind).Info() }
+func kindOf(p work.CallPlan) tools.KindInfo { return tools.Kind(p.Kind).Info() }
 
 // runner runs a call of one tool kind that the gate let through, to its
 // outcome. A kind whose result is a person's answer (tools.KindClient) has
 // none: its outcome is the answer (await).
-type runner func(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome
+type runner func(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome
 
 var runners = map[tools.Kind]runner{
 	tools.KindAuthored:  runAuthored,
@@ -132,20 +132,20 @@ var runners = map[tools.Kind]runner{
 }
 
 // execute runs a call the gate let through with its kind's runner.
-func execute(ctx workflow.Context, h callHost, c *pendingCall) activities.ToolOutcome {
+func execute(ctx workflow.Context, h callHost, c *pendingCall) work.ToolOutcome {
 	if ctx.Err() != nil {
 		return cancelledOutcome(c.tool)
 	}
 	run, ok := runners[tools.Kind(c.plan.Kind)]
 	if !ok {
-		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
+		return work.FailedOutcome(codeNotExecutable, fmt.Sprintf("tool %s (kind %q) has no runner: it cannot be executed", c.tool, c.plan.Kind))
 	}
 	return run(ctx, h, c, h.toolInput(c))
 }
 
 // runAuthored runs an authored tool's activity with the plan's options.
-func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
-	var out activities.ToolOutcome
+func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome {
+	var out work.ToolOutcome
 	if err := toolActivity(ctx, c.plan, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return cancelledOutcome(c.tool)
@@ -157,7 +157,7 @@ func runAuthored(ctx workflow.Context, _ callHost, c *pendingCall, in activities
 
 // runDelegated starts a delegated tool's job and waits until it completes,
 // its deadline passes or the workflow is cancelled.
-func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activities.ExecuteToolInput) activities.ToolOutcome {
+func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteToolInput) work.ToolOutcome {
 	p := c.plan
 	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	in.ActionID = signals.ActionID(wid, p.Call.ID)
@@ -179,7 +179,7 @@ func runDelegated(ctx workflow.Context, h callHost, c *pendingCall, in activitie
 // taskReporter is a host that reports delegated jobs as eve's tasks.
 type taskReporter interface {
 	taskStarted(ctx workflow.Context, c *pendingCall, taskID string)
-	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool)
+	taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out work.ToolOutcome, cancelled bool)
 }
 
 func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) {
@@ -189,7 +189,7 @@ func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) 
 	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID})
 }
 
-func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out activities.ToolOutcome, cancelled bool) {
+func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out work.ToolOutcome, cancelled bool) {
 	if !t.tasks {
 		return
 	}
@@ -210,17 +210,17 @@ func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, 
 
 // toolActivity schedules an authored tool's activity with the plan's
 // options (local or regular, timeouts, retries).
-func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.ExecuteToolInput) workflow.Future {
+func toolActivity(ctx workflow.Context, p work.CallPlan, in work.ExecuteToolInput) workflow.Future {
 	retry := &temporal.RetryPolicy{
 		InitialInterval:        p.Retry.InitialInterval,
 		BackoffCoefficient:     p.Retry.BackoffCoefficient,
 		MaximumInterval:        p.Retry.MaximumInterval,
 		MaximumAttempts:        p.Retry.MaximumAttempts,
-		NonRetryableErrorTypes: []string{activities.ErrTypeBadConfig},
+		NonRetryableErrorTypes: []string{work.ErrTypeBadConfig},
 	}
 	if p.Local {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: p.Timeout, RetryPolicy: retry})
-		return workflow.ExecuteLocalActivity(lctx, activities.ExecuteToolName, in)
+		return workflow.ExecuteLocalActivity(lctx, work.ExecuteToolName, in)
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          signals.ToolActivityID(in.CallID),
@@ -228,7 +228,7 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 		HeartbeatTimeout:    p.HeartbeatTimeout,
 		RetryPolicy:         retry,
 	})
-	return workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+	return workflow.ExecuteActivity(actx, work.ExecuteToolName, in)
 }
 
 // The turn's side of the pipeline: a step's calls.
@@ -236,7 +236,7 @@ func toolActivity(ctx workflow.Context, p activities.CallPlan, in activities.Exe
 // gate decides every call of a step. Custom policies run first,
 // concurrently; then each call is refused (and gets its result at once),
 // put to a person (its request goes on the board), or let through.
-func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPlan) []*pendingCall {
+func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []work.CallPlan) []*pendingCall {
 	custom := evaluatePolicies(ctx, t.board, plans, t.dynamicFor)
 	now := workflow.Now(ctx)
 	calls := make([]*pendingCall, len(plans))
@@ -266,14 +266,14 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []activities.CallPl
 
 // evaluatePolicies runs the custom policies of a step concurrently, each in
 // an activity.
-func evaluatePolicies(ctx workflow.Context, b *inputBoard, plans []activities.CallPlan, dynamicFor func(string) []activities.DynamicTool) []approval.Status {
+func evaluatePolicies(ctx workflow.Context, b *inputBoard, plans []work.CallPlan, dynamicFor func(string) []work.DynamicTool) []approval.Status {
 	out := make([]approval.Status, len(plans))
 	futures := make([]workflow.Future, len(plans))
 	for i, p := range plans {
 		if !needsPolicy(p) || !reviewed(ctx, p) {
 			continue
 		}
-		futures[i] = evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+		futures[i] = evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 			Session: b.session, ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 			ApprovedTools: append([]string{}, b.approved...),
 		}, Dynamic: dynamicFor(p.Call.Name)})
@@ -290,13 +290,13 @@ func evaluatePolicies(ctx workflow.Context, b *inputBoard, plans []activities.Ca
 }
 
 // refusal is the result the model reads for a call the gate refused.
-func refusal(c *pendingCall) activities.ToolOutcome {
+func refusal(c *pendingCall) work.ToolOutcome {
 	switch c.stage {
 	case stageUnknown:
-		return activities.FailedOutcome(protocol.CodeToolNotFound,
+		return work.FailedOutcome(protocol.CodeToolNotFound,
 			fmt.Sprintf("there is no tool named %q; call one of the tools you were given", c.plan.Call.Name))
 	case stageInvalid:
-		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
+		return work.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
 	}
 	return denied(c.tool, c.reason, false)
 }
@@ -339,7 +339,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 	if delegated := delegatedTools(calls); len(delegated) > 0 {
 		_ = workflow.Await(dctx, func() bool { return left() == 0 || (left() == t.delegatedOpen && len(t.board.open()) == 0) })
 		if left() > 0 && ctx.Err() == nil {
-			setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingTasks, delegated)
+			setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingTasks, delegated)
 			t.turnWaiting(ctx, "tasks")
 		}
 	}
@@ -371,7 +371,7 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 		if fx, err := r.cancel(); err == nil {
 			t.recordResolved(ctx, fx.resolved)
 		}
-		c.out = activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
+		c.out = work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false
 	}
 	out, runs := r.callOutcome(c.tool, c.stage == stageAnswer)
@@ -400,9 +400,9 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 	t.record(ctx, t.board.cancelAsked(c.plan.Call.ID))
 }
 
-func (t *turn) toolInput(c *pendingCall) activities.ExecuteToolInput {
+func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
-	in := activities.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+	in := work.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edited; e != nil {
@@ -453,10 +453,10 @@ func toolResults(calls []*pendingCall) []model.ToolResult {
 
 // dynamicFor returns the resolved tool a call names, if any, so the worker
 // that runs it can find it.
-func (t *turn) dynamicFor(name string) []activities.DynamicTool {
+func (t *turn) dynamicFor(name string) []work.DynamicTool {
 	for _, d := range t.dynamic {
 		if d.Name == name {
-			return []activities.DynamicTool{d}
+			return []work.DynamicTool{d}
 		}
 	}
 	return nil
@@ -465,7 +465,7 @@ func (t *turn) dynamicFor(name string) []activities.DynamicTool {
 // Outcomes.
 
 // denied is the result the model sees for a rejected call: never a success.
-func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
+func denied(tool, reason string, byPerson bool) work.ToolOutcome {
 	msg := fmt.Sprintf("The call to %s was denied", tool)
 	if byPerson {
 		msg += " by the user"
@@ -477,25 +477,25 @@ func denied(tool, reason string, byPerson bool) activities.ToolOutcome {
 	}
 	msg += ". The tool did not run."
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})
-	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+	return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
 }
 
-func cancelledOutcome(tool string) activities.ToolOutcome {
-	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
+func cancelledOutcome(tool string) work.ToolOutcome {
+	return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 }
 
 // activityFailure turns a failed tool activity (retries exhausted, timeout,
 // cancellation) into the result the model sees.
-func activityFailure(tool string, err error) activities.ToolOutcome {
+func activityFailure(tool string, err error) work.ToolOutcome {
 	var timeoutErr *temporal.TimeoutError
 	var canceledErr *temporal.CanceledError
 	switch {
 	case errors.As(err, &timeoutErr):
-		return activities.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
+		return work.FailedOutcome(protocol.CodeToolTimeout, fmt.Sprintf("tool %s timed out (%s)", tool, timeoutErr.TimeoutType()))
 	case errors.As(err, &canceledErr):
-		return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
+		return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled", tool))
 	}
-	return activities.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
+	return work.FailedOutcome(protocol.CodeToolExecution, errorMessage(err))
 }
 
 // errorMessage digs the application error's own message out of the

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eve-temporal/eve/signals"
 )
 
 // The table of changes is the only place a change id is declared: each id
@@ -52,8 +54,8 @@ func TestChangesTable(t *testing.T) {
 			newest = v
 		}
 	}
-	if newest != "v"+Version {
-		t.Errorf("Version is %s but the newest saved histories are %s-*: the two agree (signals.Version)", Version, newest)
+	if newest != "v"+signals.Version {
+		t.Errorf("signals.Version is %s but the newest saved histories are %s-*: the two agree", signals.Version, newest)
 	}
 
 	// Every GetVersion call in the module's Go code.

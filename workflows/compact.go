@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"go.temporal.io/sdk/workflow"
 )
@@ -24,7 +24,7 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 		StepIndex: stepIdx, TurnID: t.in.TurnID, UsageInputTokens: &before}
 	t.log.emit(ctx, protocol.CompactionRequested, data)
 	// The running turn stays as it is: its user message, calls and results.
-	out, err := runCompaction(ctx, t.cfg, activities.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv.ref, Append: t.conv.pending, Keep: t.conv.count})
+	out, err := runCompaction(ctx, t.cfg, work.CompactInput{SessionID: t.in.SessionID, Conversation: t.conv.ref, Append: t.conv.pending, Keep: t.conv.count})
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("compaction failed; the turn goes on with the whole conversation", "turn", t.in.TurnID, "error", err)
 		t.conv.noCompact = true // not again in this turn
@@ -42,11 +42,11 @@ func (t *turn) compact(ctx workflow.Context, stepIdx int) {
 }
 
 // runCompaction runs the Compact activity the way model steps run.
-func runCompaction(ctx workflow.Context, cfg Config, in activities.CompactInput) (activities.CompactOutput, error) {
+func runCompaction(ctx workflow.Context, cfg Config, in work.CompactInput) (work.CompactOutput, error) {
 	// The summarizing model reads at most 80% of its window; the oldest
 	// messages beyond it are left out.
 	in.MaxInputTokens = cfg.ContextWindow * 8 / 10
-	var out activities.CompactOutput
-	err := modelActivity(ctx, cfg, activities.CompactName, in).Get(ctx, &out)
+	var out work.CompactOutput
+	err := modelActivity(ctx, cfg, work.CompactName, in).Get(ctx, &out)
 	return out, err
 }

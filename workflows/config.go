@@ -1,6 +1,12 @@
 // Package workflows holds eve's workflow code: the session (an entity that
 // receives messages, keeps the conversation and the event log, and runs one
-// workflow per turn) and the turn (the model → tools step loop).
+// workflow per turn), the turn (the model → tools step loop) and the tools
+// API's execution.
+//
+// An app needs two things from it: Register, to run the workflows on a
+// worker it builds itself (agent.Register calls it), and Replay, to check
+// its saved histories against a new build before rolling it out (the eve
+// replay command). Clients reach the workflows through package signals.
 //
 // Workflow code is deterministic: it reads no clocks but workflow time, no
 // randomness, no maps for order, no network, and no worker configuration
@@ -89,29 +95,29 @@ func (c Config) hasScope(s string) bool {
 
 // Defaults.
 const (
-	DefaultMaxSteps         = 12
-	DefaultModelTimeout     = 2 * time.Minute
-	DefaultModelMaxAttempts = 4
-	DefaultContextWindow    = 200_000
-	DefaultCompactAt        = 0.9
+	defaultMaxSteps         = 12
+	defaultModelTimeout     = 2 * time.Minute
+	defaultModelMaxAttempts = 4
+	defaultContextWindow    = 200_000
+	defaultCompactAt        = 0.9
 )
 
 // WithDefaults fills unset fields.
-func (c Config) WithDefaults() Config {
+func (c Config) withDefaults() Config {
 	if c.MaxSteps <= 0 {
-		c.MaxSteps = DefaultMaxSteps
+		c.MaxSteps = defaultMaxSteps
 	}
 	if c.ModelTimeout <= 0 {
-		c.ModelTimeout = DefaultModelTimeout
+		c.ModelTimeout = defaultModelTimeout
 	}
 	if c.ModelMaxAttempts <= 0 {
-		c.ModelMaxAttempts = DefaultModelMaxAttempts
+		c.ModelMaxAttempts = defaultModelMaxAttempts
 	}
 	if c.ContextWindow <= 0 {
-		c.ContextWindow = DefaultContextWindow
+		c.ContextWindow = defaultContextWindow
 	}
 	if c.CompactAt == 0 {
-		c.CompactAt = DefaultCompactAt
+		c.CompactAt = defaultCompactAt
 	}
 	if c.AgentName == "" {
 		c.AgentName = "agent"
@@ -130,7 +136,7 @@ func (c Config) modelRetry() *temporal.RetryPolicy {
 }
 
 // Runtime carries the worker's configuration into the workflows it registers.
-type Runtime struct {
+type runtime struct {
 	Config Config
 	// Notifier, when set, hears that a session recorded events (streams
 	// learn of changes from it instead of polling). Nil: nobody is told.
@@ -147,7 +153,7 @@ type Notifier interface {
 }
 
 // notify tells the Notifier, if any, outside replay.
-func (r *Runtime) notify(ctx workflow.Context, sessionID string, events int) {
+func (r *runtime) notify(ctx workflow.Context, sessionID string, events int) {
 	if r == nil || r.Notifier == nil || workflow.IsReplaying(ctx) {
 		return
 	}

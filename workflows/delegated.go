@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/signals"
 )
 
@@ -25,7 +25,7 @@ type actionState struct {
 }
 
 // newActionState is the action of a delegated call whose job starts with in.
-func newActionState(p activities.CallPlan, in activities.ExecuteToolInput) *actionState {
+func newActionState(p work.CallPlan, in work.ExecuteToolInput) *actionState {
 	return &actionState{outputSchema: p.OutputSchema, maxOutputBytes: p.MaxOutputBytes, ActionState: signals.ActionState{
 		ActionID: in.ActionID, Tool: p.Call.Name, CallID: p.Call.ID, State: signals.ActionPending, Deadline: in.Deadline,
 	}}
@@ -74,7 +74,7 @@ func settleError(err error) error {
 
 // checkOutput holds a job's output to the tool's output limit and schema.
 func (a *actionState) checkOutput(out json.RawMessage) error {
-	if err := activities.CheckOutputSize(a.Tool, out, a.maxOutputBytes); err != nil {
+	if err := work.CheckOutputSize(a.Tool, out, a.maxOutputBytes); err != nil {
 		return err
 	}
 	if len(a.outputSchema) == 0 {
@@ -96,7 +96,7 @@ func (a *actionState) checkOutput(out json.RawMessage) error {
 // awaitAction starts a delegated call's activity and waits for the job's
 // completion, the deadline, or cancellation, whichever comes first (the
 // delegated branch of execute).
-func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in activities.ExecuteToolInput) activities.ToolOutcome {
+func awaitAction(ctx workflow.Context, a *actionState, p work.CallPlan, in work.ExecuteToolInput) work.ToolOutcome {
 	actx, cancelActivity := workflow.WithCancel(ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
 		ActivityID:          signals.ToolActivityID(p.Call.ID),
@@ -106,12 +106,12 @@ func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in
 		// id), not by re-running the activity after it went pending.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	fut := workflow.ExecuteActivity(actx, activities.ExecuteToolName, in)
+	fut := workflow.ExecuteActivity(actx, work.ExecuteToolName, in)
 
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	timer := workflow.NewTimer(tctx, p.Deadline)
 	var (
-		outcome    activities.ToolOutcome
+		outcome    work.ToolOutcome
 		settled    bool
 		timerFired bool
 	)
@@ -122,14 +122,14 @@ func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in
 			var raw json.RawMessage
 			if err := f.Get(ctx, &raw); err != nil {
 				if ctx.Err() != nil {
-					outcome = activities.OutcomeOf(a.End(signals.ActionCancelled))
+					outcome = work.OutcomeOf(a.End(signals.ActionCancelled))
 					return
 				}
 				outcome = activityFailure(p.Call.Name, err)
 				a.State = signals.ActionFailed
 				return
 			}
-			outcome = activities.OutcomeOf(a.Observe(raw, a.checkOutput))
+			outcome = work.OutcomeOf(a.Observe(raw, a.checkOutput))
 		})
 		if !timerFired {
 			sel.AddFuture(timer, func(f workflow.Future) {
@@ -141,12 +141,12 @@ func awaitAction(ctx workflow.Context, a *actionState, p activities.CallPlan, in
 					return // a completion was accepted: wait for it
 				}
 				settled = true
-				outcome = activities.OutcomeOf(a.End(signals.ActionExpired))
+				outcome = work.OutcomeOf(a.End(signals.ActionExpired))
 			})
 		}
 		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
 			settled = true
-			outcome = activities.OutcomeOf(a.End(signals.ActionCancelled))
+			outcome = work.OutcomeOf(a.End(signals.ActionCancelled))
 		})
 		sel.Select(ctx)
 	}

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 )
 
@@ -51,7 +51,7 @@ func compactJSON(raw json.RawMessage) string {
 // step stored) is replaced when a person edited one of its calls. A store
 // that fails leaves the answer as the model gave it; the results' notes
 // still say what ran.
-func (c *transcript) reviseEdited(ctx workflow.Context, in TurnInput, resp model.Response, calls []*pendingCall) {
+func (c *transcript) reviseEdited(ctx workflow.Context, in turnInput, resp model.Response, calls []*pendingCall) {
 	edited := false
 	toolCalls := append([]model.ToolCall(nil), resp.ToolCalls...)
 	for _, call := range calls {
@@ -71,10 +71,10 @@ func (c *transcript) reviseEdited(ctx workflow.Context, in TurnInput, resp model
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 20},
 	})
-	rev := activities.ReviseInput{SessionID: in.SessionID, Conversation: c.ref,
+	rev := work.ReviseInput{SessionID: in.SessionID, Conversation: c.ref,
 		Message: model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: toolCalls}}
 	var ref conversation.Ref
-	if err := workflow.ExecuteLocalActivity(lctx, activities.ReviseConversationName, rev).Get(ctx, &ref); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, work.ReviseConversationName, rev).Get(ctx, &ref); err != nil {
 		workflow.GetLogger(ctx).Error("the edited calls could not be stored in the conversation; the model reads the notes only", "turn", in.TurnID, "error", err)
 		return
 	}

@@ -11,7 +11,7 @@ import (
 // event's id derives from the session and the event's global index, so a
 // replay makes the same ids.
 type eventLog struct {
-	rt        *Runtime // notifies streams (never workflow state)
+	rt        *runtime // notifies streams (never workflow state)
 	sessionID string
 	// base is the global index of events[0].
 	base   int

@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -16,20 +16,20 @@ import (
 
 // The execution contract lives in package signals; these names keep the
 // workflow's code as it was.
-const ExecutionCallID = signals.ExecutionCallID
+const executionCallID = signals.ExecutionCallID
 
 // Error codes of executions (signals.Code*).
 const (
-	CodeInvalidOutput    = signals.CodeInvalidOutput
-	CodeDeadlineExceeded = signals.CodeDeadlineExceeded
-	CodeDenied           = signals.CodeDenied
-	CodeApprovalRequired = signals.CodeApprovalRequired
-	CodeNotExecutable    = signals.CodeNotExecutable
+	codeInvalidOutput    = signals.CodeInvalidOutput
+	codeDeadlineExceeded = signals.CodeDeadlineExceeded
+	codeDenied           = signals.CodeDenied
+	codeApprovalRequired = signals.CodeApprovalRequired
+	codeNotExecutable    = signals.CodeNotExecutable
 )
 
-// ExecutionInput is the workflow's own input: signals.ExecutionInput, the
+// executionInput is the workflow's own input: signals.ExecutionInput, the
 // starters' contract, with the plan decoded (the JSON is the same).
-type ExecutionInput struct {
+type executionInput struct {
 	ExecutionID    string          `json:"executionId"`
 	Tool           string          `json:"tool"`
 	UserID         string          `json:"userId"`
@@ -38,42 +38,42 @@ type ExecutionInput struct {
 	InputHash      string          `json:"inputHash,omitempty"`
 	Caller         *auth.Principal `json:"caller,omitempty"`
 	// Plan says how to run the call (see signals.ExecutionInput.Plan).
-	Plan         activities.CallPlan `json:"plan"`
-	SkipApproval bool                `json:"skipApproval,omitempty"`
-	AskApproval  bool                `json:"askApproval,omitempty"`
+	Plan         work.CallPlan `json:"plan"`
+	SkipApproval bool          `json:"skipApproval,omitempty"`
+	AskApproval  bool          `json:"askApproval,omitempty"`
 	// Client is the MCP client's round (signals.ExecutionInput.Client).
 	Client *protocol.ClientRound `json:"client,omitempty"`
 }
 
-// ExecutionOutput is signals.ExecutionOutput.
-type ExecutionOutput = signals.ExecutionOutput
+// executionOutput is signals.ExecutionOutput.
+type executionOutput = signals.ExecutionOutput
 
 // RegisterExecutions registers the execution workflow under
 // signals.ExecutionWorkflow. It runs the activities agent.Register
 // registers (ExecuteTool, EvaluateApproval), so register both on the same
 // worker. Registering twice is harmless.
-func RegisterExecutions(reg WorkflowRegistry) { (*Runtime)(nil).RegisterExecutions(reg) }
+func registerExecutions(reg WorkflowRegistry) { (*runtime)(nil).RegisterExecutions(reg) }
 
 // RegisterExecutions registers the execution workflow of this runtime: its
 // Notifier, when set, hears each change of an execution's state (under the
 // execution id, the count of changes), so MCP servers push task status
 // instead of polling.
-func (r *Runtime) RegisterExecutions(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func (r *runtime) RegisterExecutions(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(func(ctx workflow.Context, in executionInput) (executionOutput, error) {
 		return execution{rt: r}.runWorkflow(ctx, in)
 	}, workflow.RegisterOptions{
 		Name:                          signals.ExecutionWorkflow,
 		DisableAlreadyRegisteredCheck: true,
-		VersioningBehavior:            ExecutionBehavior,
+		VersioningBehavior:            executionBehavior,
 	})
 }
 
 // execution is one running execution workflow.
 type execution struct {
-	rt      *Runtime // its Notifier hears state changes; nil: none
+	rt      *runtime // its Notifier hears state changes; nil: none
 	changes int
-	in      ExecutionInput
-	out     ExecutionOutput
+	in      executionInput
+	out     executionOutput
 	action  *actionState // delegated tools only
 	answer  *signals.ExecutionApprovalAnswer
 	// client is the MCP client's round, once versioned in.
@@ -86,7 +86,7 @@ type execution struct {
 
 // Execution runs one tool call outside a session. Tool failures, timeouts
 // and cancellation are results (Status), never a failed workflow.
-func Execution(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func executionWorkflow(ctx workflow.Context, in executionInput) (executionOutput, error) {
 	return execution{}.runWorkflow(ctx, in)
 }
 
@@ -97,19 +97,19 @@ func (e *execution) changed(ctx workflow.Context) {
 	e.rt.notify(ctx, e.in.ExecutionID, e.changes)
 }
 
-func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (ExecutionOutput, error) {
+func (x execution) runWorkflow(ctx workflow.Context, in executionInput) (executionOutput, error) {
 	info := workflow.GetInfo(ctx)
 	if in.ExecutionID == "" {
 		in.ExecutionID = info.WorkflowExecution.ID
 	}
-	e := &execution{rt: x.rt, in: in, out: ExecutionOutput{
+	e := &execution{rt: x.rt, in: in, out: executionOutput{
 		ExecutionResult: protocol.ExecutionResult{ID: in.ExecutionID, Tool: in.Tool, Status: protocol.ExecutionRunning},
 		UserID:          in.UserID,
 		InputHash:       in.InputHash,
 		StartedAt:       workflow.Now(ctx),
 	}}
 	if err := e.registerHandlers(ctx); err != nil {
-		return ExecutionOutput{}, err
+		return executionOutput{}, err
 	}
 	// Only executions started with a round ask for the version: the
 	// others record (and replay) nothing new.
@@ -130,7 +130,7 @@ func (x execution) runWorkflow(ctx workflow.Context, in ExecutionInput) (Executi
 }
 
 func (e *execution) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (ExecutionOutput, error) {
+	if err := workflow.SetQueryHandler(ctx, signals.QueryExecution, func() (executionOutput, error) {
 		return e.out, nil
 	}); err != nil {
 		return err
@@ -176,11 +176,11 @@ func (e *execution) session() auth.Session {
 // run takes the call through the pipeline a turn's calls go through
 // (gateCall, execute); nobody can be asked outside a session, so a call the
 // gate puts to a person is refused.
-func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
+func (e *execution) run(ctx workflow.Context) work.ToolOutcome {
 	p := e.plan()
 	var custom approval.Status
 	if needsPolicy(p) && kindOf(p).OutsideSession && reviewed(ctx, p) {
-		err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+		err := evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 			Session: e.session(), ToolName: p.Call.Name, ToolInput: p.Call.Input, CallID: p.Call.ID,
 		}}).Get(ctx, &custom)
 		if err != nil && ctx.Err() != nil {
@@ -193,17 +193,17 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 	c := gateCall(p, e.in.Tool, false, custom)
 	switch c.stage {
 	case stageUnknown:
-		return activities.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
+		return work.FailedOutcome(protocol.CodeToolNotFound, fmt.Sprintf("unknown tool %q", e.in.Tool))
 	case stageInvalid:
-		return activities.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
+		return work.FailedOutcome(protocol.CodeToolInputInvalid, c.reason)
 	case stageDenied:
 		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	case stageAnswer:
-		return activities.FailedOutcome(CodeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
+		return work.FailedOutcome(codeNotExecutable, fmt.Sprintf("tool %s is a client tool: a person answers it inside a session, so it cannot be executed on its own", e.in.Tool))
 	case stageAsk:
 		if e.in.AskApproval && workflow.GetVersion(ctx, changeAskApproval, workflow.DefaultVersion, 1) == 1 {
 			return e.ask(ctx, c)
@@ -212,7 +212,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 		if c.reason != "" {
 			msg += ": " + c.reason
 		}
-		return activities.FailedOutcome(CodeApprovalRequired, msg)
+		return work.FailedOutcome(codeApprovalRequired, msg)
 	}
 	e.call = c
 	return execute(ctx, e, c)
@@ -220,7 +220,7 @@ func (e *execution) run(ctx workflow.Context) activities.ToolOutcome {
 
 // ask puts the call to the person the execution runs for and waits for
 // the answer (UpdateExecutionApproval); approved, the call runs.
-func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOutcome {
+func (e *execution) ask(ctx workflow.Context, c *pendingCall) work.ToolOutcome {
 	p := c.plan
 	e.out.Approval = &signals.ExecutionApproval{RequestID: signals.ExecutionApprovalRequestID, Tool: e.in.Tool, Input: p.Call.Input, Reason: c.reason}
 	e.changed(ctx)
@@ -235,7 +235,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 		if e.answer.Reason != "" {
 			msg += ": " + e.answer.Reason
 		}
-		return activities.FailedOutcome(CodeDenied, msg+". The tool did not run.")
+		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	}
 	c.stage = stageRun
 	e.call = c
@@ -247,7 +247,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) activities.ToolOut
 // (ClientInput, input_required to MCP) until UpdateExecutionClientInput
 // has answered all of them, possibly over several updates; then the tool
 // runs again with the answers and its state.
-func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome) activities.ToolOutcome {
+func (e *execution) clientRounds(ctx workflow.Context, o work.ToolOutcome) work.ToolOutcome {
 	for round := 1; ; round++ {
 		var ask protocol.ClientInputRequest
 		if e.call == nil || o.Error == nil || o.Error.Code != protocol.CodeClientInputRequired ||
@@ -255,7 +255,7 @@ func (e *execution) clientRounds(ctx workflow.Context, o activities.ToolOutcome)
 			return o
 		}
 		if round > signals.MaxClientRounds {
-			return activities.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
+			return work.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("tool %s asked its client for input %d times in one task, the limit (signals.MaxClientRounds, fixed): ask for several inputs in one round", e.in.Tool, signals.MaxClientRounds))
 		}
 		e.out.ClientInput = map[string]protocol.ClientRequest{}
 		for id, r := range ask.InputRequests {
@@ -310,9 +310,9 @@ func (e *execution) validateAnswer(a signals.ExecutionApprovalAnswer) error {
 // plan is the call's plan with an execution's defaults: its call id, the
 // default timeout and deadline, and no approval policy when the starter
 // decided the caller may skip it.
-func (e *execution) plan() activities.CallPlan {
+func (e *execution) plan() work.CallPlan {
 	if e.in.Plan.Call.ID == "" {
-		e.in.Plan.Call.ID = ExecutionCallID
+		e.in.Plan.Call.ID = executionCallID
 	}
 	p := e.in.Plan
 	if p.Timeout <= 0 {
@@ -327,9 +327,9 @@ func (e *execution) plan() activities.CallPlan {
 	return p
 }
 
-func (e *execution) toolInput(c *pendingCall) activities.ExecuteToolInput {
+func (e *execution) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
-	return activities.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
+	return work.ExecuteToolInput{Session: e.session(), TurnID: e.in.ExecutionID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Client: e.client}
 }
 
 func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
@@ -339,7 +339,7 @@ func (e *execution) openAction(_ workflow.Context, a *actionState) func() {
 }
 
 // settle records the outcome as the execution's result.
-func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
+func (e *execution) settle(ctx workflow.Context, o work.ToolOutcome) {
 	now := workflow.Now(ctx)
 	e.out.FinishedAt = &now
 	if o.Status == protocol.StatusCompleted {
@@ -354,34 +354,34 @@ func (e *execution) settle(ctx workflow.Context, o activities.ToolOutcome) {
 	if o.Error != nil {
 		code, msg = o.Error.Code, o.Error.Message
 	}
-	e.out.Status, code = ExecutionStatusOf(code)
+	e.out.Status, code = executionStatusOf(code)
 	e.out.Error = &protocol.ExecutionError{Code: code, Message: msg}
 	if code == protocol.CodeClientInputRequired && e.client != nil {
 		e.out.Output = o.Output // the requests, for the MCP server
 	}
 }
 
-// ExecutionStatusOf maps a tool outcome's error code (protocol codes, or a
+// executionStatusOf maps a tool outcome's error code (protocol codes, or a
 // delegated job's own code) to an execution status and the code the tools
 // API reports.
-func ExecutionStatusOf(code string) (protocol.ExecutionStatus, string) {
+func executionStatusOf(code string) (protocol.ExecutionStatus, string) {
 	switch code {
 	case protocol.CodeToolTimeout:
 		return protocol.ExecutionTimedOut, protocol.ExecCodeTimeout
 	case protocol.CodeDeadlineExceeded:
-		return protocol.ExecutionTimedOut, CodeDeadlineExceeded
+		return protocol.ExecutionTimedOut, codeDeadlineExceeded
 	case protocol.CodeToolCancelled:
 		return protocol.ExecutionCanceled, protocol.ExecCodeCanceled
 	case protocol.CodeToolInputInvalid:
 		return protocol.ExecutionFailed, protocol.ExecCodeInvalidInput
 	case protocol.CodeToolOutputInvalid:
-		return protocol.ExecutionFailed, CodeInvalidOutput
+		return protocol.ExecutionFailed, codeInvalidOutput
 	case protocol.CodeToolExecution:
 		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	case protocol.CodeToolNotFound:
 		return protocol.ExecutionFailed, protocol.ExecCodeUnknownTool
 	case protocol.CodeToolDenied:
-		return protocol.ExecutionFailed, CodeDenied
+		return protocol.ExecutionFailed, codeDenied
 	case "":
 		return protocol.ExecutionFailed, protocol.ExecCodeExecutionFailed
 	}

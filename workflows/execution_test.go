@@ -19,18 +19,18 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
-func execInput(kind string) ExecutionInput {
-	return ExecutionInput{
+func execInput(kind string) executionInput {
+	return executionInput{
 		ExecutionID: "exec_test", Tool: "test.echo", UserID: "u1", InputHash: "h",
-		Plan: activities.CallPlan{
+		Plan: work.CallPlan{
 			Call:  model.ToolCall{Name: "echo", Input: json.RawMessage(`{"x":1}`)},
 			Known: true, Kind: kind, Timeout: time.Minute,
 			Retry: tools.RetryPolicy{MaximumAttempts: 1},
@@ -41,25 +41,25 @@ func execInput(kind string) ExecutionInput {
 type execEnv struct {
 	*testsuite.TestWorkflowEnvironment
 	mu    sync.Mutex
-	calls []activities.ExecuteToolInput
+	calls []work.ExecuteToolInput
 }
 
-func newExecEnv(t *testing.T, tool func(ctx context.Context, in activities.ExecuteToolInput) (any, error)) *execEnv {
+func newExecEnv(t *testing.T, tool func(ctx context.Context, in work.ExecuteToolInput) (any, error)) *execEnv {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	e := &execEnv{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment()}
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "exec_test"})
-	e.RegisterWorkflowWithOptions(Execution, workflow.RegisterOptions{Name: signals.ExecutionWorkflow})
-	e.RegisterActivityWithOptions(func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	e.RegisterWorkflowWithOptions(executionWorkflow, workflow.RegisterOptions{Name: signals.ExecutionWorkflow})
+	e.RegisterActivityWithOptions(func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		e.mu.Lock()
 		e.calls = append(e.calls, in)
 		e.mu.Unlock()
 		return tool(ctx, in)
-	}, activity.RegisterOptions{Name: activities.ExecuteToolName})
+	}, activity.RegisterOptions{Name: work.ExecuteToolName})
 	return e
 }
 
-func (e *execEnv) result(t *testing.T) ExecutionOutput {
+func (e *execEnv) result(t *testing.T) executionOutput {
 	t.Helper()
 	if !e.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -67,7 +67,7 @@ func (e *execEnv) result(t *testing.T) ExecutionOutput {
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	var out ExecutionOutput
+	var out executionOutput
 	if err := e.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,10 @@ func (e *execEnv) result(t *testing.T) ExecutionOutput {
 }
 
 func TestExecutionAuthoredSucceeds(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{"echo":1}`)}, nil
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{"echo":1}`)}, nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionSucceeded || string(out.Output) != `{"echo":1}` || out.ID != "exec_test" || out.Tool != "test.echo" || out.FinishedAt == nil {
 		t.Fatalf("result = %+v", out)
@@ -87,16 +87,16 @@ func TestExecutionAuthoredSucceeds(t *testing.T) {
 		t.Fatalf("calls = %d", len(env.calls))
 	}
 	c := env.calls[0]
-	if c.CallID != ExecutionCallID || c.ToolName != "echo" || c.Session.ID != "exec_test" || c.Session.Auth.Current.ID != "u1" {
+	if c.CallID != executionCallID || c.ToolName != "echo" || c.Session.ID != "exec_test" || c.Session.Auth.Current.ID != "u1" {
 		t.Fatalf("activity input = %+v", c)
 	}
 }
 
 func TestExecutionAuthoredFails(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return nil, temporal.NewNonRetryableApplicationError("tool echo failed: boom", activities.ErrTypeTool, nil)
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return nil, temporal.NewNonRetryableApplicationError("tool echo failed: boom", work.ErrTypeTool, nil)
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
 	if out.Status != protocol.ExecutionFailed || out.Error == nil || out.Error.Code != protocol.ExecCodeExecutionFailed || !strings.Contains(out.Error.Message, "boom") {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
@@ -104,39 +104,39 @@ func TestExecutionAuthoredFails(t *testing.T) {
 }
 
 func TestExecutionOutcomeCodes(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-		return activities.FailedOutcome(protocol.CodeToolOutputInvalid, "bad output"), nil
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+		return work.FailedOutcome(protocol.CodeToolOutputInvalid, "bad output"), nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindAuthored))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindAuthored))
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeInvalidOutput || len(out.Output) != 0 {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeInvalidOutput || len(out.Output) != 0 {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
 
 func TestExecutionClientToolRefused(t *testing.T) {
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		t.Error("a client tool must not run")
 		return nil, nil
 	})
-	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(activities.KindClient))
+	env.ExecuteWorkflow(signals.ExecutionWorkflow, execInput(work.KindClient))
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeNotExecutable {
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeNotExecutable {
 		t.Fatalf("result = %+v", out)
 	}
 }
 
 func TestExecutionApprovalGate(t *testing.T) {
 	ran := 0
-	tool := func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	tool := func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		ran++
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 	}
-	in := execInput(activities.KindAuthored)
+	in := execInput(work.KindAuthored)
 	in.Plan.Approval = approval.KindAlways
 	env := newExecEnv(t, tool)
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
-	if out := env.result(t); out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 {
+	if out := env.result(t); out.Status != protocol.ExecutionFailed || out.Error.Code != codeApprovalRequired || ran != 0 {
 		t.Fatalf("gated: result = %+v, ran %d", out, ran)
 	}
 	in.SkipApproval = true
@@ -155,27 +155,27 @@ func TestExecutionCustomPolicy(t *testing.T) {
 	}{
 		{approval.Skip(), protocol.ExecutionSucceeded, ""},
 		{approval.Approve(), protocol.ExecutionSucceeded, ""},
-		{approval.Deny("not yours"), protocol.ExecutionFailed, CodeDenied},
-		{approval.Ask(), protocol.ExecutionFailed, CodeApprovalRequired},
+		{approval.Deny("not yours"), protocol.ExecutionFailed, codeDenied},
+		{approval.Ask(), protocol.ExecutionFailed, codeApprovalRequired},
 	} {
-		env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-			return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+			return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 		})
 		st := c.status
-		env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+		env.RegisterActivityWithOptions(func(ctx context.Context, in work.ApprovalInput) (approval.Status, error) {
 			if in.Context.Session.Auth.Current.ID != "u1" {
 				t.Errorf("policy sees caller %+v", in.Context.Session.Auth.Current)
 			}
 			return st, nil
-		}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
-		in := execInput(activities.KindAuthored)
+		}, activity.RegisterOptions{Name: work.EvaluateApprovalName})
+		in := execInput(work.KindAuthored)
 		in.Plan.Approval = approval.KindCustom
 		env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 		out := env.result(t)
 		if out.Status != c.want || (c.code != "" && out.Error.Code != c.code) {
 			t.Fatalf("%s: result = %+v (%+v)", c.status.Type, out, out.Error)
 		}
-		if c.code == CodeDenied && !strings.Contains(out.Error.Message, "not yours") {
+		if c.code == codeDenied && !strings.Contains(out.Error.Message, "not yours") {
 			t.Fatalf("deny reason lost: %s", out.Error.Message)
 		}
 	}
@@ -185,33 +185,33 @@ func TestExecutionCustomPolicy(t *testing.T) {
 // outside a session, and a failed policy never runs the tool.
 func TestExecutionPolicyErrorFailsClosed(t *testing.T) {
 	ran := 0
-	env := newExecEnv(t, func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+	env := newExecEnv(t, func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		ran++
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: json.RawMessage(`{}`)}, nil
 	})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ApprovalInput) (approval.Status, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in work.ApprovalInput) (approval.Status, error) {
 		return approval.Status{}, temporal.NewNonRetryableApplicationError("policy store down", "PolicyError", nil)
-	}, activity.RegisterOptions{Name: activities.EvaluateApprovalName})
-	in := execInput(activities.KindAuthored)
+	}, activity.RegisterOptions{Name: work.EvaluateApprovalName})
+	in := execInput(work.KindAuthored)
 	in.Plan.Approval = approval.KindCustom
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != protocol.ExecutionFailed || out.Error.Code != CodeApprovalRequired || ran != 0 ||
+	if out.Status != protocol.ExecutionFailed || out.Error.Code != codeApprovalRequired || ran != 0 ||
 		!strings.Contains(out.Error.Message, approval.ReasonPolicyFailed) {
 		t.Fatalf("result = %+v (%+v), ran %d", out, out.Error, ran)
 	}
 }
 
-func delegatedInput() ExecutionInput {
-	in := execInput(activities.KindDelegated)
+func delegatedInput() executionInput {
+	in := execInput(work.KindDelegated)
 	in.Plan.Deadline = time.Hour
 	in.Plan.OutputSchema = json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`)
 	return in
 }
 
 // pendingTool goes pending like a delegated tool and hands its task token out.
-func pendingTool(tokens chan []byte) func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
-	return func(ctx context.Context, in activities.ExecuteToolInput) (any, error) {
+func pendingTool(tokens chan []byte) func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
+	return func(ctx context.Context, in work.ExecuteToolInput) (any, error) {
 		tokens <- activity.GetInfo(ctx).TaskToken
 		return nil, activity.ErrResultPending
 	}
@@ -221,7 +221,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 	tokens := make(chan []byte, 1)
 	env := newExecEnv(t, pendingTool(tokens))
 	in := delegatedInput()
-	actionID := activities.ActionID(in.ExecutionID, ExecutionCallID)
+	actionID := signals.ActionID(in.ExecutionID, executionCallID)
 	type rejection struct{ name, typ string }
 	var rejected []rejection
 	reject := func(name string, req signals.SettleAction) {
@@ -266,7 +266,7 @@ func TestExecutionDelegatedSettle(t *testing.T) {
 				t.Errorf("state after settle = %s", st.State)
 			}
 		}
-		result := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(`{"ok":true}`)}
+		result := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(`{"ok":true}`)}
 		if err := env.CompleteActivity(<-tokens, result, nil); err != nil {
 			t.Error(err)
 		}
@@ -297,7 +297,7 @@ func TestExecutionDelegatedJobFails(t *testing.T) {
 	tokens := make(chan []byte, 1)
 	env := newExecEnv(t, pendingTool(tokens))
 	env.RegisterDelayedCallback(func() {
-		result := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusFailed, Error: &protocol.ActionError{Code: "quota", Message: "over quota"}}
+		result := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusFailed, Error: &protocol.ActionError{Code: "quota", Message: "over quota"}}
 		if err := env.CompleteActivity(<-tokens, result, nil); err != nil {
 			t.Error(err)
 		}
@@ -316,7 +316,7 @@ func TestExecutionDelegatedDeadline(t *testing.T) {
 	in.Plan.Deadline = 10 * time.Minute
 	env.ExecuteWorkflow(signals.ExecutionWorkflow, in)
 	out := env.result(t)
-	if out.Status != protocol.ExecutionTimedOut || out.Error.Code != CodeDeadlineExceeded {
+	if out.Status != protocol.ExecutionTimedOut || out.Error.Code != codeDeadlineExceeded {
 		t.Fatalf("result = %+v (%+v)", out, out.Error)
 	}
 }
@@ -341,7 +341,7 @@ func TestExecutionQueryWhileRunning(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		var st ExecutionOutput
+		var st executionOutput
 		_ = v.Get(&st)
 		if st.Status != protocol.ExecutionRunning || st.ID != "exec_test" || st.ActionID == "" {
 			t.Errorf("state = %+v", st)
@@ -360,7 +360,7 @@ func TestExecutionStatusOf(t *testing.T) {
 		protocol.CodeToolExecution:    protocol.ExecutionFailed,
 		"custom_job_code":             protocol.ExecutionFailed,
 	} {
-		if got, _ := ExecutionStatusOf(code); got != want {
+		if got, _ := executionStatusOf(code); got != want {
 			t.Errorf("%s: %s, want %s", code, got, want)
 		}
 	}
@@ -369,9 +369,9 @@ func TestExecutionStatusOf(t *testing.T) {
 func TestRegisterExecutionsTwice(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	RegisterExecutions(env)
-	RegisterExecutions(env) // agent.Register and a test harness may both register it
+	registerExecutions(env)
+	registerExecutions(env) // agent.Register and a test harness may both register it
 	r := worker.NewWorkflowReplayer()
-	RegisterExecutions(r)
-	RegisterExecutions(r)
+	registerExecutions(r)
+	registerExecutions(r)
 }

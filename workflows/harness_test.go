@@ -32,7 +32,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
@@ -118,6 +117,13 @@ type harness struct {
 // below) on a fresh test environment. edit adjusts the agent first.
 func newHarness(t *testing.T, edit func(a *agent.Agent)) *harness {
 	t.Helper()
+	return newHarnessOn(t, newMemStore(), edit)
+}
+
+// newHarnessOn is newHarness on a given conversation store (a session's
+// next run reads the conversation its first run stored).
+func newHarnessOn(t *testing.T, store payloadstore.Store, edit func(a *agent.Agent)) *harness {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	h := &harness{TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(), t: t, jobs: make(chan tools.Action, 8)}
@@ -130,12 +136,12 @@ func newHarness(t *testing.T, edit func(a *agent.Agent)) *harness {
 		t.Fatal(err)
 	}
 	actions := &agent.Actions{Secret: []byte("a test secret of 16+ bytes"), PublicURL: "http://eve.test"}
-	a := &agent.Agent{Name: "wftest", Model: m, Tools: reg, LocalModel: true, Store: newMemStore(), Actions: actions}
+	a := &agent.Agent{Name: "wftest", Model: m, Tools: reg, LocalModel: true}
 	if edit != nil {
 		edit(a)
 	}
-	h.store = a.Store
-	if err := agent.Register(h, a); err != nil {
+	h.store = store
+	if err := agent.Register(h, a, agent.Host{Store: store, Actions: actions}); err != nil {
 		t.Fatal(err)
 	}
 	h.SetOnChildWorkflowCompletedListener(func(_ *workflow.Info, result converter.EncodedValue, err error) {
@@ -387,7 +393,7 @@ func (h *harness) send(req signals.SendRequest) *update[signals.SendResult] {
 // after a settle: with an eve ActionResult.
 func (h *harness) completeJob(a tools.Action, output string) {
 	h.t.Helper()
-	res := activities.ActionResult{Kind: activities.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(output)}
+	res := signals.ActionResult{Kind: signals.ResultKind, Status: protocol.StatusCompleted, Output: json.RawMessage(output)}
 	if err := h.CompleteActivity(a.TaskToken, res, nil); err != nil {
 		h.t.Errorf("complete activity: %v", err)
 	}

@@ -13,14 +13,14 @@ import (
 // open requests sets them and its memo (signals.MemoInbox); it unsets them
 // once none is open, so Visibility lists exactly the parked turns.
 var (
-	SearchInbox       = temporal.NewSearchAttributeKeyKeyword("EveInbox")
-	SearchRequester   = temporal.NewSearchAttributeKeyKeyword("EveRequester")
-	SearchRequestKind = temporal.NewSearchAttributeKeyKeywordList("EveRequestKinds")
-	SearchParkedAt    = temporal.NewSearchAttributeKeyTime("EveParkedAt")
+	searchInbox       = temporal.NewSearchAttributeKeyKeyword("EveInbox")
+	searchRequester   = temporal.NewSearchAttributeKeyKeyword("EveRequester")
+	searchRequestKind = temporal.NewSearchAttributeKeyKeywordList("EveRequestKinds")
+	searchParkedAt    = temporal.NewSearchAttributeKeyTime("EveParkedAt")
 )
 
-// InboxOpen is EveInbox's value on a turn with open requests.
-const InboxOpen = "open"
+// inboxOpen is EveInbox's value on a turn with open requests.
+const inboxOpen = "open"
 
 // publishInbox follows the board in a coroutine of its own: whenever the
 // set of open requests changes, it upserts the memo and the attributes in
@@ -61,7 +61,7 @@ func upsertInbox(ctx workflow.Context, b *inputBoard) {
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoInbox: memo})
 	if len(memo.Items) == 0 {
-		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchInbox.ValueUnset(), SearchRequester.ValueUnset(), SearchRequestKind.ValueUnset(), SearchParkedAt.ValueUnset())
+		_ = workflow.UpsertTypedSearchAttributes(ctx, searchInbox.ValueUnset(), searchRequester.ValueUnset(), searchRequestKind.ValueUnset(), searchParkedAt.ValueUnset())
 		return
 	}
 	requester := ""
@@ -69,11 +69,11 @@ func upsertInbox(ctx workflow.Context, b *inputBoard) {
 		requester = p.ID
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchInbox.ValueSet(InboxOpen),
-		SearchRequester.ValueSet(requester),
-		SearchRequestKind.ValueSet(kinds),
-		SearchParkedAt.ValueSet(parked),
-		SearchTools.ValueSet(tools),
-		SearchSession.ValueSet(b.session.ID),
+		searchInbox.ValueSet(inboxOpen),
+		searchRequester.ValueSet(requester),
+		searchRequestKind.ValueSet(kinds),
+		searchParkedAt.ValueSet(parked),
+		searchTools.ValueSet(tools),
+		searchSession.ValueSet(b.session.ID),
 	)
 }

@@ -6,9 +6,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -198,7 +198,7 @@ func (t *turn) judge(ctx workflow.Context, cs []*candidate) (settled []protocol.
 // policy again (custom and Auto decide on the input), then to the response
 // policy (if any; else the default rule, checked before); a plain response
 // to its response policy only.
-func evaluateCandidate(ctx workflow.Context, c *candidate, dynamicFor func(string) []activities.DynamicTool) workflow.Future {
+func evaluateCandidate(ctx workflow.Context, c *candidate, dynamicFor func(string) []work.DynamicTool) workflow.Future {
 	if c.d.edited == nil {
 		return evaluateResponse(ctx, c, dynamicFor)
 	}
@@ -207,14 +207,14 @@ func evaluateCandidate(ctx workflow.Context, c *candidate, dynamicFor func(strin
 		p := c.r.plan
 		if needsPolicy(p) && reviewed(ctx, p) {
 			var st approval.Status
-			err := evaluatePolicy(ctx, activities.ApprovalInput{Context: approval.Context{
+			err := evaluatePolicy(ctx, work.ApprovalInput{Context: approval.Context{
 				Session: c.r.b.session, ToolName: p.Call.Name, ToolInput: c.d.edited.input, CallID: p.Call.ID,
 				ApprovedTools: append([]string{}, c.r.b.approved...),
 			}, Dynamic: dynamicFor(p.Call.Name)}).Get(ctx, &st)
 			switch {
 			case err != nil || !st.Valid() || (st.Type == approval.UserApproval && st.Reason == approval.ReasonPolicyFailed):
 				// It could not judge the edit: nothing settles.
-				set.Set(nil, temporal.NewNonRetryableApplicationError("the approval policy failed on the edited input", activities.ErrTypeResponsePolicy, err))
+				set.Set(nil, temporal.NewNonRetryableApplicationError("the approval policy failed on the edited input", work.ErrTypeResponsePolicy, err))
 				return
 			case st.Type == approval.Denied:
 				reason := "The approval policy denies the edited call."
@@ -239,13 +239,13 @@ func evaluateCandidate(ctx workflow.Context, c *candidate, dynamicFor func(strin
 // evaluateResponse runs a tool's response policy in a local activity, once:
 // a policy that fails asks the person to try again rather than retry in
 // their name.
-func evaluateResponse(ctx workflow.Context, c *candidate, dynamicFor func(string) []activities.DynamicTool) workflow.Future {
+func evaluateResponse(ctx workflow.Context, c *candidate, dynamicFor func(string) []work.DynamicTool) workflow.Future {
 	decision := approval.DecisionApprove
 	if c.d.res.Outcome != protocol.OutcomeApproved {
 		decision = approval.DecisionCancel
 	}
 	r, p := c.r, c.r.plan
-	in := activities.ResponseInput{Context: approval.ResponseContext{
+	in := work.ResponseInput{Context: approval.ResponseContext{
 		Request: approval.Request{RequestID: r.req.RequestID, CallID: p.Call.ID, ToolName: p.Call.Name,
 			ToolInput: p.Call.Input, Principal: r.b.requester},
 		Response: approval.Response{Decision: decision, Note: c.d.reason, Principal: c.responder},
@@ -258,10 +258,10 @@ func evaluateResponse(ctx workflow.Context, c *candidate, dynamicFor func(string
 	}
 	r.escalatedRequest(&in.Context.Request)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activities.ResponsePolicyTimeout + 5*time.Second,
+		StartToCloseTimeout: work.ResponsePolicyTimeout + 5*time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	return workflow.ExecuteLocalActivity(lctx, activities.EvaluateResponseName, in)
+	return workflow.ExecuteLocalActivity(lctx, work.EvaluateResponseName, in)
 }
 
 // record records what transitions returned: their events; then, for what
@@ -333,11 +333,11 @@ func (t *turn) park(ctx workflow.Context, stepIdx int, asked []*request) {
 // "Exactly once").
 func (t *turn) reportInput(ctx workflow.Context) {
 	if len(t.board.open()) > 0 {
-		setStatus(ctx, t.cfg, t.in.SessionID, StatusWaitingInput, t.board.waitingTools())
+		setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingInput, t.board.waitingTools())
 		t.turnWaiting(ctx, "input")
 		t.parks++
 	} else {
-		setStatus(ctx, t.cfg, t.in.SessionID, StatusRunning, nil)
+		setStatus(ctx, t.cfg, t.in.SessionID, statusRunning, nil)
 	}
 	t.tell(ctx, signals.SignalTurnInputs, t.board.inputs())
 }
@@ -423,10 +423,10 @@ func notify(ctx workflow.Context, cfg Config, n notice) {
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          "remind_" + n.rm.RequestID + "_" + n.key,
-		StartToCloseTimeout: activities.RemindTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: activities.RemindAttempts},
+		StartToCloseTimeout: work.RemindTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: work.RemindAttempts},
 	})
-	if err := workflow.ExecuteActivity(actx, activities.RemindName, n.rm).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, work.RemindName, n.rm).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("reminder hook failed", "requestId", n.rm.RequestID, "notice", n.key, "error", err.Error())
 	}
 }

@@ -19,14 +19,14 @@ import (
 
 // Error codes of a turn that ran into a limit nobody could lift.
 const (
-	CodeSessionTokenLimit = "SESSION_TOKEN_LIMIT_REACHED"
-	CodeSessionCostLimit  = "SESSION_TOKEN_COST_LIMIT_REACHED"
+	codeSessionTokenLimit = "SESSION_TOKEN_LIMIT_REACHED"
+	codeSessionCostLimit  = "SESSION_TOKEN_COST_LIMIT_REACHED"
 )
 
 // Options of a session-limit request (eve's ids).
 const (
-	OptionContinue = "continue"
-	OptionStop     = "stop"
+	optionContinue = "continue"
+	optionStop     = "stop"
 )
 
 // violation is the first limit a session's window has reached.
@@ -72,15 +72,15 @@ func (t *turn) windowUsed() protocol.TokenUsage {
 // holdForLimits runs before each model call: within the limits it returns
 // at once; past one it asks a person (or fails the turn when nobody can be
 // asked) and reports whether the turn ended.
-func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, bool) {
+func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (turnOutput, bool) {
 	v := t.cfg.Limits.check(t.windowUsed())
 	if v == nil {
-		return TurnOutput{}, false
+		return turnOutput{}, false
 	}
 	if t.cfg.Limits.Unattended || t.parent == nil {
-		code, msg := CodeSessionTokenLimit, fmt.Sprintf("The session reached its configured %s token limit (%d tokens; it used %d). Raise the agent's MaxInputTokensPerSession / MaxOutputTokensPerSession, or let a person be asked (agent.Agent.Unattended false).", v.kind, v.limit, v.used)
+		code, msg := codeSessionTokenLimit, fmt.Sprintf("The session reached its configured %s token limit (%d tokens; it used %d). Raise the agent's MaxInputTokensPerSession / MaxOutputTokensPerSession, or let a person be asked (agent.Agent.Unattended false).", v.kind, v.limit, v.used)
 		if v.kind == "token-cost" {
-			code, msg = CodeSessionCostLimit, fmt.Sprintf("The session reached its configured model token-cost limit ($%g; it used $%.6f). Raise the agent's MaxTokenCostPerSession, or let a person be asked (agent.Agent.Unattended false).", v.limitUSD, v.usedUSD)
+			code, msg = codeSessionCostLimit, fmt.Sprintf("The session reached its configured model token-cost limit ($%g; it used $%.6f). Raise the agent's MaxTokenCostPerSession, or let a person be asked (agent.Agent.Unattended false).", v.limitUSD, v.usedUSD)
 		}
 		out, _ := t.turnFailed(ctx, code, msg)
 		return out, true
@@ -94,7 +94,7 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 		out, _ := t.cancelled(ctx)
 		return out, true
 	}
-	if r.res.Response == nil || r.res.Response.OptionID != OptionContinue {
+	if r.res.Response == nil || r.res.Response.OptionID != optionContinue {
 		// Stop: the person ends the turn, through the cancellation path.
 		out, _ := t.cancelled(ctx)
 		return out, true
@@ -102,12 +102,12 @@ func (t *turn) holdForLimits(ctx workflow.Context, stepIdx int) (TurnOutput, boo
 	u := t.usage
 	t.grantedAt = &u
 	t.readSteering(ctx) // replies that waited behind the prompt
-	return TurnOutput{}, false
+	return turnOutput{}, false
 }
 
 // sessionLimitRequest is eve's continuation prompt; its id derives from
 // the session, the turn and the usage, so a retried task makes the same.
-func sessionLimitRequest(in TurnInput, stepIdx int, v *violation) *request {
+func sessionLimitRequest(in turnInput, stepIdx int, v *violation) *request {
 	used, input, prompt := strconv.Itoa(v.used), map[string]any{"kind": v.kind, "limit": v.limit, "usedTokens": v.used}, ""
 	desc := "Grant a fresh token budget"
 	if v.kind == "token-cost" {
@@ -123,8 +123,8 @@ func sessionLimitRequest(in TurnInput, stepIdx int, v *violation) *request {
 		Display: protocol.DisplayConfirmation,
 		Kind:    protocol.KindSessionLimit,
 		Options: []protocol.InputOption{
-			{ID: OptionContinue, Label: "Approve", Description: desc, Style: "primary"},
-			{ID: OptionStop, Label: "Stop", Description: "Stop now", Style: "danger"},
+			{ID: optionContinue, Label: "Approve", Description: desc, Style: "primary"},
+			{ID: optionStop, Label: "Stop", Description: "Stop now", Style: "danger"},
 		},
 		Prompt:    prompt,
 		RequestID: id,
@@ -150,7 +150,7 @@ func compactCount(n int) string {
 }
 
 // budgetOf is what a session spent in its current limit window.
-func budgetOf(st *SessionState) protocol.TokenUsage {
+func budgetOf(st *sessionState) protocol.TokenUsage {
 	return protocol.TokenUsage{
 		InputTokens:  st.Usage.InputTokens - st.BudgetBase.InputTokens,
 		OutputTokens: st.Usage.OutputTokens - st.BudgetBase.OutputTokens,

@@ -19,16 +19,26 @@ const (
 	// A session lives for days and continues as new: pinned, it would keep
 	// an old build alive forever. It moves to the current build at its next
 	// workflow task, so its code changes still go behind GetVersion.
-	SessionBehavior = workflow.VersioningBehaviorAutoUpgrade
+	sessionBehavior = workflow.VersioningBehaviorAutoUpgrade
 	// A turn (and a tools-API execution, delegated ones included) is short
 	// but may park for hours on a person or a job: it finishes on the build
 	// that started it, which drains before it is retired.
-	TurnBehavior      = workflow.VersioningBehaviorPinned
-	ExecutionBehavior = workflow.VersioningBehaviorPinned
+	turnBehavior      = workflow.VersioningBehaviorPinned
+	executionBehavior = workflow.VersioningBehaviorPinned
 )
 
 // Register adds the session and turn workflows under their public names.
-func (r *Runtime) Register(reg WorkflowRegistry) {
-	reg.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow, VersioningBehavior: SessionBehavior})
-	reg.RegisterWorkflowWithOptions(r.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow, VersioningBehavior: TurnBehavior})
+func (r *runtime) Register(reg WorkflowRegistry) {
+	reg.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: signals.SessionWorkflow, VersioningBehavior: sessionBehavior})
+	reg.RegisterWorkflowWithOptions(r.Turn, workflow.RegisterOptions{Name: signals.TurnWorkflow, VersioningBehavior: turnBehavior})
+}
+
+// Register registers eve's session, turn and tools-API execution workflows
+// on w. Sessions started here record cfg (agent.Register builds it from an
+// agent.Agent); n, when set, hears each event they record. Register eve's
+// activities (work.Register) on the same worker.
+func Register(w WorkflowRegistry, cfg Config, n Notifier) {
+	r := &runtime{Config: cfg, Notifier: n}
+	r.Register(w)
+	r.RegisterExecutions(w)
 }

@@ -10,10 +10,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -79,7 +79,7 @@ type request struct {
 	b       *inputBoard // the turn's requests: who asks, the approval model
 	state   reqState
 	req     protocol.InputRequest
-	plan    activities.CallPlan
+	plan    work.CallPlan
 	stepIdx int
 	opened  time.Time
 	// deadline is when it expires unanswered (zero: never; changeDeadlines).
@@ -166,7 +166,7 @@ func questionRequestID(callID string) string { return "inp_" + callID }
 
 // newApprovalRequest asks about a call; withPrompt (changeResponses) puts
 // the plan's prompt, built from the input, in place of "Approve <Tool>?".
-func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string, withPrompt bool) *request {
+func newApprovalRequest(p work.CallPlan, stepIdx int, reason string, withPrompt bool) *request {
 	prompt := fmt.Sprintf("Approve %s?", p.Title)
 	if withPrompt && p.Prompt != "" {
 		prompt = p.Prompt
@@ -188,7 +188,7 @@ func newApprovalRequest(p activities.CallPlan, stepIdx int, reason string, withP
 }
 
 // newQuestionRequest asks a client tool's question.
-func newQuestionRequest(p activities.CallPlan, stepIdx int) *request {
+func newQuestionRequest(p work.CallPlan, stepIdx int) *request {
 	q := p.Request
 	return &request{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:        toolCallAction(p.Call),
@@ -203,7 +203,7 @@ func newQuestionRequest(p activities.CallPlan, stepIdx int) *request {
 
 // newAskedRequest is the question a running call asks (tools.Context.Ask):
 // its answer is the question's, not the tool's output.
-func newAskedRequest(p activities.CallPlan, stepIdx int, req protocol.InputRequest) *request {
+func newAskedRequest(p work.CallPlan, stepIdx int, req protocol.InputRequest) *request {
 	p.Request = &tools.InputRequest{Prompt: req.Prompt, Display: req.Display, Options: req.Options, AllowFreeform: req.AllowFreeform}
 	p.OutputSchema = nil
 	req.Kind = protocol.KindQuestion
@@ -388,10 +388,10 @@ func (r *request) conclude(c *candidate, v approval.Verdict, err error, now time
 func candidateFailure(err error) (string, string) {
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
-	if errors.As(err, &timeoutErr) || (errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeResponseTimeout) {
-		return protocol.CandidateTimedOut, activities.ReasonResponseTimedOut
+	if errors.As(err, &timeoutErr) || (errors.As(err, &appErr) && appErr.Type() == work.ErrTypeResponseTimeout) {
+		return protocol.CandidateTimedOut, work.ReasonResponseTimedOut
 	}
-	return protocol.CandidateFailed, activities.ReasonResponseFailed
+	return protocol.CandidateFailed, work.ReasonResponseFailed
 }
 
 // edit admits a person's edit into the decision that carries it: the
@@ -663,23 +663,23 @@ func (r *request) inboxEntry() signals.InboxEntry {
 // callOutcome is what the call that asked reads of its closed request;
 // runs reports that it was approved and runs instead. answer: the call's
 // result is the person's answer (a client tool).
-func (r *request) callOutcome(tool string, answer bool) (out activities.ToolOutcome, runs bool) {
+func (r *request) callOutcome(tool string, answer bool) (out work.ToolOutcome, runs bool) {
 	switch {
 	case r.state == reqExpired:
 		return expiredOutcome(tool, r), false
 	case r.state == reqWithdrawn:
 		return withdrawnOutcome(r.plan, r), false
 	case answer:
-		return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}, false
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: r.output}, false
 	case r.res.Outcome != protocol.OutcomeApproved:
 		return denied(tool, r.reason, true), false
 	}
-	return activities.ToolOutcome{}, true
+	return work.ToolOutcome{}, true
 }
 
 // expiredOutcome is what the model reads of a call whose person never
 // answered.
-func expiredOutcome(tool string, r *request) activities.ToolOutcome {
+func expiredOutcome(tool string, r *request) work.ToolOutcome {
 	what := "approval"
 	if r.req.Kind == protocol.KindQuestion {
 		what = "question"
@@ -687,7 +687,7 @@ func expiredOutcome(tool string, r *request) activities.ToolOutcome {
 	msg := fmt.Sprintf("Nobody answered the %s for %s before its deadline (%s); the tool did not run. Go on without it, or ask again if it is still needed.",
 		what, tool, r.deadline.Sub(r.opened))
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeInputExpired})
-	return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeInputExpired, Message: msg}}
+	return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeInputExpired, Message: msg}}
 }
 
 func principalID(p *auth.Principal) string {
@@ -726,7 +726,7 @@ type inputBoard struct {
 	responses bool
 }
 
-func newInputBoard(in TurnInput, responses bool) *inputBoard {
+func newInputBoard(in turnInput, responses bool) *inputBoard {
 	b := &inputBoard{byID: map[string]*request{}, approved: append([]string(nil), in.ApprovedTools...),
 		session: auth.Session{ID: in.SessionID, Auth: in.Auth}, turnID: in.TurnID, sequence: in.Sequence, responses: responses}
 	if c := in.Auth.Current; c != nil && c.Type != auth.TypeAnonymous {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
@@ -26,8 +26,8 @@ var (
 // testRequest is an open approval of an editable call whose response
 // policy judges its answers, due an hour after it was opened at t0.
 func testRequest() *request {
-	b := newInputBoard(TurnInput{SessionID: "ses_1", TurnID: "turn_0", Sequence: 2, Auth: auth.Auth{Current: reqAlice, Initiator: reqAlice}}, true)
-	p := activities.CallPlan{Call: model.ToolCall{ID: "call_1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)},
+	b := newInputBoard(turnInput{SessionID: "ses_1", TurnID: "turn_0", Sequence: 2, Auth: auth.Auth{Current: reqAlice, Initiator: reqAlice}}, true)
+	p := work.CallPlan{Call: model.ToolCall{ID: "call_1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)},
 		Title: "Refund", Approval: approval.KindAlways, ResponsePolicy: true, Editable: true,
 		InputSchema: json.RawMessage(`{"type":"object"}`)}
 	r := b.add(newApprovalRequest(p, 1, "", true), t0)
@@ -319,9 +319,9 @@ func TestRequestCandidates(t *testing.T) {
 			}
 			return fx
 		}, reqCandidate, recordedEvent{protocol.ApprovalCandidate, protocol.ApprovalCandidateData{CandidateID: "cnd_apr_call_1.1", Outcome: protocol.CandidateFailed,
-			RequestID: "apr_call_1", ResponderPrincipalID: "bob", Reason: activities.ReasonResponseFailed, StepRef: step}},
+			RequestID: "apr_call_1", ResponderPrincipalID: "bob", Reason: work.ReasonResponseFailed, StepRef: step}},
 			protocol.DecisionCandidate{CandidateID: "cnd_apr_call_1.1", Principal: &protocol.PrincipalRef{ID: "bob", Type: auth.TypeUser},
-				Outcome: protocol.CandidateFailed, Reason: activities.ReasonResponseFailed, At: t0.Add(time.Minute)}},
+				Outcome: protocol.CandidateFailed, Reason: work.ReasonResponseFailed, At: t0.Add(time.Minute)}},
 		{"stale: the request settled meanwhile", func(t *testing.T, r *request) effects {
 			c, _ := r.propose(approve(r), resp, reqBob)
 			if _, err := r.answer(approve(r), reqAlice); err != nil {

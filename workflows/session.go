@@ -7,29 +7,29 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
-// MaxMessageBytes bounds one user message.
-const MaxMessageBytes = signals.MaxMessageBytes
+// maxMessageBytes bounds one user message.
+const maxMessageBytes = signals.MaxMessageBytes
 
-// SessionInput starts (or continues) a session.
-type SessionInput struct {
+// sessionInput starts (or continues) a session.
+type sessionInput struct {
 	SessionID string          `json:"sessionId"`
 	Initiator *auth.Principal `json:"initiator,omitempty"`
 	// State is set when the session continues as new.
-	State *SessionState `json:"state,omitempty"`
+	State *sessionState `json:"state,omitempty"`
 	// Stubs are eve's tool stubs, fixed when the session is created (the
 	// API server checked them and the caller's grant).
 	Stubs []protocol.ToolStub `json:"stubs,omitempty"`
 }
 
-// SessionState is everything a session carries across continue-as-new.
-type SessionState struct {
+// sessionState is everything a session carries across continue-as-new.
+type sessionState struct {
 	Config Config `json:"config"`
 	// Events and EventBase start a run's event log (eventLog): EventBase is
 	// the global index of its first event. A run keeps its events in its
@@ -41,7 +41,7 @@ type SessionState struct {
 	// Conversation is the stored conversation (by reference).
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
 	NextSeq      int                 `json:"nextSeq"`
-	Queue        []QueuedMessage     `json:"queue,omitempty"`
+	Queue        []queuedMessage     `json:"queue,omitempty"`
 	Usage        protocol.TokenUsage `json:"usage"`
 	// Deliveries maps delivery ids to turn sequences, so a re-sent message
 	// (a client retry) joins its first delivery instead of running twice.
@@ -56,14 +56,14 @@ type SessionState struct {
 	// ApprovedTools are the tools approved once (approval.Once) in this session.
 	ApprovedTools []string `json:"approvedTools,omitempty"`
 	// SessionTools were resolved once, before the first turn.
-	SessionTools    []activities.DynamicTool `json:"sessionTools,omitempty"`
-	SessionResolved bool                     `json:"sessionResolved,omitempty"`
+	SessionTools    []work.DynamicTool `json:"sessionTools,omitempty"`
+	SessionResolved bool               `json:"sessionResolved,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *StubState `json:"stubs,omitempty"`
 }
 
-// QueuedMessage is a message waiting for its turn.
-type QueuedMessage struct {
+// queuedMessage is a message waiting for its turn.
+type queuedMessage struct {
 	Sequence   int             `json:"sequence"`
 	Message    string          `json:"message"`
 	DeliveryID string          `json:"deliveryId"`
@@ -73,7 +73,7 @@ type QueuedMessage struct {
 type session struct {
 	id        string
 	initiator *auth.Principal
-	st        *SessionState
+	st        *sessionState
 	active    *signals.ActiveTurn
 	// cancelTurn cancels the running turn's child workflow.
 	cancelTurn workflow.CancelFunc
@@ -100,7 +100,7 @@ type session struct {
 	// activeCaller is the person the running turn serves; offered are the
 	// messages handed to it (see offerToTurn).
 	activeCaller *auth.Principal
-	offered      []QueuedMessage
+	offered      []queuedMessage
 	// pastDeadline: the session's lifetime is over (ExpiresAt); ended: it
 	// recorded session.completed and takes no more messages.
 	pastDeadline, ended bool
@@ -109,7 +109,7 @@ type session struct {
 	// while the running turn runs and not decided yet; acked those it took.
 	ordered bool
 	pending []*pendingMessage
-	acked   []QueuedMessage
+	acked   []queuedMessage
 }
 
 // expired reports a session past its lifetime with nothing left to do: no
@@ -126,7 +126,7 @@ func (s *session) complete(ctx workflow.Context) error {
 	s.ended = true
 	usage := s.st.Usage
 	s.log.emit(ctx, protocol.SessionCompleted, protocol.SessionCompletedData{Usage: &usage})
-	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+	setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
@@ -145,7 +145,7 @@ func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
 }
 
 // Session is the entity workflow of one conversation.
-func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
+func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
 		log:      eventLog{rt: r, sessionID: in.SessionID},
 		outcomes: map[string]*signals.TurnOutcome{}, waiters: map[string]int{}}
@@ -154,10 +154,10 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 	s.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
 	if s.st == nil {
 		var cfg Config
-		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.WithDefaults() }).Get(&cfg); err != nil {
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.withDefaults() }).Get(&cfg); err != nil {
 			return fmt.Errorf("record config: %w", err)
 		}
-		s.st = &SessionState{Config: cfg, Deliveries: map[string]int{}}
+		s.st = &sessionState{Config: cfg, Deliveries: map[string]int{}}
 		if len(in.Stubs) > 0 {
 			s.st.Stubs = &StubState{Rules: in.Stubs}
 		}
@@ -167,8 +167,8 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
 			return fmt.Errorf("memo: %w", err)
 		}
-		setStatus(ctx, cfg, s.id, StatusIdle, nil)
-		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: Version}})
+		setStatus(ctx, cfg, s.id, statusIdle, nil)
+		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: signals.Version}})
 	}
 	if in.State != nil {
 		s.log.base, s.log.events = s.st.EventBase, s.st.Events
@@ -205,7 +205,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 		if s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
 			// Start afresh before the history nears the server's limits,
 			// even with messages waiting: they travel in the state.
-			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
+			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
 		}
 		if len(s.st.Queue) == 0 || s.compacting {
 			// Idle and the history is large: start afresh with the state.
@@ -213,7 +213,7 @@ func (r *Runtime) Session(ctx workflow.Context, in SessionInput) error {
 				return err
 			}
 			if len(s.st.Queue) == 0 {
-				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, SessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
+				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
 			}
 		}
 		msg := s.st.Queue[0]
@@ -291,9 +291,9 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 								names = append(names, r.Action.ToolName)
 							}
 						}
-						setStatus(ctx, s.st.Config, s.id, StatusWaitingInput, names)
+						setStatus(ctx, s.st.Config, s.id, statusWaitingInput, names)
 					} else {
-						setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
+						setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
 					}
 				}
 			})
@@ -318,22 +318,22 @@ func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {
 // nears Temporal's limits, and its events (held by the run, answered by
 // queries) stay small in a worker's memory.
 const (
-	MaxRunHistoryBytes  = 4 << 20
-	MaxRunHistoryEvents = 4000
-	MaxRunEventBytes    = 8 << 20
+	maxRunHistoryBytes  = 4 << 20
+	maxRunHistoryEvents = 4000
+	maxRunEventBytes    = 8 << 20
 )
 
 // overLimits reports a run past eve's own bounds.
 func (s *session) overLimits(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return info.GetCurrentHistorySize() >= MaxRunHistoryBytes ||
-		info.GetCurrentHistoryLength() >= MaxRunHistoryEvents ||
-		s.log.bytes >= MaxRunEventBytes
+	return info.GetCurrentHistorySize() >= maxRunHistoryBytes ||
+		info.GetCurrentHistoryLength() >= maxRunHistoryEvents ||
+		s.log.bytes >= maxRunEventBytes
 }
 
 // carry is the state the next run starts with: everything but this run's
 // events, which stay readable through this run's queries.
-func (s *session) carry(ctx workflow.Context) *SessionState {
+func (s *session) carry(ctx workflow.Context) *sessionState {
 	next := *s.st
 	if len(s.log.events) > 0 {
 		run := workflow.GetInfo(ctx).WorkflowExecution.RunID
@@ -342,13 +342,13 @@ func (s *session) carry(ctx workflow.Context) *SessionState {
 	next.EventBase = s.log.total()
 	next.Events = nil
 	next.RunFirstTurn = s.st.NextSeq
-	next.Deliveries = recentDeliveries(s.st.Deliveries, s.st.NextSeq-MaxRememberedDeliveries)
+	next.Deliveries = recentDeliveries(s.st.Deliveries, s.st.NextSeq-maxRememberedDeliveries)
 	return &next
 }
 
-// MaxRememberedDeliveries is how many turns back a re-sent delivery id is
+// maxRememberedDeliveries is how many turns back a re-sent delivery id is
 // still recognized (a client retry joins its first delivery).
-const MaxRememberedDeliveries = 1000
+const maxRememberedDeliveries = 1000
 
 // recentDeliveries keeps the deliveries of turns from seq on.
 func recentDeliveries(all map[string]int, from int) map[string]int {

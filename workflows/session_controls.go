@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -85,7 +85,7 @@ func (s *session) compactStored(ctx workflow.Context) {
 	s.log.emit(ctx, protocol.CompactionRequested, data)
 	if s.st.Conversation != nil && !s.st.Conversation.Empty() {
 		s.compacting = true
-		out, err := runCompaction(ctx, s.st.Config.WithDefaults(), activities.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
+		out, err := runCompaction(ctx, s.st.Config.withDefaults(), work.CompactInput{SessionID: s.id, Conversation: *s.st.Conversation})
 		s.compacting = false
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("compaction failed; the conversation stays as it was", "session", s.id, "error", err)

@@ -14,10 +14,6 @@ import (
 // A session's deliveries and queue: the send Update, its validator, and
 // what a message becomes (the running turn's, or a turn of its own).
 
-// MaxQueuedMessages bounds the messages waiting for their turn: beyond it a
-// send is refused (and answered with an error), never accepted and dropped.
-const MaxQueuedMessages = 100
-
 func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) error {
 	if s.ended {
 		return temporal.NewApplicationError(fmt.Sprintf("session %s has ended: its lifetime (%s, agent.Agent.SessionLifetime) is over; start a new session", s.id, s.st.Config.SessionLifetime), signals.ErrSessionEnded)
@@ -25,14 +21,14 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 	if strings.TrimSpace(req.Message) == "" {
 		return errors.New("message is empty: send the text of the user's message")
 	}
-	if len(req.Message) > MaxMessageBytes {
-		return fmt.Errorf("message is %d bytes; the limit is %d (workflows.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), MaxMessageBytes)
+	if len(req.Message) > maxMessageBytes {
+		return fmt.Errorf("message is %d bytes; the limit is %d (signals.MaxMessageBytes): send large content as a file or a tool's input instead", len(req.Message), maxMessageBytes)
 	}
 	if p := req.TurnPolicy; p != "" && p != signals.TurnPolicySteer && p != signals.TurnPolicyQueue {
 		return fmt.Errorf("turnPolicy %q: expected either %q or %q", p, signals.TurnPolicyQueue, signals.TurnPolicySteer)
 	}
-	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.pendingOf(req.DeliveryID) == nil && s.waiting() >= MaxQueuedMessages {
-		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, workflows.MaxQueuedMessages); send again when the running turn ends", s.id, s.waiting()), signals.ErrSessionBusy)
+	if _, dup := s.st.Deliveries[req.DeliveryID]; !dup && s.pendingOf(req.DeliveryID) == nil && s.waiting() >= signals.MaxQueuedMessages {
+		return temporal.NewApplicationError(fmt.Sprintf("session %s has %d messages waiting for their turn (the limit, signals.MaxQueuedMessages); send again when the running turn ends", s.id, s.waiting()), signals.ErrSessionBusy)
 	}
 	return nil
 }
@@ -57,7 +53,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		seq = s.st.NextSeq
 		s.st.NextSeq++
 		s.st.Deliveries[dlv] = seq
-		s.st.Queue = append(s.st.Queue, QueuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+		s.st.Queue = append(s.st.Queue, queuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
 	}
 	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
 	if !req.Wait {

@@ -28,7 +28,7 @@ import (
 
 // pendingMessage is a message accepted while a turn runs, not yet decided.
 type pendingMessage struct {
-	QueuedMessage
+	queuedMessage
 	policy string
 	// offered: the offer is on its way to the turn, or the turn has it.
 	offered bool
@@ -57,18 +57,18 @@ func (s *session) waiting() int { return len(s.st.Queue) + len(s.pending) }
 // pending ones (pump decides it); otherwise it waits in the queue behind
 // everything accepted before it.
 func (s *session) acceptInOrder(ctx workflow.Context, req signals.SendRequest, dlv string) (p *pendingMessage, seq int) {
-	m := QueuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller}
+	m := queuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller}
 	if s.active == nil {
 		return nil, s.enqueue(m)
 	}
-	p = &pendingMessage{QueuedMessage: m, policy: req.TurnPolicy}
+	p = &pendingMessage{queuedMessage: m, policy: req.TurnPolicy}
 	s.pending = append(s.pending, p)
 	s.pump(ctx)
 	return p, 0
 }
 
 // enqueue gives a message the next turn of its own.
-func (s *session) enqueue(m QueuedMessage) int {
+func (s *session) enqueue(m queuedMessage) int {
 	m.Sequence = s.st.NextSeq
 	s.st.NextSeq++
 	s.st.Deliveries[m.DeliveryID] = m.Sequence
@@ -141,7 +141,7 @@ func (s *session) turnAnswered(ctx workflow.Context, a signals.TurnTaken) {
 	s.pending = s.pending[1:]
 	if a.Taken {
 		s.decide(p, s.active.Sequence)
-		s.acked = append(s.acked, p.QueuedMessage)
+		s.acked = append(s.acked, p.queuedMessage)
 	} else {
 		s.queue(p)
 	}
@@ -155,7 +155,7 @@ func (s *session) queue(p *pendingMessage) {
 		s.decide(p, p.Sequence)
 		return
 	}
-	p.Sequence = s.enqueue(p.QueuedMessage)
+	p.Sequence = s.enqueue(p.queuedMessage)
 	p.decided = true
 }
 
@@ -184,7 +184,7 @@ func (s *session) dropPending() {
 // answers named other turns: the one case where an answer does not name
 // the reader).
 func (s *session) settleOffers(read []string) {
-	var unread []QueuedMessage
+	var unread []queuedMessage
 	for _, m := range s.acked {
 		if !slices.Contains(read, m.DeliveryID) {
 			unread = append(unread, m)

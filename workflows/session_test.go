@@ -142,7 +142,7 @@ func TestSessionContinueAsNew(t *testing.T) {
 	}
 
 	// The next run: a new environment on the same conversation store.
-	h2 := newHarness(t, func(a *agent.Agent) { a.ContinueAsNewAfterTurns = 1; a.Store = h.store })
+	h2 := newHarnessOn(t, h.store, func(a *agent.Agent) { a.ContinueAsNewAfterTurns = 1 })
 	var sent *update[signals.SendResult]
 	h2.at(time.Minute, func() { sent = h2.send(signals.SendRequest{Message: "look up b", Wait: true}) })
 	next2 := continuedWith(t, h2.runSession(next))

@@ -6,9 +6,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -34,10 +34,10 @@ func (s *session) endTurn(ctx workflow.Context) {
 		s.log.emit(ctx, d.typ, d.data)
 	}
 	s.deferred = nil
-	setStatus(ctx, s.st.Config, s.id, StatusIdle, nil)
+	setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
 }
 
-func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
+func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 	tid := signals.TurnID(msg.Sequence)
 	wid := signals.TurnWorkflowID(s.id, tid)
 	base := s.log.total()
@@ -50,11 +50,11 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 	}
 	s.activeCaller = current
 	if s.st.Config.hasScope("session") && !s.st.SessionResolved {
-		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
+		ts, err := resolveTools(ctx, work.ResolveInput{Scope: "session", Session: auth.Session{ID: s.id, Auth: auth.Auth{Current: current, Initiator: s.initiator}}})
 		if err != nil {
 			// Retried before the next turn; this one fails with the reason.
 			s.log.emit(ctx, protocol.TurnStarted, protocol.TurnRef{Sequence: msg.Sequence, TurnID: tid})
-			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: CodeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
+			s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: codeResolution, Message: errorMessage(err), Sequence: msg.Sequence, TurnID: tid})
 			if s.ordered {
 				s.settleOffers(nil)
 			} else {
@@ -70,7 +70,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		}
 		s.st.SessionTools, s.st.SessionResolved = ts, true
 	}
-	in := TurnInput{
+	in := turnInput{
 		SessionID: s.id, SessionTools: s.st.SessionTools, TurnID: tid, Sequence: msg.Sequence,
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
@@ -82,7 +82,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		in.Budget = budgetOf(s.st)
 	}
 	before := s.st.Usage
-	setStatus(ctx, s.st.Config, s.id, StatusRunning, nil)
+	setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
 	out, err := s.runChild(ctx, wid, in)
 	read := out.Taken
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 		evs := recoverTurnEvents(ctx, wid)
 		read = deliveriesIn(evs)
 		s.log.record(evs...)
-		out = TurnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
+		out = turnOutput{Outcome: signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: err.Error(), FirstEvent: base}}
 		s.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: "TURN_WORKFLOW_FAILED", Message: "the turn workflow ended abnormally: " + err.Error(), Sequence: msg.Sequence, TurnID: tid})
 	} else {
 		s.log.record(out.Events...)
@@ -140,13 +140,13 @@ func (s *session) runTurn(ctx workflow.Context, msg QueuedMessage) {
 // runChild runs the turn as a child workflow: its start commits with this
 // workflow task and its result with the turn's final one, so a session acts
 // only on what a turn can no longer take back.
-func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (TurnOutput, error) {
+func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turnOutput, error) {
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
 	// Each turn roots its own trace, not a span of a session that lives for days.
 	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
-	var out TurnOutput
+	var out turnOutput
 	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
 	return out, err
 }
@@ -158,10 +158,10 @@ func (s *session) runChild(ctx workflow.Context, wid string, in TurnInput) (Turn
 func recoverTurnEvents(ctx workflow.Context, wid string) []protocol.Event {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeNoClient}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{work.ErrTypeNoClient}},
 	})
 	var evs []protocol.Event
-	if err := workflow.ExecuteLocalActivity(lctx, activities.TurnEventsName, wid).Get(ctx, &evs); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, work.TurnEventsName, wid).Get(ctx, &evs); err != nil {
 		workflow.GetLogger(ctx).Warn("the events of a turn that ended abnormally could not be read; its turn.failed takes their place", "turn", wid, "error", err)
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -42,7 +42,7 @@ func (s *session) offerToTurn(ctx workflow.Context, req signals.SendRequest, dlv
 	}
 	s.st.Deliveries[dlv] = s.active.Sequence
 	m := signals.TurnMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, TurnPolicy: policy}
-	s.offered = append(s.offered, QueuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+	s.offered = append(s.offered, queuedMessage{Sequence: s.active.Sequence, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
 	workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
 	return true
 }
@@ -227,11 +227,11 @@ func (t *turn) streamRest(ctx workflow.Context, stepIdx int, text string) {
 
 // withdrawnOutcome is the result the model sees for a call whose prompt a
 // steering message withdrew.
-func withdrawnOutcome(p activities.CallPlan, r *request) activities.ToolOutcome {
+func withdrawnOutcome(p work.CallPlan, r *request) work.ToolOutcome {
 	if r.req.Kind == protocol.KindToolApproval {
 		msg := fmt.Sprintf("The call to %s did not run: ignored because the user continued without responding.", p.Call.Name)
 		out := mustJSON(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": "ignored"})
-		return activities.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+		return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
 	}
-	return activities.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("the question of %s was withdrawn: the user sent a new message instead of answering", p.Call.Name))
+	return work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("the question of %s was withdrawn: the user sent a new message instead of answering", p.Call.Name))
 }

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/internal/stubmatch"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -83,13 +83,13 @@ func matchStub(rules []protocol.ToolStub, positions map[string]int, tool string,
 }
 
 // stubOutcome is the result the model reads for a stubbed call.
-func stubOutcome(d stubDecision) activities.ToolOutcome {
+func stubOutcome(d stubDecision) work.ToolOutcome {
 	if t := d.Outcome.Throw; t != nil {
-		return activities.FailedOutcome(protocol.CodeToolExecution, t.Message)
+		return work.FailedOutcome(protocol.CodeToolExecution, t.Message)
 	}
 	out := d.Outcome.Response
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
-	return activities.ToolOutcome{Status: protocol.StatusCompleted, Output: out}
+	return work.ToolOutcome{Status: protocol.StatusCompleted, Output: out}
 }

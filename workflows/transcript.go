@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 )
 
@@ -23,7 +23,7 @@ type transcript struct {
 	noCompact bool
 }
 
-func newTranscript(in TurnInput) transcript {
+func newTranscript(in turnInput) transcript {
 	var c transcript
 	if in.Conversation != nil {
 		c.ref = *in.Conversation
@@ -39,7 +39,7 @@ func (c *transcript) add(m model.Message) {
 
 // readBy sets what a model step reads: the stored conversation and the
 // messages it stores first.
-func (c *transcript) readBy(step *activities.ModelStepInput) {
+func (c *transcript) readBy(step *work.ModelStepInput) {
 	ref := c.ref
 	step.Conversation, step.Append = &ref, c.pending
 }
@@ -70,8 +70,8 @@ func (c *transcript) storePending(ctx workflow.Context, sessionID, turnID string
 		RetryPolicy:         &temporal.RetryPolicy{MaximumInterval: 30 * time.Second, MaximumAttempts: 20},
 	})
 	var ref conversation.Ref
-	in := activities.AppendInput{SessionID: sessionID, Conversation: c.ref, Messages: c.pending}
-	if err := workflow.ExecuteLocalActivity(lctx, activities.AppendConversationName, in).Get(ctx, &ref); err != nil {
+	in := work.AppendInput{SessionID: sessionID, Conversation: c.ref, Messages: c.pending}
+	if err := workflow.ExecuteLocalActivity(lctx, work.AppendConversationName, in).Get(ctx, &ref); err != nil {
 		workflow.GetLogger(ctx).Error("the turn's last messages could not be stored; the conversation goes on without them", "turn", turnID, "error", err)
 		return
 	}

@@ -7,16 +7,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
 
-// TurnInput starts one turn.
-type TurnInput struct {
+// turnInput starts one turn.
+type turnInput struct {
 	SessionID string    `json:"sessionId"`
 	TurnID    string    `json:"turnId"`
 	Sequence  int       `json:"sequence"`
@@ -34,13 +34,13 @@ type TurnInput struct {
 	// this turn (Config.Limits).
 	Budget protocol.TokenUsage `json:"budget,omitempty"`
 	// SessionTools were resolved when the session started.
-	SessionTools []activities.DynamicTool `json:"sessionTools,omitempty"`
+	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *StubState `json:"stubs,omitempty"`
 }
 
-// TurnOutput is what the session keeps of a finished turn.
-type TurnOutput struct {
+// turnOutput is what the session keeps of a finished turn.
+type turnOutput struct {
 	Events []protocol.Event `json:"events"`
 	// Conversation is the stored conversation after the turn.
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
@@ -61,15 +61,15 @@ type TurnOutput struct {
 
 // Error codes of turn.failed.
 const (
-	CodeMaxSteps   = "MAX_STEPS_EXCEEDED"
-	CodeModelError = "MODEL_ERROR"
-	// CodeResolution is the turn.failed code of a tool resolver failure.
-	CodeResolution = "TOOL_RESOLUTION_FAILED"
+	codeMaxSteps   = "MAX_STEPS_EXCEEDED"
+	codeModelError = "MODEL_ERROR"
+	// codeResolution is the turn.failed code of a tool resolver failure.
+	codeResolution = "TOOL_RESOLUTION_FAILED"
 )
 
 // turn is one running turn workflow.
 type turn struct {
-	in     TurnInput
+	in     turnInput
 	cfg    Config
 	parent *workflow.Execution // the session, told of open requests
 	log    eventLog            // the turn's events, handed to the session at the end
@@ -85,8 +85,8 @@ type turn struct {
 	streamed string
 	// dynamic are the resolved tools in force (session, turn, step);
 	// turnDyn the turn's.
-	dynamic []activities.DynamicTool
-	turnDyn []activities.DynamicTool
+	dynamic []work.DynamicTool
+	turnDyn []work.DynamicTool
 
 	parks int // how often the turn parked for input
 	// limits: the turn holds on its session's limits (changeLimits);
@@ -126,12 +126,12 @@ type turn struct {
 // results in the next step, until it answers without tool calls or
 // MaxSteps is reached. Failures of the model or of tools become events,
 // never a failed workflow.
-func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
+func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 	t, err := r.startTurn(ctx, in)
 	if err != nil {
-		return TurnOutput{}, err
+		return turnOutput{}, err
 	}
-	setStatus(ctx, t.cfg, in.SessionID, StatusRunning, nil)
+	setStatus(ctx, t.cfg, in.SessionID, statusRunning, nil)
 	t.log.emit(ctx, protocol.TurnStarted, t.ref())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
@@ -144,7 +144,7 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 			return t.cancelled(ctx)
 		}
 		if stepIdx >= t.cfg.MaxSteps {
-			return t.turnFailed(ctx, CodeMaxSteps, fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", t.cfg.MaxSteps))
+			return t.turnFailed(ctx, codeMaxSteps, fmt.Sprintf("the turn stopped after %d model steps without a final answer; the model kept calling tools. Raise the agent's max steps (EVE_MAX_STEPS) if this is expected.", t.cfg.MaxSteps))
 		}
 		if err := t.resolveStepTools(ctx, stepIdx); err != nil {
 			return t.resolutionFailed(ctx, err)
@@ -216,8 +216,8 @@ func (r *Runtime) Turn(ctx workflow.Context, in TurnInput) (TurnOutput, error) {
 }
 
 // startTurn sets up the turn's state and handlers.
-func (r *Runtime) startTurn(ctx workflow.Context, in TurnInput) (*turn, error) {
-	t := &turn{in: in, cfg: in.Config.WithDefaults(),
+func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
+	t := &turn{in: in, cfg: in.Config.withDefaults(),
 		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		stepDone: -1, actions: map[string]*actionState{}}
@@ -254,7 +254,7 @@ func (t *turn) resolveTurnTools(ctx workflow.Context) error {
 	if !t.cfg.hasScope("turn") {
 		return nil
 	}
-	ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "turn", Session: t.session(), TurnID: t.in.TurnID})
+	ts, err := resolveTools(ctx, work.ResolveInput{Scope: "turn", Session: t.session(), TurnID: t.in.TurnID})
 	t.turnDyn = ts
 	return err
 }
@@ -262,9 +262,9 @@ func (t *turn) resolveTurnTools(ctx workflow.Context) error {
 // resolveStepTools runs the step's tool resolvers, if any, and puts the
 // session's, the turn's and the step's tools in force.
 func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
-	var stepDyn []activities.DynamicTool
+	var stepDyn []work.DynamicTool
 	if t.cfg.hasScope("step") {
-		ts, err := resolveTools(ctx, activities.ResolveInput{Scope: "step", Session: t.session(), TurnID: t.in.TurnID, StepIndex: stepIdx})
+		ts, err := resolveTools(ctx, work.ResolveInput{Scope: "step", Session: t.session(), TurnID: t.in.TurnID, StepIndex: stepIdx})
 		if err != nil {
 			return err
 		}
@@ -279,8 +279,8 @@ func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
 }
 
 // modelStep runs one model step over the conversation with the tools in force.
-func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (activities.ModelStepOutput, error) {
-	step := activities.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
+func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutput, error) {
+	step := work.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
 	t.conv.readBy(&step)
 	if t.cfg.StreamText && !t.cfg.LocalModel {
 		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -335,27 +335,27 @@ func (t *turn) turnWaiting(ctx workflow.Context, on string) {
 }
 
 // stepFailed ends the turn after the model failed.
-func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (TurnOutput, error) {
-	t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: CodeModelError, Message: msg, StepRef: t.step(i)})
-	return t.turnFailed(ctx, CodeModelError, msg)
+func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, error) {
+	t.log.emit(ctx, protocol.StepFailed, protocol.StepFailedData{Code: codeModelError, Message: msg, StepRef: t.step(i)})
+	return t.turnFailed(ctx, codeModelError, msg)
 }
 
 // turnFailed ends the turn with turn.failed.
-func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (TurnOutput, error) {
+func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
 
-func (t *turn) resolutionFailed(ctx workflow.Context, err error) (TurnOutput, error) {
+func (t *turn) resolutionFailed(ctx workflow.Context, err error) (turnOutput, error) {
 	if ctx.Err() != nil {
 		return t.cancelled(ctx)
 	}
-	return t.turnFailed(ctx, CodeResolution, errorMessage(err))
+	return t.turnFailed(ctx, codeResolution, errorMessage(err))
 }
 
 // cancelled records the end of a cancelled turn.
-func (t *turn) cancelled(ctx workflow.Context) (TurnOutput, error) {
+func (t *turn) cancelled(ctx workflow.Context) (turnOutput, error) {
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
@@ -384,13 +384,13 @@ func (t *turn) outcome() signals.TurnOutcome {
 
 // finish ends the turn; handlers waiting on it (respond with Wait) return
 // before the workflow completes.
-func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnOutput, error) {
+func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnOutput, error) {
 	t.closing = true
 	t.finished, t.status, t.reply, t.errMsg = true, status, reply, errMsg
 	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
-	out := TurnOutput{
+	out := turnOutput{
 		Events:        t.log.events,
 		Usage:         t.usage,
 		Outcome:       t.outcome(),
@@ -410,19 +410,19 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (TurnO
 }
 
 // resolveTools runs the resolvers of one scope (recorded in history).
-func resolveTools(ctx workflow.Context, in activities.ResolveInput) ([]activities.DynamicTool, error) {
+func resolveTools(ctx workflow.Context, in work.ResolveInput) ([]work.DynamicTool, error) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeResolve}},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{work.ErrTypeResolve}},
 	})
-	var out activities.ResolveOutput
-	err := workflow.ExecuteLocalActivity(lctx, activities.ResolveToolsName, in).Get(ctx, &out)
+	var out work.ResolveOutput
+	err := workflow.ExecuteLocalActivity(lctx, work.ResolveToolsName, in).Get(ctx, &out)
 	return out.Tools, err
 }
 
 // mergeDynamic joins the scopes' tools; one name from two resolvers is an error.
-func mergeDynamic(sets ...[]activities.DynamicTool) ([]activities.DynamicTool, error) {
-	var out []activities.DynamicTool
+func mergeDynamic(sets ...[]work.DynamicTool) ([]work.DynamicTool, error) {
+	var out []work.DynamicTool
 	owner := map[string]string{}
 	for _, set := range sets {
 		for _, d := range set {
@@ -445,9 +445,9 @@ func toolCallAction(c model.ToolCall) protocol.ToolCallAction {
 	return protocol.ToolCallAction{CallID: c.ID, Input: input, Kind: "tool-call", ToolName: c.Name}
 }
 
-func runModelStep(ctx workflow.Context, cfg Config, in activities.ModelStepInput) (activities.ModelStepOutput, error) {
-	var out activities.ModelStepOutput
-	err := modelActivity(ctx, cfg, activities.ModelStepName, in).Get(ctx, &out)
+func runModelStep(ctx workflow.Context, cfg Config, in work.ModelStepInput) (work.ModelStepOutput, error) {
+	var out work.ModelStepOutput
+	err := modelActivity(ctx, cfg, work.ModelStepName, in).Get(ctx, &out)
 	return out, err
 }
 

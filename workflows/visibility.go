@@ -10,34 +10,17 @@ import (
 // on the namespace (eve dev does it; see docs/operations.md and eve doctor);
 // a worker enables them only when they are.
 var (
-	SearchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
-	SearchTools   = temporal.NewSearchAttributeKeyKeywordList("EveTools")
-	SearchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
+	searchTools   = temporal.NewSearchAttributeKeyKeywordList("EveTools")
+	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
 )
-
-// SearchAttributeTypes names each attribute's type, for registration.
-var SearchAttributeTypes = map[string]string{
-	"EveStatus":    "Keyword",
-	"EveTools":     "KeywordList",
-	"EveSessionId": "Keyword",
-	// The inbox (inbox.go).
-	"EveInbox":        "Keyword",
-	"EveRequester":    "Keyword",
-	"EveRequestKinds": "KeywordList",
-	"EveParkedAt":     "Datetime",
-}
-
-// InboxAttributes are the attributes only the inbox needs: a namespace
-// that has the others but not these records session status, and its
-// parked turns are not listed in the inbox.
-var InboxAttributes = []string{"EveInbox", "EveRequester", "EveRequestKinds", "EveParkedAt"}
 
 // Statuses of EveStatus.
 const (
-	StatusIdle         = "idle"
-	StatusRunning      = "running"
-	StatusWaitingInput = "waiting-input"
-	StatusWaitingTasks = "waiting-tasks"
+	statusIdle         = "idle"
+	statusRunning      = "running"
+	statusWaitingInput = "waiting-input"
+	statusWaitingTasks = "waiting-tasks"
 )
 
 // setStatus records a status (and the tools waited on) for visibility. A
@@ -50,8 +33,8 @@ func setStatus(ctx workflow.Context, cfg Config, sessionID, status string, tools
 		tools = []string{}
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchStatus.ValueSet(status),
-		SearchTools.ValueSet(tools),
-		SearchSession.ValueSet(sessionID),
+		searchStatus.ValueSet(status),
+		searchTools.ValueSet(tools),
+		searchSession.ValueSet(sessionID),
 	)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
@@ -46,8 +47,7 @@ func newRunnerEnv(t *testing.T) *runnerEnv {
 	cfg, _, _ := env.Actions()
 	dir := filepath.Join(t.TempDir(), "jobs")
 	a := evetest.Agent(t, reportRules, demo.RunReport(dir))
-	a.Actions = cfg
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Actions: cfg})
 	return &runnerEnv{Env: env, dir: dir}
 }
 

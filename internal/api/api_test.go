@@ -22,7 +22,7 @@ import (
 
 func newTestServer(t *testing.T, mut func(*Options)) *Server {
 	t.Helper()
-	opts := Options{Sessions: &sessions.Service{}, MaxBodyBytes: 1024}
+	opts := Options{Sessions: &sessions.Service{}, ServerOptions: ServerOptions{MaxBodyBytes: 1024}}
 	if mut != nil {
 		mut(&opts)
 	}
@@ -291,19 +291,19 @@ func TestOpenServerLoopbackOnly(t *testing.T) {
 // New refuses an open server on a non-loopback address without InsecureOpen.
 func TestNewRefusesOpenBeyondLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:4111", ":4111", "[::]:4111", "10.1.2.3:4111", "eve.example.com:4111"} {
-		_, err := New(Options{Sessions: &sessions.Service{}, Addr: addr})
+		_, err := New(Options{Sessions: &sessions.Service{}, ServerOptions: ServerOptions{Addr: addr}})
 		if !errors.Is(err, ErrInsecureOpen) || !strings.Contains(err.Error(), "EVE_API_KEY") || !strings.Contains(err.Error(), "--insecure-open") {
 			t.Fatalf("open on %s: %v", addr, err)
 		}
-		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr, InsecureOpen: true}); err != nil {
+		if _, err := New(Options{Sessions: &sessions.Service{}, ServerOptions: ServerOptions{Addr: addr, InsecureOpen: true}}); err != nil {
 			t.Fatalf("open on %s with InsecureOpen: %v", addr, err)
 		}
-		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr, Keys: map[string]*auth.Principal{"k": {ID: "a"}}}); err != nil {
+		if _, err := New(Options{Sessions: &sessions.Service{}, ServerOptions: ServerOptions{Addr: addr}, Keys: map[string]*auth.Principal{"k": {ID: "a"}}}); err != nil {
 			t.Fatalf("keyed on %s: %v", addr, err)
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:4111", "localhost:0", "[::1]:4111", ""} {
-		if _, err := New(Options{Sessions: &sessions.Service{}, Addr: addr}); err != nil {
+		if _, err := New(Options{Sessions: &sessions.Service{}, ServerOptions: ServerOptions{Addr: addr}}); err != nil {
 			t.Fatalf("open on %q: %v", addr, err)
 		}
 	}

@@ -30,7 +30,7 @@ const (
 	ActionReset   = "reset"
 )
 
-// SessionAccess is what Options.AuthorizeSession decides on: a caller who
+// SessionAccess is what ServerOptions.AuthorizeSession decides on: a caller who
 // is not the session's owner (its initiator) and holds no keys-file grant
 // for it (canActFor, reviews) wants to act on it.
 type SessionAccess struct {

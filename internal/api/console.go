@@ -317,7 +317,7 @@ func (s *Server) inboxEvents(w http.ResponseWriter, r *http.Request) {
 	heartbeat := time.NewTicker(s.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
 	var tick <-chan time.Time
-	if s.opts.Notify == nil {
+	if s.opts.Bus == nil {
 		t := time.NewTicker(inboxHintTick)
 		defer t.Stop()
 		tick = t.C

@@ -11,11 +11,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,78 +50,32 @@ const (
 	DefaultMaxTailEvents = 1000
 )
 
-// Options configures the server.
-type Options struct {
-	// Sessions drives the session workflows (required).
-	Sessions *sessions.Service
-	// Keys maps bearer keys to principals. Empty: the server is open and
-	// every caller is the anonymous principal (Anonymous).
-	Keys map[string]*auth.Principal
-	// AuthorizeSession decides whether a caller other than the session's
-	// owner (its initiator, a service whose keys-file canActFor names the
-	// owner, or a reviewer whose keys-file reviews grant covers it) may act
-	// on it: send, respond, stream, cancel, clear, compact or reset, or
-	// read its decision record (SessionAccess.Action). Nil: nobody else
-	// may. It runs in the request, before anything reaches the workflow,
-	// so it must not block for long; a refusal answers 403 and records
-	// nothing. The listings ask it too, per item: the inbox (respond, with
-	// the request), the sessions list (stream), the jobs list (cancel) and
-	// the decisions export (decisions).
-	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
-	// AllowToolStubs grants eve's tool stubs (evals) to a caller the keys
-	// file does not (its allowToolStubs): creating a session with "stubs"
-	// and reading GET /eve/v1/session/{id}/stubs. Nil: only the keys
-	// file grants, and an open server on loopback (eve dev) grants every
-	// caller, as eve's own dev server does.
-	AllowToolStubs func(ctx context.Context, p *auth.Principal) bool
-	// Addr is the address the server is served on (host:port), when known.
-	// An open server (no Keys) on a non-loopback address is refused unless
-	// InsecureOpen is set.
-	Addr string
+// ServerOptions are the settings of eve's HTTP handler, declared once:
+// eve.ServerOptions is this type, the serve and dev commands bind their
+// flags onto it, and Options embeds it. New reads the HTTP settings; the
+// assembly (internal/assemble) reads TaskQueue, ActionSecret, MaxToolCalls
+// and Notify, which need a Temporal client or the agent.
+type ServerOptions struct {
+	// TaskQueue of the agent's workers (default the agent's name, as
+	// NewWorker's and the commands').
+	TaskQueue string
+	// APIKey is a bearer key callers must send (EVE_API_KEY); KeysFile maps
+	// keys to principals (EVE_API_KEYS_FILE, docs/http-api.md). With
+	// neither the server is open: it answers loopback Host headers only,
+	// unless InsecureOpen.
+	APIKey   string
+	KeysFile string
 	// InsecureOpen lets an open server listen beyond loopback and accept
 	// any Host header. Without it, an open server answers only requests
 	// whose Host is localhost, 127.0.0.0/8 or [::1] (DNS rebinding).
 	InsecureOpen bool
-	// MaxStreamsPerPrincipal bounds the open streams of one principal
-	// (default 100; negative: no bound). Beyond it a stream answers 429.
-	MaxStreamsPerPrincipal int
-	// StreamWriteTimeout bounds each write to a stream (default 15 s).
-	StreamWriteTimeout time.Duration
-	// MaxTailEvents bounds a negative startIndex (default 1000 events).
-	MaxTailEvents int
-	// OwnerCacheSize bounds the session owners remembered (default 50000).
-	OwnerCacheSize int
-	// LeaseDuration ends each stream response (with the stream.lease-ended
-	// line) when the client asked for stream control (default 60 s).
-	LeaseDuration time.Duration
-	// HeartbeatInterval is how often an idle stream writes a blank line
-	// (default 10 s; the client gives up after 15 s without bytes).
-	HeartbeatInterval time.Duration
-	// Notify delivers "session X changed" from the workers
-	// (internal/notify): streams read a session only when it changes, so
-	// idle streams cost no query. Nil: each session with open streams is
-	// polled by one reader (PollInterval, IdlePollInterval).
-	Notify notify.Bus
-	// PollInterval is how often a session's reader polls a running turn's
-	// events without Notify (default 10 ms); IdlePollInterval how often it
-	// looks at an idle session (default 250 ms). A write through this
-	// server wakes the session's reader at once.
-	PollInterval     time.Duration
-	IdlePollInterval time.Duration
-	// DecisionsSessionTimeout bounds reading one session's decision record
-	// in an export across sessions (default DecisionsSessionTimeout).
-	DecisionsSessionTimeout time.Duration
-	// RequestTimeout bounds a write's Temporal calls (default 20 s, under
-	// the 30 s most HTTP clients wait): past it the answer is 503 with
-	// Retry-After.
-	RequestTimeout time.Duration
-	// MaxBodyBytes bounds request bodies (default 1 MiB).
-	MaxBodyBytes int64
-	// BodyReadTimeout bounds how long a request's body may take to arrive
-	// (default 10 s, httpbody.DefaultReadTimeout): past it the answer is
-	// 408 and the connection closes. Streams, which have no body, keep
-	// their own write deadlines (StreamWriteTimeout).
-	BodyReadTimeout time.Duration
+	// Addr is where the handler is served (host:port), when known, for the
+	// open-server check: an open server beyond loopback is refused unless
+	// InsecureOpen.
+	Addr string
+	// ActionSecret verifies completion URLs (EVE_ACTION_SECRET, the
+	// workers' secret); empty: completion URLs answer 404.
+	ActionSecret string
 	// CORSOrigins lists the origins browsers may call from, besides the
 	// server's own; empty means any ("*") when keys are configured, and
 	// pages served from this machine (loopback origins, reflected) on an
@@ -128,9 +84,80 @@ type Options struct {
 	// "simple" request needs no preflight, so CORS alone would not stop
 	// it). Credentials (cookies) are never needed: auth is a bearer key.
 	CORSOrigins []string
+	// MaxStreamsPerPrincipal bounds the open streams of one principal
+	// (default 100; negative: no bound). Beyond it a stream answers 429.
+	MaxStreamsPerPrincipal int
+	// MaxToolCalls bounds the calls of one executeToolCalls request of the
+	// tools API (default 32; negative: no bound): a request with more is
+	// refused (400 too_many_calls) before any starts.
+	MaxToolCalls int
+	// AgentName reported by /eve/v1/info (default the agent's name).
+	AgentName string
+	// MaxBodyBytes bounds request bodies (default 1 MiB, as `serve`'s
+	// --max-body-bytes); BodyReadTimeout how long a body may take to
+	// arrive (default 10 s, httpbody.DefaultReadTimeout): past it the
+	// answer is 408 and the connection closes. Streams, which have no
+	// body, keep their own write deadlines.
+	MaxBodyBytes    int64
+	BodyReadTimeout time.Duration
+	// LeaseDuration ends each stream response (with the stream.lease-ended
+	// line) for clients that asked for stream control (default 60 s);
+	// HeartbeatInterval is how often an idle stream writes a blank line
+	// (default 10 s; the client gives up after 15 s without bytes);
+	// PollInterval how often a session's reader polls a running turn's
+	// events without a Notify bus (default 10 ms).
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
+	PollInterval      time.Duration
+	// Notify names the bus the workers announce new events on (EVE_NOTIFY,
+	// postgres://user@host:port/db, set alike on the workers): streams are
+	// then pushed instead of polling. Empty: they poll.
+	Notify string
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
-	// Info describes the agent at GET /eve/v1/info.
+	// AuthorizeSession lets a caller other than a session's owner (its
+	// initiator, a service whose keys-file canActFor names the owner, or a
+	// reviewer whose keys-file reviews grant covers it) act on it — send,
+	// respond, stream, cancel, clear, compact or reset, or read its
+	// decision record (SessionAccess.Action): return true to allow. Nil:
+	// nobody else may. It runs in the request, before anything reaches the
+	// workflow, so it must not block for long; a refusal answers 403 and
+	// records nothing. The listings ask it too, per item: the inbox
+	// (respond, with the request), the sessions list (stream), the jobs
+	// list (cancel) and the decisions export (decisions). eve.Main takes
+	// it as WithAuthorizeSession.
+	AuthorizeSession func(ctx context.Context, a SessionAccess) bool
+	// AllowToolStubs grants eve's tool stubs (evals) to a caller the keys
+	// file does not (its allowToolStubs): creating a session with "stubs"
+	// and reading GET /eve/v1/session/{id}/stubs. Nil: only the keys
+	// file grants, and an open server on loopback (eve dev) grants every
+	// caller, as eve's own dev server does.
+	AllowToolStubs func(ctx context.Context, p *auth.Principal) bool
+	// TemporalUIURL is the Temporal Web UI's base URL (EVE_TEMPORAL_UI_URL,
+	// e.g. http://localhost:8233) and TemporalNamespace the workers'
+	// namespace (default "default"): the console at /console/ links each
+	// turn to its workflow there. Empty: no links.
+	TemporalUIURL     string
+	TemporalNamespace string
+}
+
+// Options configures the server: the settings, and what the assembly
+// built from them.
+type Options struct {
+	ServerOptions
+	// Sessions drives the session workflows (required).
+	Sessions *sessions.Service
+	// Keys maps bearer keys to principals. Nil: LoadKeys(APIKey,
+	// KeysFile). Empty: the server is open and every caller is the
+	// anonymous principal (Anonymous).
+	Keys map[string]*auth.Principal
+	// Bus delivers "session X changed" from the workers (internal/notify):
+	// streams read a session only when it changes, so idle streams cost no
+	// query. Nil: each session with open streams is polled by one reader
+	// (PollInterval, IdlePollInterval).
+	Bus notify.Bus
+	// Info describes the agent at GET /eve/v1/info (AgentName, when set,
+	// replaces its name).
 	Info Info
 	// Actions serves delegated actions' completion URLs (under
 	// /eve/v1/actions/). They carry their own signed capability, so no
@@ -138,17 +165,42 @@ type Options struct {
 	Actions http.Handler
 	// Tools serves the tools API under /v1/ (bearer keys apply). Nil: 404.
 	Tools http.Handler
-	// TemporalUIWorkflowURL is the Temporal Web UI's workflows page of the
-	// namespace, which the console (/console/) links turns to ("": none).
-	TemporalUIWorkflowURL string
-
 	// CursorSecret keys the listings' cursors (sealed: opaque, and
-	// refused when changed or used for another listing). Give every API
-	// server of a deployment the same one (assemble derives it from
-	// EVE_ACTION_SECRET), so any of them continues another's listing.
-	// Empty: a random key per process, so a cursor works only on the
-	// server that issued it, until it restarts.
+	// refused when changed or used for another listing). Nil: the
+	// ActionSecret, which every API server of a deployment shares, so any
+	// of them continues another's listing; without either, a random key
+	// per process, so a cursor works only on the server that issued it,
+	// until it restarts.
 	CursorSecret []byte
+
+	// Tuning eve's commands leave at their defaults.
+
+	// StreamWriteTimeout bounds each write to a stream (default 15 s).
+	StreamWriteTimeout time.Duration
+	// MaxTailEvents bounds a negative startIndex (default 1000 events).
+	MaxTailEvents int
+	// OwnerCacheSize bounds the session owners remembered (default 50000).
+	OwnerCacheSize int
+	// IdlePollInterval is how often a session's reader looks at an idle
+	// session without Bus (default 250 ms). A write through this server
+	// wakes the session's reader at once.
+	IdlePollInterval time.Duration
+	// DecisionsSessionTimeout bounds reading one session's decision record
+	// in an export across sessions (default DecisionsSessionTimeout).
+	DecisionsSessionTimeout time.Duration
+	// RequestTimeout bounds a write's Temporal calls (default 20 s, under
+	// the 30 s most HTTP clients wait): past it the answer is 503 with
+	// Retry-After.
+	RequestTimeout time.Duration
+}
+
+// TemporalUIWorkflowURL is the workflows page of namespace in the Temporal
+// Web UI at base (http://localhost:8233), or "" without a base.
+func TemporalUIWorkflowURL(base, namespace string) string {
+	if base = strings.TrimRight(strings.TrimSpace(base), "/"); base == "" {
+		return ""
+	}
+	return base + "/namespaces/" + url.PathEscape(cmp.Or(namespace, "default")) + "/workflows"
 }
 
 // Anonymous is the caller when no keys are configured.
@@ -210,6 +262,16 @@ func New(opts Options) (*Server, error) {
 	if opts.OwnerCacheSize <= 0 {
 		opts.OwnerCacheSize = DefaultOwnerCacheSize
 	}
+	if opts.Keys == nil {
+		k, err := LoadKeys(opts.APIKey, opts.KeysFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Keys = k
+	}
+	if opts.AgentName != "" {
+		opts.Info.AgentName = opts.AgentName
+	}
 	keys, err := newKeyIndex(opts.Keys)
 	if err != nil {
 		return nil, err
@@ -219,18 +281,21 @@ func New(opts Options) (*Server, error) {
 			"Set EVE_API_KEY (--eve-api-key) or EVE_API_KEYS_FILE (--keys-file), listen on a loopback address "+
 			"(EVE_ADDR=127.0.0.1:4111), or accept the risk with --insecure-open (EVE_INSECURE_OPEN=1)", ErrInsecureOpen, opts.Addr)
 	}
+	if opts.CursorSecret == nil && opts.ActionSecret != "" {
+		opts.CursorSecret = []byte(opts.ActionSecret)
+	}
 	cursors, err := newCursorSealer(opts.CursorSecret)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, keys: keys, mux: http.NewServeMux(),
 		owners: newOwnerCache(opts.OwnerCacheSize), streams: &streamCounter{open: map[string]int{}}, cursors: cursors}
-	s.hub = newHub(opts.Sessions, opts.Notify, opts.PollInterval, opts.IdlePollInterval, opts.Logger)
+	s.hub = newHub(opts.Sessions, opts.Bus, opts.PollInterval, opts.IdlePollInterval, opts.Logger)
 	s.routes()
 	return s, nil
 }
 
-// Close stops listening to Options.Notify (open streams end with their
+// Close stops listening to Options.Bus (open streams end with their
 // requests).
 func (s *Server) Close() { s.hub.close() }
 
@@ -257,7 +322,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /eve/v1/sessions", s.authed(s.sessionList))
 	m.HandleFunc("GET /eve/v1/jobs", s.authed(s.jobList))
 	// The console's static files need no key: the page signs in itself.
-	m.Handle("GET "+console.Prefix, console.Handler(console.Config{TemporalUIWorkflowURL: s.opts.TemporalUIWorkflowURL, Open: s.Open()}))
+	m.Handle("GET "+console.Prefix, console.Handler(console.Config{TemporalUIWorkflowURL: TemporalUIWorkflowURL(s.opts.TemporalUIURL, s.opts.TemporalNamespace), Open: s.Open()}))
 	m.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
 	if s.opts.Actions != nil {
 		m.Handle("/eve/v1/actions/", s.opts.Actions)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -56,8 +57,7 @@ func newActionEnvDeadline(t *testing.T, deadline time.Duration) *actionEnv {
 			return a.Pending(), nil
 		}})
 	a := evetest.Agent(t, actionRules, tool)
-	a.Actions = cfg
-	env.StartWorker(a)
+	env.StartWorkerHost(a, agent.Host{Actions: cfg})
 	return &actionEnv{Env: env, jobs: jobs}
 }
 

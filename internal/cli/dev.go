@@ -44,7 +44,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			if !cmd.Flags().Changed("public-url") && os.Getenv("EVE_PUBLIC_URL") == "" {
 				// Jobs reach this process's API server, wherever --addr puts it.
-				af.actions.PublicURL = "http://" + af.addr
+				af.actions.PublicURL = "http://" + af.Addr
 			}
 			a, err := app.agent()
 			if err != nil {
@@ -61,7 +61,7 @@ server (--addr, EVE_ADDR, default 127.0.0.1:4111) in this process.`,
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "Temporal Web UI port")
 	bindMetricsAddr(cmd.Flags(), &metricsAddr)
 	af.Bind(cmd.Flags())
-	af.authorize = app.AuthorizeSession
+	af.AuthorizeSession = app.AuthorizeSession // the app's hook, not a flag
 	return cmd
 }
 
@@ -112,8 +112,8 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 		defer srv.Stop()
 		fmt.Fprintf(out, "Temporal     %s (dev server, state in %s)\n", srv.Addr, db)
 		fmt.Fprintf(out, "Temporal UI  %s\n", srv.UIAddr)
-		if af.temporalUI == "" {
-			af.temporalUI = srv.UIAddr
+		if af.TemporalUIURL == "" {
+			af.TemporalUIURL = srv.UIAddr
 		}
 	}
 	// The local stack keeps its own action secret, so completion URLs
@@ -124,15 +124,14 @@ func runDev(ctx context.Context, out io.Writer, bin string, logger *slog.Logger,
 	af.actions = cfg.Actions
 	// The worker tells the API server of new events: in process, or
 	// through EVE_NOTIFY when set (then other API servers hear too).
-	bus, err := notify.Open(ctx, af.notify, logger)
+	bus, err := notify.Open(ctx, af.Notify, logger)
 	if err != nil {
 		return fmt.Errorf("--notify: %w", err)
 	}
 	if bus == nil {
 		bus = notify.NewLocal()
 	}
-	a.Notifier = bus
-	a.Logger = logger
+	cfg.Host.Notifier = bus
 	w, err := assemble.NewWorker(ctx, a, cfg)
 	if err != nil {
 		return err

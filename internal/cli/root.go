@@ -1,5 +1,5 @@
 // Package cli holds the commands of an eve binary — dev, worker, serve,
-// mcp, doctor, session, tools and action — for any agent. Package eve
+// mcp, doctor, session, tools, action and replay — for any agent. Package eve
 // (eve.Main) and cmd/eve, cmd/worker use it.
 package cli
 
@@ -30,8 +30,9 @@ type App struct {
 	// binary never joins another app's queue (or the demo's, "eve").
 	TaskQueue string
 	// Agent returns a new agent definition. Each command that serves the
-	// agent (dev, worker, serve, mcp) calls it once; the commands set its
-	// Logger, Store, Actions and Client, and EVE_MODEL replaces its Model.
+	// agent (dev, worker, serve, mcp) calls it once; the commands wire in
+	// its host (agent.Host: the client, payload store, logger and
+	// completion URLs), and EVE_MODEL replaces its Model.
 	Agent func() (*agent.Agent, error)
 	// AuthorizeSession is the API server's hook (api.Options.AuthorizeSession)
 	// of the serve and dev commands; nil: none.
@@ -108,6 +109,7 @@ func NewRootCommand(app App) *cobra.Command {
 		newActionCommand(app),
 		newToolsCommand(app),
 		newMCPCommand(app),
+		newReplayCommand(app),
 	)
 	app.nameCommands(root)
 	return root

@@ -25,26 +25,17 @@ import (
 	"github.com/eve-temporal/eve/internal/toolsapi"
 )
 
-// apiFlags configure the API server of `eve serve` and `eve dev`.
+// apiFlags configure the API server of `eve serve` and `eve dev`: the
+// flags bind onto the handler's one declaration of its settings
+// (api.ServerOptions, which eve.ServerOptions is too).
 type apiFlags struct {
-	addr         string
-	apiKey       string
-	keysFile     string
-	lease        time.Duration
-	heartbeat    time.Duration
-	poll         time.Duration
-	maxBodyBytes int64
-	corsOrigins  string
-	agentName    string
-	actions      config.Actions
-	insecureOpen bool
-	maxStreams   int
-	maxToolCalls int
-	notify       string
-	temporalUI   string
-	// authorize is the app's AuthorizeSession hook (App.AuthorizeSession),
-	// not a flag.
-	authorize func(context.Context, api.SessionAccess) bool
+	api.ServerOptions
+	// corsOrigins is --cors-origins, a comma-separated list (or *) that
+	// origins() reads into CORSOrigins.
+	corsOrigins string
+	// actions are the completion URLs' secret (ActionSecret) and, for the
+	// dev command's worker, their public URL.
+	actions config.Actions
 }
 
 // bindNotify registers --notify (EVE_NOTIFY).
@@ -53,21 +44,32 @@ func bindNotify(fs *pflag.FlagSet, v *string) {
 }
 
 func (f *apiFlags) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "addr", config.Env("EVE_ADDR", config.DefaultEveAddr), "where the eve API server listens (env EVE_ADDR)")
-	fs.StringVar(&f.apiKey, "eve-api-key", config.Env("EVE_API_KEY", ""), "bearer key callers must send; the principal is \"api-key\" (env EVE_API_KEY)")
-	fs.StringVar(&f.keysFile, "keys-file", config.Env("EVE_API_KEYS_FILE", ""), "JSON or YAML file mapping bearer keys to principals (env EVE_API_KEYS_FILE; see docs/http-api.md)")
-	fs.DurationVar(&f.lease, "stream-lease", envDuration("EVE_STREAM_LEASE", api.DefaultLeaseDuration), "how long one stream response lasts before the client reconnects (env EVE_STREAM_LEASE)")
-	fs.DurationVar(&f.heartbeat, "stream-heartbeat", envDuration("EVE_STREAM_HEARTBEAT", api.DefaultHeartbeatInterval), "blank-line heartbeat interval of idle streams (env EVE_STREAM_HEARTBEAT)")
-	fs.DurationVar(&f.poll, "stream-poll", envDuration("EVE_STREAM_POLL", api.DefaultPollInterval), "how often a stream reads a running turn's new events (env EVE_STREAM_POLL)")
-	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("EVE_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env EVE_MAX_BODY_BYTES)")
+	fs.StringVar(&f.Addr, "addr", config.Env("EVE_ADDR", config.DefaultEveAddr), "where the eve API server listens (env EVE_ADDR)")
+	fs.StringVar(&f.APIKey, "eve-api-key", config.Env("EVE_API_KEY", ""), "bearer key callers must send; the principal is \"api-key\" (env EVE_API_KEY)")
+	fs.StringVar(&f.KeysFile, "keys-file", config.Env("EVE_API_KEYS_FILE", ""), "JSON or YAML file mapping bearer keys to principals (env EVE_API_KEYS_FILE; see docs/http-api.md)")
+	fs.DurationVar(&f.LeaseDuration, "stream-lease", envDuration("EVE_STREAM_LEASE", api.DefaultLeaseDuration), "how long one stream response lasts before the client reconnects (env EVE_STREAM_LEASE)")
+	fs.DurationVar(&f.HeartbeatInterval, "stream-heartbeat", envDuration("EVE_STREAM_HEARTBEAT", api.DefaultHeartbeatInterval), "blank-line heartbeat interval of idle streams (env EVE_STREAM_HEARTBEAT)")
+	fs.DurationVar(&f.PollInterval, "stream-poll", envDuration("EVE_STREAM_POLL", api.DefaultPollInterval), "how often a stream reads a running turn's new events (env EVE_STREAM_POLL)")
+	fs.Int64Var(&f.MaxBodyBytes, "max-body-bytes", int64(config.EnvInt("EVE_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env EVE_MAX_BODY_BYTES)")
 	fs.StringVar(&f.corsOrigins, "cors-origins", config.Env("EVE_CORS_ORIGINS", "*"), "comma-separated origins browsers may call from, or * (env EVE_CORS_ORIGINS)")
-	fs.BoolVar(&f.insecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
-	fs.IntVar(&f.maxStreams, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
-	fs.IntVar(&f.maxToolCalls, "max-tool-calls", config.EnvInt("EVE_MAX_TOOL_CALLS", toolsapi.DefaultMaxToolCalls), "tool calls one executeToolCalls request of the tools API may start; beyond it the request answers 400 too_many_calls (env EVE_MAX_TOOL_CALLS; negative: no bound)")
-	bindNotify(fs, &f.notify)
-	fs.StringVar(&f.temporalUI, "temporal-ui-url", config.Env("EVE_TEMPORAL_UI_URL", ""), "the Temporal Web UI's base URL (e.g. http://localhost:8233): the console at /console/ links each turn to its workflow there (env EVE_TEMPORAL_UI_URL; the dev command: its dev server's UI)")
+	fs.BoolVar(&f.InsecureOpen, "insecure-open", envBool("EVE_INSECURE_OPEN"), "serve without API keys beyond loopback (any address, any Host header); never on a network others reach (env EVE_INSECURE_OPEN=1)")
+	fs.IntVar(&f.MaxStreamsPerPrincipal, "max-streams-per-principal", config.EnvInt("EVE_MAX_STREAMS_PER_PRINCIPAL", api.DefaultMaxStreamsPerPrincipal), "open streams one principal may hold; beyond it a stream answers 429 (env EVE_MAX_STREAMS_PER_PRINCIPAL; negative: no bound)")
+	fs.IntVar(&f.MaxToolCalls, "max-tool-calls", config.EnvInt("EVE_MAX_TOOL_CALLS", toolsapi.DefaultMaxToolCalls), "tool calls one executeToolCalls request of the tools API may start; beyond it the request answers 400 too_many_calls (env EVE_MAX_TOOL_CALLS; negative: no bound)")
+	bindNotify(fs, &f.Notify)
+	fs.StringVar(&f.TemporalUIURL, "temporal-ui-url", config.Env("EVE_TEMPORAL_UI_URL", ""), "the Temporal Web UI's base URL (e.g. http://localhost:8233): the console at /console/ links each turn to its workflow there (env EVE_TEMPORAL_UI_URL; the dev command: its dev server's UI)")
 	f.actions.Bind(fs, "http://"+config.Env("EVE_ADDR", config.DefaultEveAddr))
-	fs.StringVar(&f.agentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
+	fs.StringVar(&f.AgentName, "agent-name", config.Env("EVE_AGENT_NAME", ""), "agent name reported by /eve/v1/info (default: the agent's)")
+}
+
+// origins reads --cors-origins: "*" (or nothing) is the default, any.
+func (f *apiFlags) origins() []string {
+	var out []string
+	for _, o := range strings.Split(f.corsOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" && o != "*" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // envBool reads a boolean variable (1, true, yes, on); unset or anything else is false.
@@ -83,11 +85,11 @@ func envBool(name string) bool {
 // on a non-loopback address unless --insecure-open says so. It returns the
 // keys.
 func (f *apiFlags) checkOpen() (map[string]*auth.Principal, error) {
-	keys, err := api.LoadKeys(f.apiKey, f.keysFile)
+	keys, err := api.LoadKeys(f.APIKey, f.KeysFile)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.New(api.Options{Sessions: &sessions.Service{}, Keys: keys, Addr: f.addr, InsecureOpen: f.insecureOpen}); err != nil {
+	if _, err := api.New(api.Options{ServerOptions: api.ServerOptions{Addr: f.Addr, InsecureOpen: f.InsecureOpen}, Sessions: &sessions.Service{}, Keys: keys}); err != nil {
 		return nil, err
 	}
 	return keys, nil
@@ -143,7 +145,7 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 				return err
 			}
 			defer c.Close()
-			bus, err := notify.Open(ctx, af.notify, logger)
+			bus, err := notify.Open(ctx, af.Notify, logger)
 			if err != nil {
 				return fmt.Errorf("--notify: %w", err)
 			}
@@ -159,12 +161,12 @@ headers, unless --insecure-open (EVE_INSECURE_OPEN=1) says otherwise.`,
 	}
 	tc.Bind(cmd.Flags(), app.TaskQueue)
 	af.Bind(cmd.Flags())
-	af.authorize = app.AuthorizeSession
+	af.AuthorizeSession = app.AuthorizeSession // the app's hook, not a flag
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("EVE_LOG_LEVEL", "info"), "debug, info, warn or error (env EVE_LOG_LEVEL)")
 	return cmd
 }
 
-// startAPIServer listens on af.addr and serves the session protocol (and
+// startAPIServer listens on af.Addr and serves the session protocol (and
 // a's tools API) until stop is called. It returns the server's base URL.
 // bus, when set, tells streams that sessions changed (nil: they poll).
 func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, tc config.Temporal, af apiFlags, a *agent.Agent, bus notify.Bus) (string, func(), error) {
@@ -172,41 +174,22 @@ func startAPIServer(ctx context.Context, logger *slog.Logger, c client.Client, t
 	if err != nil {
 		return "", nil, err
 	}
-	var origins []string
-	for _, o := range strings.Split(af.corsOrigins, ",") {
-		if o = strings.TrimSpace(o); o != "" && o != "*" {
-			origins = append(origins, o)
-		}
-	}
-	srv, err := assemble.NewHandler(c, a, assemble.HandlerConfig{
-		TaskQueue:              tc.TaskQueue,
-		Keys:                   keys,
-		TemporalUIWorkflowURL:  assemble.TemporalUIWorkflowURL(af.temporalUI, tc.Namespace),
-		Addr:                   af.addr,
-		InsecureOpen:           af.insecureOpen,
-		ActionSecret:           []byte(af.actions.Secret),
-		CORSOrigins:            origins,
-		MaxStreamsPerPrincipal: af.maxStreams,
-		MaxToolCalls:           af.maxToolCalls,
-		AgentName:              af.agentName,
-		MaxBodyBytes:           af.maxBodyBytes,
-		LeaseDuration:          af.lease,
-		HeartbeatInterval:      af.heartbeat,
-		PollInterval:           af.poll,
-		Notify:                 bus,
-		Logger:                 logger,
-		AuthorizeSession:       af.authorize,
-	})
+	opts := af.ServerOptions
+	opts.TaskQueue, opts.TemporalNamespace = tc.TaskQueue, tc.Namespace
+	opts.CORSOrigins = af.origins()
+	opts.ActionSecret = af.actions.Secret
+	opts.Logger = logger
+	srv, err := assemble.NewHandler(c, a, opts, bus)
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", af.addr)
+	ln, err := net.Listen("tcp", af.Addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("eve API server: listen on %s: %w (set EVE_ADDR or --addr to another host:port)", af.addr, err)
+		return "", nil, fmt.Errorf("eve API server: listen on %s: %w (set EVE_ADDR or --addr to another host:port)", af.Addr, err)
 	}
 	switch {
-	case srv.Open() && af.insecureOpen:
-		logger.Warn("eve API server is open beyond loopback (--insecure-open): no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so anyone who reaches " + af.addr + " drives every session as the anonymous principal")
+	case srv.Open() && af.InsecureOpen:
+		logger.Warn("eve API server is open beyond loopback (--insecure-open): no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so anyone who reaches " + af.Addr + " drives every session as the anonymous principal")
 	case srv.Open():
 		logger.Warn("eve API server is open on loopback: no API keys are configured (EVE_API_KEY, EVE_API_KEYS_FILE), so every local caller is the anonymous principal; only loopback Host headers are answered")
 	default:

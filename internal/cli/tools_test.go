@@ -20,7 +20,6 @@ import (
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/tools"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // toolsEnv is the demo agent's worker (executions included) and the tools
@@ -41,13 +40,11 @@ func toolsEnv(t *testing.T) (*evetest.Env, string) {
 		reg.MustRegister(tl)
 	}
 	a.Tools = reg
-	a.Actions, _, _ = env.Actions()
-	a.Store = env.Server.PayloadStore()
+	actions, _, _ := env.Actions()
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, agent.Host{Store: env.Server.PayloadStore(), Actions: actions}); err != nil { // executions too
 		t.Fatal(err)
 	}
-	workflows.RegisterExecutions(w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,6 @@ func newLogger(level string) (*slog.Logger, error) {
 // the agent's name. A build id in d opts the worker into Worker
 // Versioning (docs/deploy.md).
 func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, limits workerhost.Limits, d workerhost.Deployment, actions config.Actions, metricsAddr, notifyURL string, a *agent.Agent) error {
-	a.Logger = logger
 	w, err := assemble.NewWorker(ctx, a, assemble.WorkerConfig{
 		Temporal: tc, Limits: limits, Deployment: d, MetricsAddr: metricsAddr,
 		Actions: actions, NotifyURL: notifyURL, ModelFromEnv: true, Logger: logger,
@@ -88,7 +87,7 @@ func RunWorker(ctx context.Context, logger *slog.Logger, tc config.Temporal, lim
 	if w.MetricsURL != "" {
 		logger.Info("metrics", "url", w.MetricsURL)
 	}
-	logger.Info("worker started", append([]any{"address", tc.Address, "namespace", tc.Namespace, "taskQueue", w.TaskQueue, "agent", a.Name, "payloadStore", a.Store.Location()}, deploymentLog(w.Deployment())...)...)
+	logger.Info("worker started", append([]any{"address", tc.Address, "namespace", tc.Namespace, "taskQueue", w.TaskQueue, "agent", a.Name, "payloadStore", w.Store.Location()}, deploymentLog(w.Deployment())...)...)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

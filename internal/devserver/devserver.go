@@ -458,7 +458,7 @@ func (s *Server) Dial(opts client.Options) (client.Client, error) {
 }
 
 // PayloadStore is the store Dial's clients offload large payloads to. Give
-// it to agents (agent.Agent.Store) and, as EVE_PAYLOAD_STORE=Location(), to
+// it to workers (agent.Host.Store) and, as EVE_PAYLOAD_STORE=Location(), to
 // the eve processes started against this server.
 func (s *Server) PayloadStore() payloadstore.Store { return s.store }
 

@@ -68,8 +68,8 @@ func Agent(t testing.TB, rules string, ts ...*tools.Tool) *agent.Agent {
 }
 
 // StartWorker runs a worker for a on the env's task queue until the test ends
-// (or until the returned stop is called). An agent without a Store gets the
-// server's payload store.
+// (or until the returned stop is called), with the server's payload store,
+// the env's bus and client.
 func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 	e.T.Helper()
 	return e.StartWorkerWith(a, worker.Options{})
@@ -79,20 +79,34 @@ func (e *Env) StartWorker(a *agent.Agent) (stop func()) {
 // the deadlock detector's settings).
 func (e *Env) StartWorkerWith(a *agent.Agent, opts worker.Options) (stop func()) {
 	e.T.Helper()
-	if a.Store == nil {
-		a.Store = e.Server.PayloadStore() // the store e.Client offloads to
+	return e.StartWorkerHostWith(a, agent.Host{}, opts)
+}
+
+// StartWorkerHost is StartWorker with what the worker wires in (completion
+// URLs, search attributes): h's empty Store, Notifier and Client take the
+// env's payload store, bus and client.
+func (e *Env) StartWorkerHost(a *agent.Agent, h agent.Host) (stop func()) {
+	e.T.Helper()
+	return e.StartWorkerHostWith(a, h, worker.Options{})
+}
+
+// StartWorkerHostWith is StartWorkerHost with the worker's options.
+func (e *Env) StartWorkerHostWith(a *agent.Agent, h agent.Host, opts worker.Options) (stop func()) {
+	e.T.Helper()
+	if h.Store == nil {
+		h.Store = e.Server.PayloadStore() // the store e.Client offloads to
 	}
-	if a.Notifier == nil {
-		a.Notifier = e.Bus
+	if h.Notifier == nil {
+		h.Notifier = e.Bus
 	}
-	if a.Client == nil {
-		a.Client = e.Client // as eve's workers have (internal/workerhost)
+	if h.Client == nil {
+		h.Client = e.Client // as eve's workers have (internal/workerhost)
 	}
 	if opts.MaxHeartbeatThrottleInterval == 0 {
 		opts.MaxHeartbeatThrottleInterval = HeartbeatThrottle
 	}
 	w := worker.New(e.Client, e.TaskQueue, opts)
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, h); err != nil {
 		e.T.Fatalf("register agent: %v", err)
 	}
 	// worker.Start asks the server for the namespace with no deadline of its

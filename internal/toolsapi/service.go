@@ -26,13 +26,13 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/executions"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -699,8 +699,8 @@ func (s *Service) executeAsk(ctx context.Context, name string, owner auth.Princi
 
 // plan is how the execution workflow runs a tool: the turn's plan
 // (activities.PlanCall) of a call with the execution's call id.
-func plan(t *tools.Tool, input json.RawMessage) activities.CallPlan {
-	return activities.PlanCall(t, model.ToolCall{ID: signals.ExecutionCallID, Name: t.Name, Input: input})
+func plan(t *tools.Tool, input json.RawMessage) work.CallPlan {
+	return work.PlanCall(t, model.ToolCall{ID: signals.ExecutionCallID, Name: t.Name, Input: input})
 }
 
 // describe reads an execution's state; terminal executions come with their result.

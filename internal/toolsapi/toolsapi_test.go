@@ -14,13 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/catalog/catalogtest"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -181,7 +181,7 @@ func TestExecutionPlanIsTheTurnPlan(t *testing.T) {
 			t.Fatalf("no tool %s", name)
 		}
 		call := model.ToolCall{ID: signals.ExecutionCallID, Name: tl.Name, Input: json.RawMessage(in)}
-		turn := activities.PlanCall(tl, call)
+		turn := work.PlanCall(tl, call)
 		if got := plan(tl, json.RawMessage(in)); !reflect.DeepEqual(got, turn) {
 			t.Fatalf("%s: execution plan %+v, turn plan %+v", name, got, turn)
 		}

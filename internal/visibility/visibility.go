@@ -10,8 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/eve-temporal/eve/workflows"
 )
 
 var types = map[string]enumspb.IndexedValueType{
@@ -27,7 +25,7 @@ func Missing(ctx context.Context, c client.Client, namespace string) ([]string, 
 		return nil, fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
 	}
 	var missing []string
-	for name, typ := range workflows.SearchAttributeTypes {
+	for name, typ := range SearchAttributeTypes {
 		got, ok := resp.GetCustomAttributes()[name]
 		if !ok || got != types[typ] {
 			missing = append(missing, name)
@@ -46,7 +44,7 @@ func Register(ctx context.Context, c client.Client, namespace string) error {
 	}
 	add := map[string]enumspb.IndexedValueType{}
 	for _, name := range missing {
-		add[name] = types[workflows.SearchAttributeTypes[name]]
+		add[name] = types[SearchAttributeTypes[name]]
 	}
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: add}); err != nil {
 		return fmt.Errorf("register search attributes %v: %w", missing, err)
@@ -56,14 +54,14 @@ func Register(ctx context.Context, c client.Client, namespace string) error {
 
 // Commands returns the CLI commands that register the attributes.
 func Commands(namespace string) []string {
-	names := make([]string, 0, len(workflows.SearchAttributeTypes))
-	for n := range workflows.SearchAttributeTypes {
+	names := make([]string, 0, len(SearchAttributeTypes))
+	for n := range SearchAttributeTypes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type %s", namespace, n, workflows.SearchAttributeTypes[n])
+		out[i] = fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type %s", namespace, n, SearchAttributeTypes[n])
 	}
 	return out
 }

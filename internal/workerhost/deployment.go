@@ -88,7 +88,7 @@ func (d Deployment) Version() worker.WorkerDeploymentVersion {
 }
 
 // options are the SDK's deployment options. No default behaviour: every
-// eve workflow declares its own (workflows.Runtime.Register), and the SDK
+// eve workflow declares its own (workflows/register.go), and the SDK
 // refuses to register one that does not.
 func (d Deployment) options() worker.DeploymentOptions {
 	if !d.Versioned() {

@@ -18,7 +18,6 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/visibility"
-	"github.com/eve-temporal/eve/workflows"
 )
 
 // Limits bound what one worker process runs at once. It is eve.Limits;
@@ -124,12 +123,12 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// New registers the agent on a new worker. When the namespace has eve's
-// search attributes, new sessions record their status in them. An agent
-// without a Store gets the payload store of c when Dial made c. A
-// versioned d (a build id) opts the worker into Worker Versioning; its
-// Name defaults to the task queue.
-func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits, d Deployment) (*Worker, error) {
+// New registers the agent on a new worker, with what h wires in. When the
+// namespace has eve's search attributes, new sessions record their status
+// in them. A host without a Store gets the payload store of c when Dial
+// made c, and one without a Client gets c. A versioned d (a build id) opts
+// the worker into Worker Versioning; its Name defaults to the task queue.
+func New(c client.Client, namespace, taskQueue string, a *agent.Agent, h agent.Host, l Limits, d Deployment) (*Worker, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -140,9 +139,9 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits,
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if a.Store == nil {
-		if a.Store = StoreOf(c); a.Store == nil {
-			return nil, fmt.Errorf("agent %s has no payload store: set Agent.Store to the store its client offloads to (config.Temporal.Store), or dial with workerhost.Dial", a.Name)
+	if h.Store == nil {
+		if h.Store = StoreOf(c); h.Store == nil {
+			return nil, fmt.Errorf("agent %s has no payload store: set Host.Store to the store its client offloads to (config.Temporal.Store), or dial with workerhost.Dial", a.Name)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -155,20 +154,20 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, l Limits,
 		slog.Warn("namespace lacks eve's search attributes; sessions will not record their status", "missing", missing, "fix", strings.Join(visibility.Commands(namespace), "; "))
 	case len(missing) > 0:
 		// A namespace registered before the inbox: status still records.
-		a.SearchAttributes = true
+		h.SearchAttributes = true
 		slog.Warn("namespace lacks the inbox's search attributes; parked requests are not listed in the inbox", "missing", missing, "fix", strings.Join(visibility.Commands(namespace), "; "))
 	default:
-		a.SearchAttributes, a.InboxAttributes = true, true
+		h.SearchAttributes, h.InboxAttributes = true, true
 	}
-	if a.Client == nil {
-		a.Client = c
+	if h.Client == nil {
+		h.Client = c
 	}
 	worker.SetStickyWorkflowCacheSize(l.CachedWorkflows)
 	w := worker.New(c, taskQueue, Options(l, d))
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, h); err != nil {
 		return nil, err
 	}
-	return &Worker{Worker: w, c: c, d: d, logger: a.Logger}, nil
+	return &Worker{Worker: w, c: c, d: d, h: h, logger: h.Logger}, nil
 }
 
 // Options are the SDK worker options of limits l and deployment d (its
@@ -201,11 +200,16 @@ type Worker struct {
 	worker.Worker
 	c      client.Client
 	d      Deployment
+	h      agent.Host
 	logger *slog.Logger
 }
 
 // Deployment is the worker's deployment, its Name filled in.
 func (w *Worker) Deployment() Deployment { return w.d }
+
+// Host is what the worker wires into its agent, as New completed it (the
+// client's store, the namespace's search attributes).
+func (w *Worker) Host() agent.Host { return w.h }
 
 // Start starts polling, then makes the build current when asked to.
 func (w *Worker) Start() error {
@@ -268,7 +272,7 @@ func (w *Worker) Run(interruptCh <-chan any) error {
 // needs.
 func onlyInbox(missing []string) bool {
 	for _, m := range missing {
-		if !slices.Contains(workflows.InboxAttributes, m) {
+		if !slices.Contains(visibility.InboxAttributes, m) {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/config"
 	"github.com/eve-temporal/eve/internal/devserver/devtest"
@@ -37,17 +38,18 @@ func TestNewGivesAgentTheClientsStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, limits(), workerhost.Deployment{}); err != nil {
+	w, err := workerhost.New(c, tc.Namespace, tc.TaskQueue, a, agent.Host{}, limits(), workerhost.Deployment{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Store == nil || a.Store.Location() != store.Location() {
-		t.Fatalf("agent store %v, want the client's at %s", a.Store, store.Location())
+	if got := w.Host().Store; got == nil || got.Location() != store.Location() {
+		t.Fatalf("host store %v, want the client's at %s", got, store.Location())
 	}
 
 	// A client Dial did not make: the agent must bring its store.
 	other := devtest.Client(t, srv)
 	b, _ := demo.Agent()
-	if _, err := workerhost.New(other, tc.Namespace, tc.TaskQueue, b, limits(), workerhost.Deployment{}); err == nil || !strings.Contains(err.Error(), "no payload store") {
+	if _, err := workerhost.New(other, tc.Namespace, tc.TaskQueue, b, agent.Host{}, limits(), workerhost.Deployment{}); err == nil || !strings.Contains(err.Error(), "no payload store") {
 		t.Fatalf("New without a store = %v, want an error", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/eve-temporal/eve/workflows"
+	"github.com/eve-temporal/eve/internal/visibility"
 )
 
 // The one configuration of docker-compose.yml and the cluster test.
@@ -185,8 +185,8 @@ func TestComposeMatchesCluster(t *testing.T) {
 		name, typ, _ := strings.Cut(f, ":")
 		got[name] = typ
 	}
-	if !mapsEqual(got, workflows.SearchAttributeTypes) {
-		t.Errorf("%s registers %v, eve's are %v (workflows.SearchAttributeTypes)", createNamespaceScript, got, workflows.SearchAttributeTypes)
+	if !mapsEqual(got, visibility.SearchAttributeTypes) {
+		t.Errorf("%s registers %v, eve's are %v (visibility.SearchAttributeTypes)", createNamespaceScript, got, visibility.SearchAttributeTypes)
 	}
 
 	// The Makefile builds the same server version.

@@ -82,8 +82,8 @@ func eveConnectionSetup(ctx context.Context, env *benchEnv) (runFunc, func(), er
 	}
 	tq := env.Queue("eve-connection")
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	a := &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{set.Resolver()}, Store: env.Store, Client: env.Client}
-	if err := agent.Register(w, a); err != nil {
+	a := &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), Resolvers: []tools.Resolver{set.Resolver()}}
+	if err := agent.Register(w, a, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		stopServer()
 		return nil, nil, err
 	}

@@ -89,10 +89,10 @@ func convSetup(name string, size int64) func(ctx context.Context, env *benchEnv)
 		tq := env.Queue(name)
 		w := worker.New(env.Client, tq, env.WorkerOptions)
 		if err := agent.Register(w, &agent.Agent{
-			Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store, Client: env.Client,
+			Name: "bench", Model: m, Tools: reg, LocalModel: true,
 			// Nothing compacts: the conversation keeps its size.
 			ContextWindow: 100_000_000, CompactAt: -1,
-		}); err != nil {
+		}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 			return nil, nil, err
 		}
 		if err := w.Start(); err != nil {

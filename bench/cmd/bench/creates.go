@@ -176,7 +176,7 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 	m := &countingModel{Model: sm}
 	tq := env.Queue("eve-create")
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: env.Store, Client: env.Client}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), LocalModel: true}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		return nil, nil, err
 	}
 	if err := w.Start(); err != nil {

@@ -106,8 +106,7 @@ func eveCompleteSetup(ctx context.Context, env *benchEnv) (runFunc, func(), erro
 		return nil, nil, err
 	}
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store, Client: env.Client,
-		Actions: actionsCfg}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true}, agent.Host{Store: env.Store, Client: env.Client, Actions: actionsCfg}); err != nil {
 		return nil, nil, err
 	}
 	if err := w.Start(); err != nil {

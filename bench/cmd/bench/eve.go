@@ -120,7 +120,7 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 		sa, _ := ctx.Value(searchAttributesKey{}).(bool)
 		tq := env.Queue(fmt.Sprintf("eve-%v-%v-%v-%v", localModel, localTool, park, sa))
 		w := worker.New(env.Client, tq, env.WorkerOptions)
-		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel, Store: env.Store, SearchAttributes: sa, Client: env.Client}); err != nil {
+		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: localModel}, agent.Host{Store: env.Store, SearchAttributes: sa, Client: env.Client}); err != nil {
 			return nil, nil, err
 		}
 		if err := w.Start(); err != nil {
@@ -177,7 +177,7 @@ func eveSameSessionSetup(ctx context.Context, env *benchEnv) (runFunc, func(), e
 	}
 	tq := env.Queue("eve-same-session")
 	w := worker.New(env.Client, tq, env.WorkerOptions)
-	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true, Store: env.Store, Client: env.Client}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg, LocalModel: true}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		return nil, nil, err
 	}
 	if err := w.Start(); err != nil {

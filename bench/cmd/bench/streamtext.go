@@ -81,8 +81,7 @@ func eveStreamSetup(streamText bool) func(ctx context.Context, env *benchEnv) (r
 	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
 		tq := env.Queue(fmt.Sprintf("eve-stream-%v", streamText))
 		w := worker.New(env.Client, tq, env.WorkerOptions)
-		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: deltaModel{}, Tools: tools.NewRegistry(),
-			Store: env.Store, StreamText: streamText, Client: env.Client}); err != nil {
+		if err := agent.Register(w, &agent.Agent{Name: "bench", Model: deltaModel{}, Tools: tools.NewRegistry(), StreamText: streamText}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 			return nil, nil, err
 		}
 		if err := w.Start(); err != nil {

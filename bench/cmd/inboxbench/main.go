@@ -85,8 +85,7 @@ func run(ctx context.Context, n, pageSize, conc int) error {
 		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
-	if err := agent.Register(w, &agent.Agent{Name: "inbox", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore(), Client: c,
-		SearchAttributes: true, InboxAttributes: true}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "inbox", Model: m, Tools: reg, LocalModel: true}, agent.Host{Store: srv.PayloadStore(), Client: c, SearchAttributes: true, InboxAttributes: true}); err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {

@@ -109,7 +109,7 @@ func run(counts string, cacheSize, conc int) error {
 	worker.SetStickyWorkflowCacheSize(cacheSize)
 	tq := fmt.Sprintf("parkbench-%d", time.Now().UnixNano())
 	w := worker.New(c, tq, workerOptions())
-	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true, Store: srv.PayloadStore(), Client: c}); err != nil {
+	if err := agent.Register(w, &agent.Agent{Name: "park", Model: m, Tools: reg, LocalModel: true}, agent.Host{Store: srv.PayloadStore(), Client: c}); err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {

@@ -68,9 +68,9 @@ func run(n, samples int, bodyTimeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	a := &agent.Agent{Name: "stall", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: srv.PayloadStore(), Client: c}
+	a := &agent.Agent{Name: "stall", Model: m, Tools: tools.NewRegistry(), LocalModel: true}
 	w := worker.New(c, tq, worker.Options{})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, agent.Host{Store: srv.PayloadStore(), Client: c}); err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {
@@ -78,9 +78,9 @@ func run(n, samples int, bodyTimeout time.Duration) error {
 	}
 	defer w.Stop()
 	h, err := api.New(api.Options{
-		Sessions:        &sessions.Service{Client: c, TaskQueue: tq},
-		Keys:            map[string]*auth.Principal{"bench-key": {ID: "bench", Type: auth.TypeUser}},
-		BodyReadTimeout: bodyTimeout,
+		Sessions:      &sessions.Service{Client: c, TaskQueue: tq},
+		Keys:          map[string]*auth.Principal{"bench-key": {ID: "bench", Type: auth.TypeUser}},
+		ServerOptions: api.ServerOptions{BodyReadTimeout: bodyTimeout},
 	})
 	if err != nil {
 		return err

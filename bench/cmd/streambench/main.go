@@ -289,9 +289,10 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 	if err != nil {
 		return nil, err
 	}
-	a := &agent.Agent{Name: "streams", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Store: srv.PayloadStore(), Client: c}
+	a := &agent.Agent{Name: "streams", Model: m, Tools: tools.NewRegistry(), LocalModel: true}
+	h := agent.Host{Store: srv.PayloadStore(), Client: c}
 	if workerBus != nil {
-		a.Notifier = workerBus
+		h.Notifier = workerBus
 	}
 	// As eve's workers do (internal/workerhost): the SDK's default pollers
 	// stall new sessions behind thousands of idle ones.
@@ -299,7 +300,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
-	if err := agent.Register(w, a); err != nil {
+	if err := agent.Register(w, a, h); err != nil {
 		return nil, err
 	}
 	if err := w.Start(); err != nil {
@@ -309,7 +310,7 @@ func measure(ctx context.Context, srv *devserver.Server, mode string, o options)
 	// Messages are posted to API server A; streams follow on A, or in pg
 	// mode on B.
 	serve := func(bus notify.Bus) (*httptest.Server, error) {
-		opts := api.Options{Sessions: &sessions.Service{Client: c, TaskQueue: tq}, MaxStreamsPerPrincipal: -1, Notify: bus}
+		opts := api.Options{Sessions: &sessions.Service{Client: c, TaskQueue: tq}, ServerOptions: api.ServerOptions{MaxStreamsPerPrincipal: -1}, Bus: bus}
 		h, err := api.New(opts)
 		if err != nil {
 			return nil, err
