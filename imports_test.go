@@ -110,7 +110,7 @@ var layers = []struct {
 }{
 	{"leaf helpers and wire types", []string{"protocol", "auth", "model", "model/", "payloadstore", "payloadstore/",
 		"internal/capability", "internal/httpbody", "internal/httpjson", "internal/metrics", "internal/notify", "internal/notify/",
-		"internal/query", "internal/console", "internal/schema", "internal/tracing", "internal/devserver", "internal/devserver/"}},
+		"internal/query", "internal/console", "internal/schema", "internal/stubmatch", "internal/tracing", "internal/devserver", "internal/devserver/"}},
 	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
 	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient", "connections"}},
 	{"engine", []string{"workflows", "activities", "internal/work"}},
