@@ -59,7 +59,7 @@ type sessionState struct {
 	SessionTools    []work.DynamicTool `json:"sessionTools,omitempty"`
 	SessionResolved bool               `json:"sessionResolved,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
-	Stubs *StubState `json:"stubs,omitempty"`
+	Stubs *stubState `json:"stubs,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.
@@ -159,7 +159,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		}
 		s.st = &sessionState{Config: cfg, Deliveries: map[string]int{}}
 		if len(in.Stubs) > 0 {
-			s.st.Stubs = &StubState{Rules: in.Stubs}
+			s.st.Stubs = &stubState{Rules: in.Stubs}
 		}
 		if cfg.SessionLifetime > 0 && workflow.GetVersion(ctx, changeLifetime, workflow.DefaultVersion, 1) >= 1 {
 			s.st.ExpiresAt = workflow.Now(ctx).Add(cfg.SessionLifetime)

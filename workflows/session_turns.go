@@ -101,7 +101,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 		}
 		s.st.ApprovedTools = out.ApprovedTools
 		if s.st.Stubs != nil && out.StubPositions != nil {
-			s.st.Stubs = &StubState{Rules: s.st.Stubs.Rules, Positions: out.StubPositions}
+			s.st.Stubs = &stubState{Rules: s.st.Stubs.Rules, Positions: out.StubPositions}
 		}
 		s.st.Usage.InputTokens += out.Usage.InputTokens
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens

@@ -18,8 +18,8 @@ import (
 // crash. Positions (how many calls each rule settled) move only from
 // recorded decisions, so they are the same on every replay.
 
-// StubState is a session's rules and how far each rule's sequence went.
-type StubState struct {
+// stubState is a session's rules and how far each rule's sequence went.
+type stubState struct {
 	Rules []protocol.ToolStub `json:"rules"`
 	// Positions counts the calls each rule settled (by rule id).
 	Positions map[string]int `json:"positions,omitempty"`
@@ -36,7 +36,7 @@ type stubDecision struct {
 
 // decideStub matches a call against the rules in order (the first match
 // wins) and records the decision. ok is false when the call runs for real.
-func (s *StubState) decide(ctx workflow.Context, tool string, input json.RawMessage) (stubDecision, bool) {
+func (s *stubState) decide(ctx workflow.Context, tool string, input json.RawMessage) (stubDecision, bool) {
 	if s == nil || !s.names(tool) {
 		return stubDecision{}, false
 	}
@@ -62,7 +62,7 @@ func (s *StubState) decide(ctx workflow.Context, tool string, input json.RawMess
 }
 
 // names reports whether a rule names the tool.
-func (s *StubState) names(tool string) bool {
+func (s *stubState) names(tool string) bool {
 	for _, r := range s.Rules {
 		if r.Tool == tool {
 			return true

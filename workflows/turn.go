@@ -36,7 +36,7 @@ type turnInput struct {
 	// SessionTools were resolved when the session started.
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
-	Stubs *StubState `json:"stubs,omitempty"`
+	Stubs *stubState `json:"stubs,omitempty"`
 }
 
 // turnOutput is what the session keeps of a finished turn.
