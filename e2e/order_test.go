@@ -189,7 +189,7 @@ func TestMessagesBehindARaceKeepTheirOrder(t *testing.T) {
 // once").
 func TestTerminatedTurnsTakenMessagesRunFirst(t *testing.T) {
 	d := newDelegatedEnv(t, evetest.New(t), time.Hour, false)
-	d.StartWorker(d.mk())
+	d.StartWorkerHost(d.mk(), d.host)
 	id, _ := d.start(t) // the turn waits for its report job
 	ctx := d.Ctx(time.Minute)
 	for _, m := range []string{"m01 steers", "m02 steers too"} {
