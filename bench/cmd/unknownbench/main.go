@@ -92,7 +92,7 @@ func run(ctx context.Context, counts []int, sends, rounds int, settle time.Durat
 		"key-mallory": {ID: "mallory", Type: auth.TypeUser},
 	}
 	apiSrv, err := api.New(api.Options{Sessions: &sessions.Service{Client: c, TaskQueue: "unknownbench"}, Keys: keys,
-		Notify: notify.NewLocal(), MaxStreamsPerPrincipal: -1})
+		Bus: notify.NewLocal(), ServerOptions: api.ServerOptions{MaxStreamsPerPrincipal: -1}})
 	if err != nil {
 		return err
 	}
