@@ -21,8 +21,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/eve-temporal/eve/activities"
 	"github.com/eve-temporal/eve/client"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 )
 
@@ -349,7 +349,7 @@ func (c *cluster) scenarioKillWorkerMidTool(t *testing.T, a *accounts) {
 		}
 		switch e.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if name := e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(); name == activities.ExecuteToolName {
+			if name := e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(); name == work.ExecuteToolName {
 				tools[e.GetEventId()], activity = true, name
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
