@@ -19,11 +19,7 @@ import (
 // terminated) is read from its last run's history, for as long as the
 // namespace retains it.
 func (s *Service) Decisions(ctx context.Context, id string) ([]protocol.Decision, error) {
-	evs, err := s.Events(ctx, id, 0)
-	var ended *EndedError
-	if errors.As(err, &ended) {
-		evs, err = s.closedEvents(ctx, id, ended.RunID)
-	}
+	evs, err := s.History(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +50,18 @@ func (s *Service) Decisions(ctx context.Context, id string) ([]protocol.Decision
 		}
 	}
 	return out, nil
+}
+
+// History reads every event of a session, open or closed (ended,
+// terminated: from its last run's history, for as long as the namespace
+// retains it).
+func (s *Service) History(ctx context.Context, id string) ([]protocol.Event, error) {
+	evs, err := s.Events(ctx, id, 0)
+	var ended *EndedError
+	if errors.As(err, &ended) {
+		evs, err = s.closedEvents(ctx, id, ended.RunID)
+	}
+	return evs, err
 }
 
 // closedEvents reads every event of a closed session: its earlier runs,
