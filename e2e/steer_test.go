@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/eve-temporal/eve/auth"
@@ -27,11 +28,11 @@ rules:
       - calls:
           - {tool: refund_charge, input: {chargeId: ch_a, amount: 1}}
           - {tool: refund_charge, input: {chargeId: ch_b, amount: 2}}
-      - reply: "Refunds: {{results.0.refunded}}{{results.0.error}} / {{results.1.refunded}}{{results.1.error}}"
+      - reply: "Refunds: {{results.0.refunded}}{{results.0.message}} / {{results.1.refunded}}{{results.1.message}}"
   - match: '^refund (?P<charge>ch_\w+) (?:for )?(?P<amount>[0-9.]+)'
     steps:
       - calls: [{tool: refund_charge, inputJSON: '{"chargeId": "{{charge}}", "amount": {{amount}}}'}]
-      - reply: "Refund of {{charge}}: {{result.refund_charge.refunded}}{{result.refund_charge.error}}"
+      - reply: "Refund of {{charge}}: {{result.refund_charge.refunded}}{{result.refund_charge.message}}"
   - match: 'weather (?:in|for|at) (?P<city>[\p{L} .''-]+?)[?.!]*$'
     calls:
       - tool: get_weather
@@ -180,7 +181,13 @@ func TestSteeringWithdrawsPendingApprovals(t *testing.T) {
 		case d.Requests[0].Action.CallID:
 			ran = ar.Status == protocol.StatusCompleted && strings.Contains(string(ar.Result.Output), `"refunded":1`)
 		case d.Requests[1].Action.CallID:
-			ignored = ar.Status == protocol.StatusRejected && strings.Contains(string(ar.Result.Output), "ignored")
+			// eve's shape: the approval was ignored, the tool did not run.
+			want := protocol.DeniedResult{Approval: &protocol.DeniedApproval{RequestID: d.Requests[1].RequestID, Status: "ignored"},
+				Code: protocol.CodeToolDenied, Message: ar.Error.Message, Tool: protocol.DeniedTool{Result: "not_run"}}
+			if diff := cmp.Diff(want, deniedOutput(t, ar.Result.Output)); diff != "" {
+				t.Errorf("withdrawn call's result (-want +got):\n%s", diff)
+			}
+			ignored = ar.Status == protocol.StatusRejected
 		}
 	}
 	if !ran || !ignored {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/model/scripted"
@@ -161,6 +162,21 @@ func TestToolStubsKeepApprovals(t *testing.T) {
 	}
 	if got := string(res[1].Result.Output); got != `{"refunded":"stub-first"}` {
 		t.Errorf("approved call's output = %s", got)
+	}
+	// The decision record marks the approval whose call a stub settled:
+	// the person's decision was real, the tool did not run.
+	ds := decisionsOf(t, e.Ctx(10*time.Second), e.C, client.DecisionFilter{SessionID: id})
+	type mark struct {
+		Outcome string
+		Stub    *protocol.ActionStub
+	}
+	var got []mark
+	for _, d := range ds {
+		got = append(got, mark{d.Outcome, d.Stub})
+	}
+	want := []mark{{protocol.OutcomeDenied, nil}, {protocol.OutcomeApproved, &protocol.ActionStub{RuleID: "refund", Position: 0}}}
+	if diff := stubDiff(want, got); diff != "" {
+		t.Errorf("decision record (-want +got):\n%s", diff)
 	}
 }
 

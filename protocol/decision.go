@@ -66,6 +66,12 @@ type Decision struct {
 	Candidates []DecisionCandidate `json:"candidates,omitempty"`
 	// EscalatedAt is when the request's eligible responders widened.
 	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
+	// Stub is set when a tool stub (eve's evals) settled the call after
+	// this decision: the approval was real, the tool did not run. Only
+	// the decision record (GET /eve/v1/decisions) carries it, from the
+	// call's action.result; the decision.recorded event is recorded
+	// before the call runs.
+	Stub *ActionStub `json:"stub,omitempty"`
 }
 
 // DecisionsIncomplete is the last line of a decision export across

@@ -423,6 +423,9 @@ func (t *turn) openAction(ctx workflow.Context, a *actionState) func() {
 
 // actionResult records a call's result (action.result): the call is done.
 func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
+	if isDenied(c.out) && workflow.GetVersion(ctx, changeDeniedResult, workflow.DefaultVersion, 1) >= 1 {
+		c.out.Output = deniedResult(c)
+	}
 	out := c.out
 	outcome := out.Status
 	if out.Error != nil {
@@ -478,6 +481,26 @@ func denied(tool, reason string, byPerson bool) work.ToolOutcome {
 	msg += ". The tool did not run."
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})
 	return work.ToolOutcome{Status: protocol.StatusRejected, Output: out, Error: &protocol.ActionError{Code: protocol.CodeToolDenied, Message: msg}}
+}
+
+// isDenied: the call did not run because it was denied (a policy, a
+// person, or a withdrawn prompt).
+func isDenied(out work.ToolOutcome) bool {
+	return out.Error != nil && out.Error.Code == protocol.CodeToolDenied
+}
+
+// deniedResult is a denied call's result in eve's shape
+// (protocol.DeniedResult; changeDeniedResult).
+func deniedResult(c *pendingCall) json.RawMessage {
+	res := protocol.DeniedResult{Code: protocol.CodeToolDenied, Message: c.out.Error.Message, Tool: protocol.DeniedTool{Result: protocol.ToolResultNotRun}}
+	if r := c.req; r != nil {
+		status := protocol.DeniedStatusDenied
+		if r.state == reqWithdrawn {
+			status = protocol.DeniedStatusIgnored
+		}
+		res.Approval = &protocol.DeniedApproval{RequestID: r.req.RequestID, Status: status}
+	}
+	return mustJSON(res)
 }
 
 func cancelledOutcome(tool string) work.ToolOutcome {

@@ -30,6 +30,7 @@ const (
 	changeRequestTimes = "eve-input-requested-times"
 	changeOrder        = "eve-message-order"
 	changeStubs        = "eve-tool-stubs"
+	changeDeniedResult = "eve-denied-result"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -77,4 +78,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
 		[]string{"v0.5.0-turn-stubs*.json"}},
+	{changeDeniedResult, "0.5.0", "a denied call's result (what the model reads) has eve's shape: {approval: {requestId, status}, code, message, tool: {result: \"not_run\"}} instead of {error, code, reason}",
+		[]string{"v0.5.0-turn-denied-*.json"}},
 }

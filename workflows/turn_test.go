@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -136,6 +138,12 @@ func TestTurnDeny(t *testing.T) {
 	if got := h.executed(); len(got) != 0 {
 		t.Fatalf("a denied call ran: %v", got)
 	}
+	// What the model read, eve's shape (eve-denied-result).
+	want := protocol.DeniedResult{Approval: &protocol.DeniedApproval{RequestID: rs[0].RequestID, Status: "denied"},
+		Code: protocol.CodeToolDenied, Message: ar[0].Error.Message, Tool: protocol.DeniedTool{Result: "not_run"}}
+	if diff := cmp.Diff(want, deniedOutput(t, ar[0].Result.Output)); diff != "" {
+		t.Fatalf("denied result (-want +got):\n%s", diff)
+	}
 	if out.Outcome.Status != signals.TurnStatusCompleted || out.Outcome.Reply != "refund ch_1: "+protocol.CodeToolDenied {
 		t.Fatalf("outcome %+v", out.Outcome)
 	}
@@ -155,6 +163,11 @@ func TestTurnPolicy(t *testing.T) {
 	if ar[0].Status != protocol.StatusRejected || ar[0].Error.Code != protocol.CodeToolDenied ||
 		!strings.Contains(ar[0].Error.Message, "denied by policy: not your tenant") {
 		t.Fatalf("action.result %+v (%+v)", ar[0], ar[0].Error)
+	}
+	// A policy asked nobody: no approval in the result.
+	want := protocol.DeniedResult{Code: protocol.CodeToolDenied, Message: ar[0].Error.Message, Tool: protocol.DeniedTool{Result: "not_run"}}
+	if diff := cmp.Diff(want, deniedOutput(t, ar[0].Result.Output)); diff != "" {
+		t.Fatalf("denied result (-want +got):\n%s", diff)
 	}
 	if len(h.executed()) != 0 {
 		t.Fatalf("a denied call ran: %v", h.executed())
@@ -437,4 +450,17 @@ func TestTurnMaxSteps(t *testing.T) {
 	if n := len(h.executed()); n != 3 {
 		t.Fatalf("%d calls ran", n)
 	}
+}
+
+// deniedOutput decodes a denied call's result strictly: eve's fields and
+// no others.
+func deniedOutput(t *testing.T, raw json.RawMessage) protocol.DeniedResult {
+	t.Helper()
+	var got protocol.DeniedResult
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("denied result %s: %v", raw, err)
+	}
+	return got
 }

@@ -315,6 +315,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.session(s.reset)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stubs", s.authed(s.session(s.stubs)))
+	m.HandleFunc("GET /eve/v1/session/{id}/export-stubs", s.authed(s.session(s.exportStubs)))
 	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))
 	m.HandleFunc("POST /eve/v1/inbox/{id}", s.authed(s.inboxAnswer))
 	m.HandleFunc("GET /eve/v1/decisions", s.authed(s.decisions))

@@ -95,3 +95,30 @@ func verifyStubs(evs []protocol.Event) protocol.StubsVerification {
 	}
 	return v
 }
+
+// exportStubs: GET /eve/v1/session/{id}/export-stubs turns a session's
+// history into a test (protocol.SessionRecording): eve's stubs for every
+// call that ran, the messages and answers that drove it, and its
+// trajectory. It reads what the stream shows, so it needs the session's
+// stream access; no stub grant (replaying the stubs needs one).
+func (s *Server) exportStubs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	defer cancel()
+	if _, err := s.authorize(ctx, id, ActionStream, SessionAccess{Caller: Caller(ctx)}); err != nil {
+		s.fail(w, s.temporalError("export the session's tool stubs", id, err))
+		return
+	}
+	evs, err := s.opts.Sessions.History(ctx, id)
+	if err != nil {
+		s.fail(w, s.temporalError("export the session's tool stubs", id, err))
+		return
+	}
+	rec, err := protocol.RecordSession(id, evs)
+	if err != nil {
+		s.fail(w, errorf(http.StatusUnprocessableEntity, CodeBadRequest, "%s", err.Error()))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpjson.Write(w, http.StatusOK, rec)
+}

@@ -46,7 +46,7 @@ func newSessionCommand(app App) *cobra.Command {
 	f := sessionFlags{bin: app.name()}
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Talk to sessions through an eve API server: send, events, pending, respond, approve, deny, cancel",
+		Short: "Talk to sessions through an eve API server: send, events, pending, respond, approve, deny, cancel, export-stubs, replay-stubs",
 		Long: app.text(`{bin} session talks to an eve API server ({bin} serve, or the one {bin} dev starts)
 over HTTP, so it works against any deployment by URL and key.`),
 	}
@@ -60,6 +60,8 @@ over HTTP, so it works against any deployment by URL and key.`),
 		newSessionDecideCommand(&f, true),
 		newSessionDecideCommand(&f, false),
 		newSessionCancelCommand(&f),
+		newSessionExportStubsCommand(&f),
+		newSessionReplayStubsCommand(&f),
 	)
 	for _, c := range cmd.Commands() {
 		if run := c.RunE; run != nil {

@@ -14,30 +14,54 @@ import (
 )
 
 // Decisions reads a session's decision record: its decision.recorded
-// events, in the order they were recorded. A closed session (ended,
+// events, in the order they were recorded, each marked with the stub that
+// settled its call, if one did. A closed session (ended,
 // terminated) is read from its last run's history, for as long as the
 // namespace retains it.
 func (s *Service) Decisions(ctx context.Context, id string) ([]protocol.Decision, error) {
+	evs, err := s.History(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []protocol.Decision
+	stubbed := map[string]*protocol.ActionStub{}
+	for _, e := range evs {
+		switch e.Type {
+		case protocol.DecisionRecorded:
+			var d protocol.Decision
+			if err := e.Decode(&d); err != nil {
+				return nil, fmt.Errorf("decode %s %s of session %s: %w", e.Type, e.Meta.ID, id, err)
+			}
+			out = append(out, d)
+		case protocol.ActionResult:
+			var r protocol.ActionResultData
+			if err := e.Decode(&r); err == nil && r.Stub != nil {
+				stubbed[r.Result.CallID] = r.Stub
+			}
+		}
+	}
+	// A call a tool stub settled after its person approved it: the
+	// decision was real, the tool did not run. decision.recorded is
+	// recorded before the call runs, so the mark comes from its
+	// action.result.
+	for i, d := range out {
+		if st, ok := stubbed[d.CallID]; ok && d.CallID != "" {
+			out[i].Stub = st
+		}
+	}
+	return out, nil
+}
+
+// History reads every event of a session, open or closed (ended,
+// terminated: from its last run's history, for as long as the namespace
+// retains it).
+func (s *Service) History(ctx context.Context, id string) ([]protocol.Event, error) {
 	evs, err := s.Events(ctx, id, 0)
 	var ended *EndedError
 	if errors.As(err, &ended) {
 		evs, err = s.closedEvents(ctx, id, ended.RunID)
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []protocol.Decision
-	for _, e := range evs {
-		if e.Type != protocol.DecisionRecorded {
-			continue
-		}
-		var d protocol.Decision
-		if err := e.Decode(&d); err != nil {
-			return nil, fmt.Errorf("decode %s %s of session %s: %w", e.Type, e.Meta.ID, id, err)
-		}
-		out = append(out, d)
-	}
-	return out, nil
+	return evs, err
 }
 
 // closedEvents reads every event of a closed session: its earlier runs,
