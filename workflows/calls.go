@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -476,7 +477,8 @@ func denied(tool, reason string, byPerson bool) work.ToolOutcome {
 		msg += " by policy"
 	}
 	if reason != "" {
-		msg += ": " + reason
+		// A reason is often a sentence already: one period, not two.
+		msg += ": " + strings.TrimRight(reason, ".")
 	}
 	msg += ". The tool did not run."
 	out, _ := json.Marshal(map[string]string{"error": msg, "code": protocol.CodeToolDenied, "reason": reason})

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -199,7 +200,7 @@ func (e *execution) run(ctx workflow.Context) work.ToolOutcome {
 	case stageDenied:
 		msg := fmt.Sprintf("the call to %s was denied by policy", e.in.Tool)
 		if c.reason != "" {
-			msg += ": " + c.reason
+			msg += ": " + strings.TrimRight(c.reason, ".")
 		}
 		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	case stageAnswer:
@@ -233,7 +234,7 @@ func (e *execution) ask(ctx workflow.Context, c *pendingCall) work.ToolOutcome {
 	if !e.answer.Approved {
 		msg := fmt.Sprintf("the call to %s was denied by %s", e.in.Tool, e.answer.By.ID)
 		if e.answer.Reason != "" {
-			msg += ": " + e.answer.Reason
+			msg += ": " + strings.TrimRight(e.answer.Reason, ".")
 		}
 		return work.FailedOutcome(codeDenied, msg+". The tool did not run.")
 	}
