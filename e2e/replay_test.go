@@ -469,6 +469,7 @@ func TestRecordHistories(t *testing.T) {
 	recordFollowUps(t, prefix)
 	recordAskOnce(t, prefix)
 	recordOrder(t, prefix)
+	recordSearchWrites(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

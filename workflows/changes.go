@@ -30,6 +30,7 @@ const (
 	changeRequestTimes = "eve-input-requested-times"
 	changeOrder        = "eve-message-order"
 	changeStubs        = "eve-tool-stubs"
+	changeSearchWrites = "eve-search-writes"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -77,4 +78,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
 		[]string{"v0.5.0-turn-stubs*.json"}},
+	{changeSearchWrites, "0.5.0", "search attributes are written from the workflow's state, only the keys that changed, at most once per workflow task: a session's status, a turn's status and inbox in one upsert; a session starts its turns marked running (their start command carries the attributes)",
+		[]string{"v0.5.0-session-search-writes*.json", "v0.5.0-turn-search-writes*.json"}},
 }
