@@ -60,7 +60,7 @@ func init() {
 	// too): sessions and turns upsert EveStatus and the inbox's attributes,
 	// each upsert a billable action; sessions start with theirs set.
 	scenarios = append(scenarios,
-		scenario{name: "eve-turn/regular+sa", baseline: "raw-turn/regular", latency: true, hops: true,
+		scenario{name: "eve-turn/regular+sa", baseline: "raw-turn/regular", latency: true, throughput: true, hops: true,
 			configs: []string{"fast"}, setup: withSearchAttributes(eveSetup(false, false, false))},
 		scenario{name: "eve-park/regular+sa", baseline: "raw-park/regular", latency: true, hops: true,
 			configs: []string{"fast"}, setup: withSearchAttributes(eveSetup(false, false, true))},
