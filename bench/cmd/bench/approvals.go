@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -27,7 +29,8 @@ import (
 // Approval throughput (issue 42): -approvals sessions parked on an approval
 // (untimed), then every one answered at concurrency -approvals-c: eve
 // through its HTTP API (POST /eve/v1/session/{id} with inputResponses, an
-// in-process API server that did not create them, as after a restart),
+// in-process API server that created them over HTTP; "-cold": one that did
+// not, as after a restart, so it first asks each session for its turn),
 // the raw SDK by its park variant's "respond" Update. Timed from the first
 // answer until every resumed turn has finished; printed in the creation
 // burst table (its "created/s" column is answers per second there).
@@ -40,7 +43,8 @@ func init() {
 	fastOnly := []string{"fast"}
 	scenarios = append(scenarios,
 		scenario{name: "raw-approve/update", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: rawApproveSetup},
-		scenario{name: "eve-approve/http", baseline: "raw-approve/update", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveApproveSetup},
+		scenario{name: "eve-approve/http", baseline: "raw-approve/update", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveApproveSetup(false)},
+		scenario{name: "eve-approve/http-cold", baseline: "raw-approve/update", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveApproveSetup(true)},
 	)
 }
 
@@ -126,7 +130,15 @@ func rawApproveSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error
 	}, w.Stop, nil
 }
 
-func eveApproveSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+func eveApproveSetup(cold bool) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) { return eveApprove(ctx, env, cold) }
+}
+
+func eveApprove(ctx context.Context, env *benchEnv, cold bool) (runFunc, func(), error) {
+	name := "eve-approve/http"
+	if cold {
+		name += "-cold"
+	}
 	sm, err := scripted.Parse([]byte(benchRules))
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +148,7 @@ func eveApproveSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error
 	if err := reg.Register(weatherTool(false, true)); err != nil {
 		return nil, nil, err
 	}
-	tq := env.Queue("eve-approve")
+	tq := env.Queue(strings.ReplaceAll(name, "/", "-"))
 	w := worker.New(env.Client, tq, env.WorkerOptions)
 	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: reg}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		return nil, nil, err
@@ -157,15 +169,27 @@ func eveApproveSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error
 		var mu sync.Mutex
 		var ids []string
 		if err := parkAll(ctx, *approvalsTotal, func(ctx context.Context) error {
-			res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
-			if err != nil {
-				return err
-			}
-			if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting {
-				return fmt.Errorf("park outcome %+v", res.Outcome)
+			id := ""
+			if cold {
+				res, err := svc.CreateAndSend(ctx, "", nil, signals.SendRequest{Message: "weather", Wait: true})
+				if err != nil {
+					return err
+				}
+				if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting {
+					return fmt.Errorf("park outcome %+v", res.Outcome)
+				}
+				id = res.SessionID
+			} else {
+				var err error
+				if id, err = httpCreate(ctx, hc, hs.URL); err != nil {
+					return err
+				}
+				if err := waitEvent(ctx, svc, id, protocol.TurnWaiting); err != nil {
+					return err
+				}
 			}
 			mu.Lock()
-			ids = append(ids, res.SessionID)
+			ids = append(ids, id)
 			mu.Unlock()
 			return nil
 		}); err != nil {
@@ -202,10 +226,44 @@ func eveApproveSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error
 			time.Sleep(5 * time.Millisecond)
 		}
 		r.drained = time.Since(t0)
-		recordBurst(ctx, "eve-approve/http@"+env.Config, r)
+		recordBurst(ctx, name+"@"+env.Config, r)
 		if r.ok == 0 {
 			return 0, errors.New("no approval answered: " + r.firstErr)
 		}
 		return r.wall + r.drained, nil
 	}, cleanup, nil
+}
+
+// httpCreate creates a session with its first message over HTTP.
+func httpCreate(ctx context.Context, hc *http.Client, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/eve/v1/session", strings.NewReader(`{"message":"weather"}`))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var acc protocol.Accepted
+	if err := json.NewDecoder(resp.Body).Decode(&acc); err != nil || resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("create: %d %v", resp.StatusCode, err)
+	}
+	return acc.SessionID, nil
+}
+
+// waitEvent waits (bounded) until a session's last event is of type typ.
+func waitEvent(ctx context.Context, svc *sessions.Service, id, typ string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		evs, err := svc.Events(ctx, id, 0)
+		if err == nil && len(evs) > 0 && evs[len(evs)-1].Type == typ {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("session %s: no %s (%v)", id, typ, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

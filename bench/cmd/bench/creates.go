@@ -261,7 +261,7 @@ func reportCreates(w io.Writer, _ *benchkit.Table) {
 		ratio := ""
 		if b, ok := burstResults[burstBaseline(scen)+"@"+cfg]; ok && !strings.HasPrefix(scen, "raw-") && b.ok > 0 {
 			ratio = fmt.Sprintf("%.2fx", rate/(float64(b.ok)/b.wall.Seconds()))
-			if strings.HasSuffix(scen, "approve/http") {
+			if strings.Contains(scen, "approve/http") {
 				ratio += fmt.Sprintf(" (all done %.2fx)", (r.wall+r.drained).Seconds()/(b.wall+b.drained).Seconds())
 			}
 		}
