@@ -160,6 +160,15 @@ func eveSetup(localModel, localTool, park bool) func(ctx context.Context, env *b
 			if r.Outcome == nil || r.Outcome.Status != signals.TurnStatusCompleted {
 				return 0, fmt.Errorf("respond outcome %+v", r.Outcome)
 			}
+			if hopsRequested(ctx) {
+				// The counted call: its session's last task (the turn's end,
+				// session.waiting) runs after the turn answered.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if evs, err := svc.Events(ctx, res.SessionID, 0); err == nil && len(evs) > 0 && evs[len(evs)-1].Type == protocol.SessionWaiting {
+						break
+					}
+				}
+			}
 			return elapsed, nil
 		}, w.Stop, nil
 	}
