@@ -20,6 +20,7 @@ import (
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 )
 
 // searchEnv is the demo agent with eve's search attributes (the inbox's
@@ -176,4 +177,30 @@ func recordSearchWrites(t *testing.T, prefix string) {
 			save("session-search-writes-unmarked", id)
 		}
 	}
+}
+
+// A session that continues as new keeps its attributes: the new run starts
+// with the last run's, and writes only what then changes.
+func TestSearchAttributesAcrossContinueAsNew(t *testing.T) {
+	env := evetest.New(t)
+	ctx := env.Ctx(60 * time.Second)
+	if err := visibility.Register(ctx, env.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ContinueAsNewAfterTurns = 1
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
+	env.Sessions.SearchAttributes = true
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Rome", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.SessionID
+	env.SendAndWait(ctx, id, "what's the weather in Oslo")
+	env.WaitIdle(id)
+	waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id), id)
+	waitQueried(t, env, fmt.Sprintf(`EveStatus = "running" AND EveSessionId = %q AND WorkflowType = "eve.Session"`, id))
 }
