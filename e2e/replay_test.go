@@ -470,6 +470,7 @@ func TestRecordHistories(t *testing.T) {
 	recordAskOnce(t, prefix)
 	recordOrder(t, prefix)
 	recordDenied(t, prefix)
+	recordSearchWrites(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

@@ -340,7 +340,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 	if delegated := delegatedTools(calls); len(delegated) > 0 {
 		_ = workflow.Await(dctx, func() bool { return left() == 0 || (left() == t.delegatedOpen && len(t.board.open()) == 0) })
 		if left() > 0 && ctx.Err() == nil {
-			setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingTasks, delegated)
+			t.setStatus(ctx, statusWaitingTasks, delegated)
 			t.turnWaiting(ctx, "tasks")
 		}
 	}

@@ -31,6 +31,7 @@ const (
 	changeOrder        = "eve-message-order"
 	changeStubs        = "eve-tool-stubs"
 	changeDeniedResult = "eve-denied-result"
+	changeSearchWrites = "eve-search-writes"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -80,4 +81,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-stubs*.json"}},
 	{changeDeniedResult, "0.5.0", "a denied call's result (what the model reads) has eve's shape: {approval: {requestId, status}, code, message, tool: {result: \"not_run\"}} instead of {error, code, reason}",
 		[]string{"v0.5.0-turn-denied-*.json"}},
+	{changeSearchWrites, "0.5.0", "search attributes are written from the workflow's state, only the keys that changed, at most once per workflow task: a session's status, a turn's status and inbox in one upsert; a session starts its turns marked running (their start command carries the attributes)",
+		[]string{"v0.5.0-session-search-writes*.json", "v0.5.0-turn-search-writes*.json"}},
 }

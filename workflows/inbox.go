@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -37,6 +38,54 @@ func publishInbox(ctx workflow.Context, b *inputBoard) {
 			upsertInbox(ctx, b)
 		}
 	})
+}
+
+// publishInboxMemo is publishInbox's memo alone: the attributes are the
+// turn's attribute writer's (changeSearchWrites). The memo is no billable
+// action; it follows every change of the open requests.
+func publishInboxMemo(ctx workflow.Context, b *inputBoard) {
+	published := ""
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			if err := workflow.Await(ctx, func() bool { return b.openKey() != published }); err != nil {
+				return
+			}
+			published = b.openKey()
+			_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoInbox: b.inboxMemo()})
+		}
+	})
+}
+
+// inboxMemo is the memo of the open requests.
+func (b *inputBoard) inboxMemo() signals.InboxMemo {
+	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}}
+	for _, r := range b.requests {
+		if !r.state.closed() {
+			memo.Items = append(memo.Items, r.inboxEntry())
+		}
+	}
+	return memo
+}
+
+// inboxAttributes are the inbox's attributes of the open requests: whether
+// any is open, the requester, their kinds and the oldest one's opening.
+func (b *inputBoard) inboxAttributes() (open bool, requester string, kinds []string, parkedAt time.Time) {
+	for _, r := range b.requests {
+		if r.state.closed() {
+			continue
+		}
+		if !open || r.opened.Before(parkedAt) {
+			parkedAt = r.opened
+		}
+		open = true
+		if !slices.Contains(kinds, r.req.Kind) {
+			kinds = append(kinds, r.req.Kind)
+		}
+	}
+	if open && b.requester != nil {
+		requester = b.requester.ID
+	}
+	return open, requester, kinds, parkedAt
 }
 
 func upsertInbox(ctx workflow.Context, b *inputBoard) {

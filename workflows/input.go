@@ -333,11 +333,11 @@ func (t *turn) park(ctx workflow.Context, stepIdx int, asked []*request) {
 // "Exactly once").
 func (t *turn) reportInput(ctx workflow.Context) {
 	if len(t.board.open()) > 0 {
-		setStatus(ctx, t.cfg, t.in.SessionID, statusWaitingInput, t.board.waitingTools())
+		t.setStatus(ctx, statusWaitingInput, t.board.waitingTools())
 		t.turnWaiting(ctx, "input")
 		t.parks++
 	} else {
-		setStatus(ctx, t.cfg, t.in.SessionID, statusRunning, nil)
+		t.setStatus(ctx, statusRunning, nil)
 	}
 	t.tell(ctx, signals.SignalTurnInputs, t.board.inputs())
 }

@@ -108,6 +108,9 @@ type session struct {
 	// (changeOrder; session_order.go). pending are the messages accepted
 	// while the running turn runs and not decided yet; acked those it took.
 	ordered bool
+	// vis: the session's search attributes are written by writeVisibility
+	// from its state (changeSearchWrites), not at each transition.
+	vis     bool
 	pending []*pendingMessage
 	acked   []queuedMessage
 }
@@ -126,7 +129,9 @@ func (s *session) complete(ctx workflow.Context) error {
 	s.ended = true
 	usage := s.st.Usage
 	s.log.emit(ctx, protocol.SessionCompleted, protocol.SessionCompletedData{Usage: &usage})
-	setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
+	if !s.vis {
+		setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
+	}
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
@@ -167,11 +172,15 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
 			return fmt.Errorf("memo: %w", err)
 		}
-		setStatus(ctx, cfg, s.id, statusIdle, nil)
+		s.vis = s.writesVisibility(ctx, cfg)
+		if !s.vis {
+			setStatus(ctx, cfg, s.id, statusIdle, nil)
+		}
 		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: signals.Version}})
 	}
 	if in.State != nil {
 		s.log.base, s.log.events = s.st.EventBase, s.st.Events
+		s.vis = s.writesVisibility(ctx, s.st.Config)
 	}
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
@@ -183,6 +192,9 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	}
 	if err := s.registerHandlers(ctx); err != nil {
 		return err
+	}
+	if s.vis {
+		writeVisibility(ctx, s.visState, false)
 	}
 	if !s.st.ExpiresAt.IsZero() {
 		// One timer per run, not one per wait: the deadline only marks the
@@ -285,13 +297,12 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 					s.open, s.judged = in.Open, in.Judged
 					if len(in.Open) > 0 {
 						s.parked()
-						var names []string
-						for _, r := range in.Open {
-							if !slices.Contains(names, r.Action.ToolName) {
-								names = append(names, r.Action.ToolName)
-							}
-						}
-						setStatus(ctx, s.st.Config, s.id, statusWaitingInput, names)
+					}
+					if s.vis {
+						return
+					}
+					if len(in.Open) > 0 {
+						setStatus(ctx, s.st.Config, s.id, statusWaitingInput, openTools(in.Open))
 					} else {
 						setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
 					}
@@ -359,4 +370,42 @@ func recentDeliveries(all map[string]int, from int) map[string]int {
 		}
 	}
 	return out
+}
+
+// writesVisibility reports whether the session writes its search
+// attributes through writeVisibility (changeSearchWrites): when the worker
+// has them, or when its starter set them (then they exist on the namespace,
+// and the session keeps what its starter wrote true).
+func (s *session) writesVisibility(ctx workflow.Context, cfg Config) bool {
+	if !cfg.SearchAttributes && visStart(ctx).status == "" {
+		return false
+	}
+	return workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1
+}
+
+// openTools names the tools of open requests, each once, in order.
+func openTools(open []protocol.InputRequest) []string {
+	var names []string
+	for _, r := range open {
+		if !slices.Contains(names, r.Action.ToolName) {
+			names = append(names, r.Action.ToolName)
+		}
+	}
+	return names
+}
+
+// visState is what the session's search attributes say (changeSearchWrites):
+// running from the moment a message waits for its turn (so a session
+// created with its first message, which its creator already marked
+// running, writes nothing until that turn ends), waiting-input with the
+// tools of the running turn's open requests, else idle.
+func (s *session) visState() visState {
+	v := visState{status: statusIdle, session: s.id}
+	switch {
+	case s.active != nil && len(s.open) > 0:
+		v.status, v.tools = statusWaitingInput, openTools(s.open)
+	case s.active != nil, len(s.st.Queue) > 0 && !s.compacting && !s.ended:
+		v.status = statusRunning
+	}
+	return v
 }

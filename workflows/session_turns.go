@@ -34,7 +34,9 @@ func (s *session) endTurn(ctx workflow.Context) {
 		s.log.emit(ctx, d.typ, d.data)
 	}
 	s.deferred = nil
-	setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
+	if !s.vis {
+		setStatus(ctx, s.st.Config, s.id, statusIdle, nil)
+	}
 }
 
 func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
@@ -82,7 +84,9 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 		in.Budget = budgetOf(s.st)
 	}
 	before := s.st.Usage
-	setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
+	if !s.vis {
+		setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
+	}
 	out, err := s.runChild(ctx, wid, in)
 	read := out.Taken
 	if err != nil {
@@ -143,7 +147,12 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turnOutput, error) {
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
-	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true})
+	opts := workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true}
+	if s.vis && s.st.Config.SearchAttributes {
+		// The turn starts marked running, in its start command: no upsert.
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(statusRunning), searchSession.ValueSet(s.id))
+	}
+	cctx = workflow.WithChildOptions(cctx, opts)
 	// Each turn roots its own trace, not a span of a session that lives for days.
 	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
 	var out turnOutput

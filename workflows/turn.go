@@ -113,6 +113,13 @@ type turn struct {
 	closing       bool
 	ordered       bool
 
+	// vis: the turn's search attributes are written by writeVisibility
+	// from visStatus, visTools and the board (changeSearchWrites).
+	vis       bool
+	visStatus string
+	visTools  []string
+	visInbox  bool
+
 	// How the turn ended.
 	finished bool
 	status   string
@@ -131,7 +138,7 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 	if err != nil {
 		return turnOutput{}, err
 	}
-	setStatus(ctx, t.cfg, in.SessionID, statusRunning, nil)
+	t.setStatus(ctx, statusRunning, nil)
 	t.log.emit(ctx, protocol.TurnStarted, t.ref())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
@@ -225,7 +232,16 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	t.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
-	if t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1 {
+	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1
+	t.vis = t.cfg.SearchAttributes && workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1
+	switch {
+	case t.vis:
+		t.visStatus, t.visInbox = statusRunning, inbox
+		writeVisibility(ctx, t.visState, inbox)
+		if inbox {
+			publishInboxMemo(ctx, t.board)
+		}
+	case inbox:
 		publishInbox(ctx, t.board)
 	}
 	if err := t.registerInputHandlers(ctx); err != nil {
@@ -463,4 +479,28 @@ func modelActivity(ctx workflow.Context, cfg Config, name string, in any) workfl
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: cfg.ModelTimeout, RetryPolicy: cfg.modelRetry(),
 	}), name, in)
+}
+
+// setStatus records the turn's status (and the tools it waits on): in the
+// state its attribute writer follows (changeSearchWrites), or upserted
+// at once as before.
+func (t *turn) setStatus(ctx workflow.Context, status string, tools []string) {
+	if t.vis {
+		t.visStatus, t.visTools = status, tools
+		return
+	}
+	setStatus(ctx, t.cfg, t.in.SessionID, status, tools)
+}
+
+// visState is what the turn's search attributes say: its status, its
+// session, and while it has open requests the inbox's attributes.
+func (t *turn) visState() visState {
+	v := visState{status: t.visStatus, tools: t.visTools, session: t.in.SessionID}
+	if v.status == statusWaitingInput {
+		v.tools = t.board.waitingTools() // as the requests settle one by one
+	}
+	if t.visInbox {
+		v.inbox, v.requester, v.kinds, v.parkedAt = t.board.inboxAttributes()
+	}
+	return v
 }

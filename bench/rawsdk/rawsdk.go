@@ -319,3 +319,24 @@ func waitParked(ctx context.Context, c client.Client, id, runID string) error {
 func activityOpts(name string) activity.RegisterOptions {
 	return activity.RegisterOptions{Name: name}
 }
+
+// StartParked starts a park-variant turn and returns once it waits for
+// its "respond" Update (polling the "parked" query).
+func StartParked(ctx context.Context, c client.Client, taskQueue string, variant Variant) (client.WorkflowRun, error) {
+	so := startOptions("park", taskQueue, nil)
+	run, err := c.ExecuteWorkflow(ctx, so, WorkflowName, TurnInput{Variant: variant, Park: true, City: "Lisbon"})
+	if err != nil {
+		return nil, err
+	}
+	return run, waitParked(ctx, c, so.ID, run.GetRunID())
+}
+
+// Answer sends a parked turn its "respond" Update and returns once the
+// workflow accepted it.
+func Answer(ctx context.Context, c client.Client, run client.WorkflowRun) error {
+	_, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: run.GetID(), RunID: run.GetRunID(), UpdateName: UpdateRespond,
+		Args: []any{Respond{Approved: true, By: "bench"}}, WaitForStage: client.WorkflowUpdateStageAccepted,
+	})
+	return err
+}

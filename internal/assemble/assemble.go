@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -215,7 +216,7 @@ func NewHandler(c client.Client, a *agent.Agent, opts api.ServerOptions, bus not
 	info.ModelProvider = ModelProvider(info.ModelID)
 	srv := api.Options{
 		ServerOptions: opts,
-		Sessions:      &sessions.Service{Client: c, TaskQueue: tq},
+		Sessions:      &sessions.Service{Client: c, TaskQueue: tq, SearchAttributes: hasSearchAttributes(c, opts.TemporalNamespace, logger)},
 		Info:          info,
 		Tools:         tools.Handler(),
 		Bus:           bus,
@@ -224,6 +225,24 @@ func NewHandler(c client.Client, a *agent.Agent, opts api.ServerOptions, bus not
 		srv.Actions = actions
 	}
 	return api.New(srv)
+}
+
+// hasSearchAttributes reports whether the workers' namespace (named: an
+// unnamed one is not guessed) has every one of eve's search attributes, so
+// that sessions start with their status set (one upsert less per session;
+// sessions.Service.SearchAttributes). A check that fails says no.
+func hasSearchAttributes(c client.Client, namespace string, logger *slog.Logger) bool {
+	if namespace == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	missing, err := visibility.Missing(ctx, c, namespace)
+	if err != nil {
+		logger.Debug("cannot check eve's search attributes; sessions start without them", "err", err)
+		return false
+	}
+	return len(missing) == 0
 }
 
 // ModelProvider is the provider part of a model id ("anthropic:claude-…"

@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/protocol"
@@ -22,6 +23,12 @@ import (
 type Service struct {
 	Client    client.Client
 	TaskQueue string
+	// SearchAttributes: the namespace has eve's search attributes
+	// (visibility.Missing found none missing). A session then starts with
+	// its status and id in its start request, and writes them only when
+	// they change (a session created with its first message writes none
+	// until its turn ends).
+	SearchAttributes bool
 	// turns are the sessions' last known turns, so a respond takes one
 	// round trip when the guess is right (see Respond).
 	turns turnHints
@@ -50,13 +57,22 @@ const MemoInitiator = "initiator"
 
 // startOptionsFor is startOptions with the initiator in the memo (carried
 // across continue-as-new).
-func (s *Service) startOptionsFor(id string, initiator *auth.Principal) client.StartWorkflowOptions {
+func (s *Service) startOptionsFor(id string, initiator *auth.Principal, status string) client.StartWorkflowOptions {
 	o := s.startOptions(id)
 	if initiator != nil {
 		o.Memo = map[string]any{MemoInitiator: initiator}
 	}
+	if s.SearchAttributes {
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(status), searchSession.ValueSet(id))
+	}
 	return o
 }
+
+// The attributes a session starts with (workflows/visibility.go).
+var (
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
+	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+)
 
 // Create starts a session workflow. id may be empty (one is generated).
 func (s *Service) Create(ctx context.Context, id string, initiator *auth.Principal) (string, error) {
@@ -69,7 +85,7 @@ func (s *Service) CreateStubbed(ctx context.Context, id string, initiator *auth.
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator, "idle"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -97,7 +113,7 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator, "running"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

@@ -92,6 +92,10 @@ func convSetup(name string, size int64) func(ctx context.Context, env *benchEnv)
 			Name: "bench", Model: m, Tools: reg, LocalModel: true,
 			// Nothing compacts: the conversation keeps its size.
 			ContextWindow: 100_000_000, CompactAt: -1,
+			// Nor does the session budget park it (40M input tokens by
+			// default, which the 10 MB conversation spends in a few turns):
+			// the rows measure turns, not a session out of budget.
+			MaxInputTokensPerSession: -1,
 		}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 			return nil, nil, err
 		}

@@ -224,6 +224,14 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 	}, cleanup, nil
 }
 
+// burstBaseline is the raw row a burst row is compared with.
+func burstBaseline(scen string) string {
+	if strings.Contains(scen, "approve") {
+		return "raw-approve/update"
+	}
+	return "raw-start/workflow"
+}
+
 // reportCreates prints the bursts: sessions (or starts) per second and the
 // answers' statuses.
 func reportCreates(w io.Writer, _ *benchkit.Table) {
@@ -251,8 +259,11 @@ func reportCreates(w io.Writer, _ *benchkit.Table) {
 		scen, cfg, _ := strings.Cut(k, "@")
 		rate := float64(r.ok) / r.wall.Seconds()
 		ratio := ""
-		if b, ok := burstResults["raw-start/workflow@"+cfg]; ok && scen != "raw-start/workflow" && b.ok > 0 {
+		if b, ok := burstResults[burstBaseline(scen)+"@"+cfg]; ok && !strings.HasPrefix(scen, "raw-") && b.ok > 0 {
 			ratio = fmt.Sprintf("%.2fx", rate/(float64(b.ok)/b.wall.Seconds()))
+			if strings.Contains(scen, "approve/http") {
+				ratio += fmt.Sprintf(" (all done %.2fx)", (r.wall+r.drained).Seconds()/(b.wall+b.drained).Seconds())
+			}
 		}
 		var st []string
 		codes := make([]int, 0, len(r.statuses))
@@ -285,6 +296,9 @@ func reportCreates(w io.Writer, _ *benchkit.Table) {
 			benchkit.FormatDuration(r.answers[len(r.answers)-1]), strings.Join(st, " "), drained)
 	}
 	_ = tw.Flush()
+	fmt.Fprintln(w, "approval burst (eve-approve/http, raw-approve/update): -approvals parked sessions answered at -approvals-c; created/s\n"+
+		"  is answers per second (eve: 202 to POST /eve/v1/session/{id} with inputResponses; raw: the respond Update accepted),\n"+
+		"  turns drained in: from the last answer until every resumed turn finished; all done: answers + drain against raw.")
 	fmt.Fprintln(w, "creation burst: each call a new session with its first message (eve: POST /eve/v1/session through HTTP, answered\n"+
 		"  202 once the message is accepted; raw: ExecuteWorkflow of an all-local raw turn). created/s counts 2xx answers (raw:\n"+
 		"  starts) over the burst's wall time. eve must answer only 2xx, 429 or 503 with Retry-After.")

@@ -63,10 +63,37 @@ func countHops(ctx context.Context, c client.Client, ids []string) (hopCount, er
 	var each func(string, *historypb.HistoryEvent)
 	if hopsDump {
 		each = func(id string, e *historypb.HistoryEvent) {
-			fmt.Fprintf(os.Stderr, "hops %s %d %s\n", id, e.GetEventId(), e.GetEventType())
+			fmt.Fprintf(os.Stderr, "hops %s %d %s%s\n", id, e.GetEventId(), e.GetEventType(), hopDetail(e))
 		}
 	}
 	return benchkit.CountHops(ctx, c, ids, each)
+}
+
+// hopDetail names what an upsert or marker event carries (for hopsDump).
+func hopDetail(e *historypb.HistoryEvent) string {
+	var keys []string
+	switch {
+	case e.GetUpsertWorkflowSearchAttributesEventAttributes() != nil:
+		for k := range e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields() {
+			keys = append(keys, k)
+		}
+	case e.GetWorkflowPropertiesModifiedEventAttributes() != nil:
+		for k := range e.GetWorkflowPropertiesModifiedEventAttributes().GetUpsertedMemo().GetFields() {
+			keys = append(keys, k)
+		}
+	case e.GetMarkerRecordedEventAttributes() != nil:
+		a := e.GetMarkerRecordedEventAttributes()
+		keys = append(keys, a.GetMarkerName())
+		if id, ok := a.GetDetails()["change-id"]; ok && len(id.GetPayloads()) > 0 {
+			keys = append(keys, string(id.GetPayloads()[0].GetData()))
+		}
+	case e.GetWorkflowExecutionSignaledEventAttributes() != nil:
+		keys = append(keys, e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName())
+	default:
+		return ""
+	}
+	sort.Strings(keys)
+	return " " + strings.Join(keys, ",")
 }
 
 var (

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -183,7 +184,18 @@ func main() {
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
 	flag.StringVar(&f.store, "store", "file", "payload store of clients and agents: file (eve's default, fsync'ed files) or mem (in this process)")
 	flag.DurationVar(&f.storeDelay, "store-delay", 0, "added to each payload-store call (a remote store's round trip)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (workers, clients, in-process API servers) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			fatalf("-cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fatalf("-cpuprofile: %v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
 	if scen != "" {
 		re, err := regexp.Compile(scen)
 		if err != nil {

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/visibility"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// searchEnv is the demo agent with eve's search attributes (the inbox's
+// too); marked: its API's sessions start with their status set.
+func searchEnv(t *testing.T, marked bool) *evetest.Env {
+	t.Helper()
+	env := evetest.New(t)
+	if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
+	env.Sessions.SearchAttributes = marked
+	return env
+}
+
+// upserts lists the search-attribute writes in a workflow's history (the
+// SDK's TemporalChangeVersion aside), each as its sorted keys and, for
+// EveStatus, its value.
+func upserts(t *testing.T, ctx context.Context, c client.Client, wid string) []string {
+	t.Helper()
+	var out []string
+	it := c.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
+		if len(f) == 0 || (len(f) == 1 && f["TemporalChangeVersion"] != nil) {
+			continue
+		}
+		var keys []string
+		for k := range f {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		w := fmt.Sprint(keys)
+		if p := f["EveStatus"]; p != nil {
+			var s string
+			_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
+			w += " " + s
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// waitQueried waits until a Visibility query lists exactly wids (sorted),
+// bounded.
+func waitQueried(t *testing.T, env *evetest.Env, query string, wids ...string) {
+	t.Helper()
+	ctx := env.Ctx(30 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range resp.Executions {
+			got = append(got, e.Execution.WorkflowId)
+		}
+		slices.Sort(got)
+		if slices.Equal(got, wids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("query %s lists %v, want %v", query, got, wids)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Search attributes follow the workflows' state with one write per change
+// (changeSearchWrites): a session created with its message and marked
+// running by its creator writes waiting-input when its turn parks, running
+// when it resumes, idle when it ends; its turn starts marked running and
+// writes its status with the inbox's attributes once when it parks and once
+// when it resumes. Unmarked (an API server that did not check the
+// attributes), the session writes running itself, once.
+func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		marked        bool
+		session, turn []string
+	}{
+		{"marked at start", true,
+			[]string{"[EveStatus EveTools] waiting-input", "[EveStatus EveTools] running", "[EveStatus] idle"},
+			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input", "[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] running"}},
+		{"unmarked", false,
+			[]string{"[EveSessionId EveStatus] running", "[EveStatus EveTools] waiting-input", "[EveStatus EveTools] running", "[EveStatus] idle"},
+			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input", "[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] running"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := searchEnv(t, c.marked)
+			id, d := startParked(t, env, "refund ch_5 5")
+			turn := id + "/turn_0"
+			waitQueried(t, env, fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id), id, turn)
+			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id), turn)
+			respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+			env.WaitIdle(id)
+			waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q`, id), id)
+			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id))
+			ctx := env.Ctx(30 * time.Second)
+			if diff := cmp.Diff(c.session, upserts(t, ctx, env.Client, id)); diff != "" {
+				t.Errorf("session's upserts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.turn, upserts(t, ctx, env.Client, turn)); diff != "" {
+				t.Errorf("turn's upserts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRecordSearchWrites records only the histories of changeSearchWrites,
+// which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordSearchWrites
+func TestRecordSearchWrites(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordSearchWrites(t, prefix)
+}
+
+// recordSearchWrites: a session marked at its start parks, is approved,
+// then runs a second turn; one unmarked parks and is approved.
+func recordSearchWrites(t *testing.T, prefix string) {
+	t.Helper()
+	for _, marked := range []bool{true, false} {
+		env := searchEnv(t, marked)
+		save := func(name, wid string) {
+			if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, d := startParked(t, env, "refund ch_7 7")
+		respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+		env.WaitIdle(id)
+		if marked {
+			env.SendAndWait(env.Ctx(30*time.Second), id, "what's the weather in Rome")
+			save("session-search-writes", id)
+			save("turn-search-writes-approved", id+"/turn_0")
+			save("turn-search-writes-regular", id+"/turn_1")
+		} else {
+			save("session-search-writes-unmarked", id)
+		}
+	}
+}
+
+// A session that continues as new keeps its attributes: the new run starts
+// with the last run's, and writes only what then changes.
+func TestSearchAttributesAcrossContinueAsNew(t *testing.T) {
+	env := evetest.New(t)
+	ctx := env.Ctx(60 * time.Second)
+	if err := visibility.Register(ctx, env.Client, "default"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ContinueAsNewAfterTurns = 1
+	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
+	env.Sessions.SearchAttributes = true
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "what's the weather in Rome", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.SessionID
+	env.SendAndWait(ctx, id, "what's the weather in Oslo")
+	env.WaitIdle(id)
+	waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id), id)
+	waitQueried(t, env, fmt.Sprintf(`EveStatus = "running" AND EveSessionId = %q AND WorkflowType = "eve.Session"`, id))
+}
