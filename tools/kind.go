@@ -14,6 +14,9 @@ const (
 	// KindDelegated: an external job completes it later, by completion URL
 	// or task token (DefineDelegated).
 	KindDelegated Kind = "delegated"
+	// KindWorkflow: a Temporal workflow of the app's, started as a child
+	// workflow; its result is the call's (DefineWorkflow).
+	KindWorkflow Kind = "workflow"
 )
 
 // KindInfo is what a kind implies, for every place that must know: the
@@ -37,6 +40,7 @@ var kinds = map[Kind]KindInfo{
 	KindAuthored:  {OutsideSession: true},
 	KindClient:    {AsksPerson: true},
 	KindDelegated: {Async: true, OutsideSession: true, NeedsDeadline: true},
+	KindWorkflow:  {Async: true, OutsideSession: true, NeedsDeadline: true},
 }
 
 // Info is the kind's row of the table (the zero KindInfo for an unknown
@@ -50,6 +54,8 @@ func (t *Tool) Kind() Kind {
 		return KindClient
 	case t.Delegated != nil:
 		return KindDelegated
+	case t.Workflow != nil:
+		return KindWorkflow
 	}
 	return KindAuthored
 }

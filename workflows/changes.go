@@ -13,23 +13,24 @@ package workflows
 // and record histories of the new path under the newest prefix
 // (CONTRIBUTING.md, "A replay-affecting workflow change").
 const (
-	changeResponses    = "eve-approval-responses"
-	changeOffers       = "eve-approval-offers"
-	changeAuto         = "eve-approval-auto"
-	changeInbox        = "eve-inbox"
-	changeLifetime     = "eve-session-lifetime"
-	changeLimits       = "eve-session-limits"
-	changeDeadlines    = "eve-input-deadlines"
-	changeTasks        = "eve-task-events"
-	changeAskApproval  = "execution-ask-approval" // released without the eve- prefix; kept as recorded
-	changeClientInput  = "eve-client-input"
-	changeEdits        = "eve-approval-edits"
-	changeDecisions    = "eve-decision-record"
-	changeAsk          = "eve-call-asks"
-	changeFollowUps    = "eve-input-followups"
-	changeRequestTimes = "eve-input-requested-times"
-	changeOrder        = "eve-message-order"
-	changeStubs        = "eve-tool-stubs"
+	changeResponses     = "eve-approval-responses"
+	changeOffers        = "eve-approval-offers"
+	changeAuto          = "eve-approval-auto"
+	changeInbox         = "eve-inbox"
+	changeLifetime      = "eve-session-lifetime"
+	changeLimits        = "eve-session-limits"
+	changeDeadlines     = "eve-input-deadlines"
+	changeTasks         = "eve-task-events"
+	changeAskApproval   = "execution-ask-approval" // released without the eve- prefix; kept as recorded
+	changeClientInput   = "eve-client-input"
+	changeEdits         = "eve-approval-edits"
+	changeDecisions     = "eve-decision-record"
+	changeAsk           = "eve-call-asks"
+	changeFollowUps     = "eve-input-followups"
+	changeRequestTimes  = "eve-input-requested-times"
+	changeOrder         = "eve-message-order"
+	changeStubs         = "eve-tool-stubs"
+	changeWorkflowTools = "eve-workflow-tools"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -77,4 +78,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
 		[]string{"v0.5.0-turn-stubs*.json"}},
+	{changeWorkflowTools, "0.5.0", "workflow tools (tools.DefineWorkflow): a call starts the app's workflow as a child workflow (id signals.WorkflowToolID) and settles with its result; before it, such a call had no runner",
+		[]string{"v0.5.0-turn-workflow-*.json", "v0.5.0-execution-workflow*.json"}},
 }

@@ -60,6 +60,7 @@ const (
 	KindAuthored  = string(tools.KindAuthored)
 	KindClient    = string(tools.KindClient)
 	KindDelegated = string(tools.KindDelegated)
+	KindWorkflow  = string(tools.KindWorkflow)
 )
 
 // Timeouts of the policy and hook activities.
