@@ -97,6 +97,9 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
 	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "workflow" {
+		a = provisionWorkerMain(w, os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	}
 	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
