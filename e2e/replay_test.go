@@ -469,6 +469,9 @@ func TestRecordHistories(t *testing.T) {
 	recordFollowUps(t, prefix)
 	recordAskOnce(t, prefix)
 	recordOrder(t, prefix)
+
+	// Workflow tools (eve-workflow-tools), each on a queue of its own.
+	recordWorkflowTools(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

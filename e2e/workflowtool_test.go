@@ -24,7 +24,9 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
+	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
@@ -403,4 +405,45 @@ func TestWorkflowToolDeadline(t *testing.T) {
 		t.Errorf("reply %q", r)
 	}
 	childStatus(t, env, child, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT)
+}
+
+// The same workflow tool outside a session, through the tools API: the
+// catalog lists it as async in every format, and `run` starts it as the
+// execution's child and returns its result.
+func TestWorkflowToolRun(t *testing.T) {
+	env := evetest.New(t)
+	dir := t.TempDir()
+	a := provisionAgent(time.Hour, approval.Never())
+	env.StartWorkerAnd(a, agent.Host{}, worker.Options{}, provisionApp{worker: "w", markers: dir}.register)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a, RunTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []catalog.Format{catalog.FormatCanonical, catalog.FormatAnthropic, catalog.FormatOpenAI, catalog.FormatAISDK, catalog.FormatMCP} {
+		res, err := svc.Get(catalog.GetToolsOptions{Format: f, IncludeAsync: f == catalog.FormatMCP})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		var async []string
+		for _, d := range res.Raw {
+			if d.Annotations.Async {
+				async = append(async, d.Name)
+			}
+		}
+		if diff := cmp.Diff([]string{"provisioner.provision"}, async); diff != "" {
+			t.Errorf("%s: async tools (-want +got):\n%s", f, diff)
+		}
+	}
+	ctx := env.Ctx(60 * time.Second)
+	ex, err := svc.RunResult(ctx, "provisioner.provision", json.RawMessage(`{"name":"cache"}`), toolsapi.RunOptions{})
+	if err != nil || ex.Status != catalog.StatusSucceeded {
+		t.Fatalf("run: %+v, %v", ex, err)
+	}
+	if got := string(ex.Output); got != `{"id":"res-cache","status":"ready"}` {
+		t.Errorf("output %s", got)
+	}
+	d, err := env.Client.DescribeWorkflowExecution(ctx, signals.WorkflowToolID(ex.ID, signals.ExecutionCallID), "")
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Errorf("the execution's child: %v, %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
 }
