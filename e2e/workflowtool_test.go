@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/catalog"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/model/scripted"
@@ -446,4 +448,66 @@ func TestWorkflowToolRun(t *testing.T) {
 	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Errorf("the execution's child: %v, %v", d.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
+}
+
+// The workflow tool through `eve mcp`: it is a task tool (taskSupport
+// required, as async tools are), a tools/call with a task starts an
+// execution backed by the app's workflow, tasks/get returns its result,
+// and tasks/cancel cancels the workflow.
+func TestWorkflowToolMCPTask(t *testing.T) {
+	env := evetest.New(t)
+	dir := t.TempDir()
+	a := provisionAgent(time.Hour, approval.Never())
+	env.StartWorkerAnd(a, agent.Host{}, worker.Options{}, provisionApp{worker: "w", markers: dir}.register)
+	svc, err := toolsapi.New(toolsapi.Options{Client: env.Client, TaskQueue: env.TaskQueue, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserver.New(mcpserver.Options{Tools: svc, UserID: "mcp_user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	call := func(name string) string {
+		t.Helper()
+		st, created, rerr := modernCall(t, hs.URL, "tools/call", "provisioner.provision", map[string]any{"name": "provisioner.provision", "arguments": map[string]any{"name": name}})
+		if st != 200 || rerr != nil || created["resultType"] != "task" {
+			t.Fatalf("create: %d %v %v", st, created, rerr)
+		}
+		return created["taskId"].(string)
+	}
+	id := call("web")
+	if res, err := svc.Wait(env.Ctx(30*time.Second), id, 0); err != nil || res.Status != catalog.StatusSucceeded {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	_, got, rerr := modernCall(t, hs.URL, "tasks/get", id, map[string]any{"taskId": id})
+	if rerr != nil || got["status"] != mcpserver.TaskCompleted {
+		t.Fatalf("tasks/get: %v %v", got, rerr)
+	}
+	if sc, _ := got["result"].(map[string]any)["structuredContent"].(map[string]any); sc["id"] != "res-web" || sc["status"] != "ready" {
+		t.Errorf("result %v", got["result"])
+	}
+
+	// A task whose workflow blocks, cancelled.
+	env2 := evetest.New(t)
+	env2.StartWorkerAnd(a, agent.Host{}, worker.Options{}, provisionApp{worker: "b", markers: dir, block: true}.register)
+	svc2, err := toolsapi.New(toolsapi.Options{Client: env2.Client, TaskQueue: env2.TaskQueue, Agent: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := mcpserver.New(mcpserver.Options{Tools: svc2, UserID: "mcp_user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = s2.HTTPHandler(nil)
+	id = call("slow")
+	waitMarker(t, dir, "b-reserve-1")
+	if st, ack, rerr := modernCall(t, hs.URL, "tasks/cancel", id, map[string]any{"taskId": id}); st != 200 || rerr != nil {
+		t.Fatalf("tasks/cancel: %d %v %v", st, ack, rerr)
+	}
+	if res, err := svc2.Wait(env2.Ctx(30*time.Second), id, 0); err != nil || res.Status != catalog.StatusCanceled {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	childStatus(t, env2, signals.WorkflowToolID(id, signals.ExecutionCallID), enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
 }
