@@ -12,6 +12,8 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/internal/devserver"
+	"github.com/eve-temporal/eve/internal/devserver/devtest"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/toolsapi"
 	"github.com/eve-temporal/eve/protocol"
@@ -35,7 +37,8 @@ func TestRecordWorkflowTools(t *testing.T) {
 
 // recordWorkflowTools: a turn whose workflow tool completes, one a person
 // approves first, one cancelled while the child runs, one whose child
-// outlives its deadline, and a tools API execution of the tool.
+// outlives its deadline, and a tools API execution of the tool; then a
+// Nexus tool's turns: completed, cancelled, past its deadline.
 func recordWorkflowTools(t *testing.T, prefix string) {
 	t.Helper()
 	save := func(env *evetest.Env, name, wid string) {
@@ -104,4 +107,28 @@ func recordWorkflowTools(t *testing.T, prefix string) {
 	sid = send(env)
 	env.WaitIdle(sid)
 	save(env, "turn-workflow-deadline", sid+"/turn_0")
+
+	// Nexus tools (eve-nexus-tools), on a server with a handler namespace.
+	srv := devtest.Start(t, devserver.Options{ExtraArgs: []string{"--namespace", handlerNamespace}})
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		block   bool
+	}{{"turn-nexus-completed", time.Minute, false}, {"turn-nexus-cancelled", time.Minute, true}, {"turn-nexus-deadline", 2 * time.Second, true}} {
+		env := evetest.NewOn(t, srv)
+		dir := t.TempDir()
+		endpoint, _ := nexusHandler(t, srv, env, provisionApp{worker: "h", markers: dir, block: c.block})
+		env.StartWorker(nexusAgent(endpoint, c.timeout, approval.Never()))
+		sid := send(env)
+		if c.name == "turn-nexus-cancelled" {
+			waitMarker(t, dir, "h-reserve-1")
+			if _, err := env.Sessions.Control(env.Ctx(30*time.Second), sid, signals.ControlRequest{Op: signals.ControlCancel}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, env, sid, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+		} else {
+			env.WaitIdle(sid)
+		}
+		save(env, c.name, sid+"/turn_0")
+	}
 }

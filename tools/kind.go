@@ -17,6 +17,9 @@ const (
 	// KindWorkflow: a Temporal workflow of the app's, started as a child
 	// workflow; its result is the call's (DefineWorkflow).
 	KindWorkflow Kind = "workflow"
+	// KindNexus: an operation behind a Nexus endpoint; its result is the
+	// call's (DefineNexus).
+	KindNexus Kind = "nexus"
 )
 
 // KindInfo is what a kind implies, for every place that must know: the
@@ -41,6 +44,7 @@ var kinds = map[Kind]KindInfo{
 	KindClient:    {AsksPerson: true},
 	KindDelegated: {Async: true, OutsideSession: true, NeedsDeadline: true},
 	KindWorkflow:  {Async: true, OutsideSession: true, NeedsDeadline: true},
+	KindNexus:     {Async: true, OutsideSession: true, NeedsDeadline: true},
 }
 
 // Info is the kind's row of the table (the zero KindInfo for an unknown
@@ -56,6 +60,8 @@ func (t *Tool) Kind() Kind {
 		return KindDelegated
 	case t.Workflow != nil:
 		return KindWorkflow
+	case t.Nexus != nil:
+		return KindNexus
 	}
 	return KindAuthored
 }

@@ -130,6 +130,7 @@ var runners = map[tools.Kind]runner{
 	tools.KindAuthored:  runAuthored,
 	tools.KindDelegated: runDelegated,
 	tools.KindWorkflow:  runWorkflow,
+	tools.KindNexus:     runNexus,
 }
 
 // execute runs a call the gate let through with its kind's runner.

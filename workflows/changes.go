@@ -31,6 +31,7 @@ const (
 	changeOrder         = "eve-message-order"
 	changeStubs         = "eve-tool-stubs"
 	changeWorkflowTools = "eve-workflow-tools"
+	changeNexusTools    = "eve-nexus-tools"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -80,4 +81,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-stubs*.json"}},
 	{changeWorkflowTools, "0.5.0", "workflow tools (tools.DefineWorkflow): a call starts the app's workflow as a child workflow (id signals.WorkflowToolID) and settles with its result; before it, such a call had no runner",
 		[]string{"v0.5.0-turn-workflow-*.json", "v0.5.0-execution-workflow*.json"}},
+	{changeNexusTools, "0.5.0", "Nexus tools (tools.DefineNexus): a call runs an operation behind a Nexus endpoint and settles with its result; before it, such a call had no runner",
+		[]string{"v0.5.0-turn-nexus-*.json"}},
 }

@@ -96,21 +96,21 @@ func TestTurnWorkflowTool(t *testing.T) {
 	const childID = "s1/turn_0/tool/call_1_0"
 	for _, c := range []struct {
 		name   string
-		child  wfChild
+		child  *wfChild
 		status string
 		code   string
 		output string
 		reply  string
 	}{
-		{name: "completed", child: wfChild{wait: time.Minute, result: map[string]any{"id": "res-db"}},
+		{name: "completed", child: &wfChild{wait: time.Minute, result: map[string]any{"id": "res-db"}},
 			status: protocol.StatusCompleted, output: `{"id":"res-db"}`, reply: "provisioned res-db"},
-		{name: "invalid output", child: wfChild{wait: time.Minute, result: map[string]any{"id": 7}},
+		{name: "invalid output", child: &wfChild{wait: time.Minute, result: map[string]any{"id": 7}},
 			status: protocol.StatusFailed, code: protocol.CodeToolOutputInvalid, reply: "provisioned " + protocol.CodeToolOutputInvalid},
-		{name: "failed", child: wfChild{wait: time.Minute, fail: "no capacity"},
+		{name: "failed", child: &wfChild{wait: time.Minute, fail: "no capacity"},
 			status: protocol.StatusFailed, code: protocol.CodeToolExecution, reply: "provisioned " + protocol.CodeToolExecution},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newWorkflowHarness(t, &c.child, approval.Never())
+			h := newWorkflowHarness(t, c.child, approval.Never())
 			out := h.runTurn(turnInput("provision db"))
 
 			wantTypes(t, out.Events,

@@ -61,6 +61,7 @@ const (
 	KindClient    = string(tools.KindClient)
 	KindDelegated = string(tools.KindDelegated)
 	KindWorkflow  = string(tools.KindWorkflow)
+	KindNexus     = string(tools.KindNexus)
 )
 
 // Timeouts of the policy and hook activities.

@@ -41,6 +41,8 @@ type CallPlan struct {
 	Deadline time.Duration `json:"deadline,omitempty"`
 	// Workflow is set for workflow tools: the child workflow to start.
 	Workflow *WorkflowCall `json:"workflow,omitempty"`
+	// Nexus is set for Nexus tools: the operation to run.
+	Nexus *NexusCall `json:"nexus,omitempty"`
 	// MaxOutputBytes is the tool's output limit in force
 	// (tools.Tool.EffectiveMaxOutputBytes). Workflow code checks delegated
 	// completions and client answers against it; 0 (a plan recorded before
@@ -115,6 +117,9 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	if w := t.Workflow; w != nil {
 		p.Workflow = &WorkflowCall{Type: w.Type, TaskQueue: w.TaskQueue, IDReuse: string(w.IDReuse), Retry: t.WorkflowRetry()}
 	}
+	if n := t.Nexus; n != nil {
+		p.Nexus = &NexusCall{Endpoint: n.Endpoint, Service: n.Service, Operation: n.Operation}
+	}
 	if t.Kind().Info().AsksPerson {
 		p.OutputSchema = t.OutputSchema
 		req, err := t.RequestFor(c.Input)
@@ -151,4 +156,12 @@ type WorkflowCall struct {
 	TaskQueue string             `json:"taskQueue,omitempty"`
 	IDReuse   string             `json:"idReuse,omitempty"`
 	Retry     *tools.RetryPolicy `json:"retry,omitempty"`
+}
+
+// NexusCall is the operation a Nexus tool's call runs (tools.Nexus, as the
+// plan records it; its schedule-to-close timeout is the plan's Deadline).
+type NexusCall struct {
+	Endpoint  string `json:"endpoint"`
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
 }
