@@ -26,6 +26,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/catalog"
+	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/mcpserver"
 	"github.com/eve-temporal/eve/internal/toolsapi"
@@ -510,4 +511,24 @@ func TestWorkflowToolMCPTask(t *testing.T) {
 		t.Fatalf("wait: %+v %v", res, err)
 	}
 	childStatus(t, env2, signals.WorkflowToolID(id, signals.ExecutionCallID), enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
+}
+
+// The demo agent's provision tool: "provision <name>" runs the demo's
+// provision workflow (two activities, registered on the agent's worker by
+// Agent.RegisterWorker) and the reply quotes its result.
+func TestDemoProvision(t *testing.T) {
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.StartWorker(a)
+	res, err := env.Sessions.CreateAndSend(env.Ctx(30*time.Second), "", alice, signals.SendRequest{Message: "provision db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := env.WaitIdle(res.SessionID)
+	if r := env.Reply(res.SessionID); r != "Provisioned res-db at https://res-db.demo.internal (ready)" {
+		t.Fatalf("reply %q: %s", r, evetest.Join(evs))
+	}
 }
