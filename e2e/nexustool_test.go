@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,6 +179,59 @@ func TestNexusTool(t *testing.T) {
 		}
 		// The handler's workflow, in the other namespace, is cancelled.
 		handlerCancelled(t, hc)
+	})
+
+	t.Run("worker killed", func(t *testing.T) {
+		// The worker that runs the turn is SIGKILLed while the operation
+		// runs in the handler's namespace: a new worker replays the turn,
+		// the operation's result reaches it, and the call settles once;
+		// the handler ran the operation once.
+		env := evetest.NewOn(t, srv)
+		dir := t.TempDir()
+		release := filepath.Join(t.TempDir(), "release")
+		endpoint, _ := nexusHandler(t, srv, env, provisionApp{worker: "h", markers: dir, release: release})
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+srv.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue,
+			"EVE_E2E_WORKER_AGENT=nexus", "EVE_E2E_WORKER_ENDPOINT="+endpoint, srv.PayloadStoreEnv())
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		res, err := env.Sessions.CreateAndSend(env.Ctx(30*time.Second), "", alice, signals.SendRequest{Message: "provision db"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid := res.SessionID
+		waitMarker(t, dir, "h-reserve-1")
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env.StartWorker(nexusAgent(endpoint, time.Minute, approval.Never()))
+		var evs []protocol.Event
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			got, err := env.Sessions.Events(env.Ctx(10*time.Second), sid, 0)
+			if err == nil && len(got) > 0 && got[len(got)-1].Type == protocol.SessionWaiting {
+				evs = got
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the session did not finish: %v %s", err, evetest.Join(got))
+			}
+		}
+		if r := env.Reply(sid); r != "provisioned res-db (ready)" {
+			t.Fatalf("reply %q: %s", r, evetest.Join(evs))
+		}
+		if n := len(evetest.Of(evs, protocol.ActionResult)); n != 1 {
+			t.Fatalf("%d action results: %s", n, evetest.Join(evs))
+		}
+		if got := fmt.Sprint(markers(t, dir)); got != "[h-configure-1 h-reserve-1]" {
+			t.Errorf("the handler's activities %s", got)
+		}
 	})
 
 	t.Run("deadline", func(t *testing.T) {

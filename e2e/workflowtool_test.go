@@ -48,10 +48,12 @@ rules:
 // provisionApp is an app's own workflow (two activities: reserve, then
 // configure) that knows nothing of eve, and the tool that runs it. Each
 // activity attempt leaves a marker "<worker>-<activity>-<attempt>";
-// reserve blocks (heartbeating) until cancelled when block is set.
+// reserve blocks (heartbeating) until cancelled when block is set, or
+// until the file release exists when that is set.
 type provisionApp struct {
 	worker, markers string
 	block           bool
+	release         string
 }
 
 type provisionInput struct {
@@ -69,7 +71,12 @@ func (p provisionApp) mark(ctx context.Context, what string) {
 
 func (p provisionApp) reserve(ctx context.Context, name string) (string, error) {
 	p.mark(ctx, "reserve")
-	for p.block {
+	for p.block || p.release != "" {
+		if p.release != "" {
+			if _, err := os.Stat(p.release); err == nil {
+				break
+			}
+		}
 		activity.RecordHeartbeat(ctx)
 		select {
 		case <-ctx.Done():
