@@ -108,6 +108,17 @@ func recordWorkflowTools(t *testing.T, prefix string) {
 	env.WaitIdle(sid)
 	save(env, "turn-workflow-deadline", sid+"/turn_0")
 
+	// A workflow tool whose child asks its person (eve-workflow-tool-asks).
+	aenv := evetest.New(t)
+	aenv.StartWorker(askingProvisionAgent())
+	sid = send(aenv)
+	q := waitAskedQuestion(t, aenv, sid)
+	if _, err := aenv.Sessions.Respond(aenv.Ctx(30*time.Second), sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: q.RequestID, OptionID: "s"}}, Responder: alice, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	aenv.WaitIdle(sid)
+	save(aenv, "turn-workflow-asks", sid+"/turn_0")
+
 	// Nexus tools (eve-nexus-tools), on a server with a handler namespace.
 	srv := devtest.Start(t, devserver.Options{ExtraArgs: []string{"--namespace", handlerNamespace}})
 	for _, c := range []struct {

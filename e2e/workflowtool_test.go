@@ -35,6 +35,7 @@ import (
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/tools/wfcall"
 )
 
 const provisionRules = `
@@ -538,4 +539,68 @@ func TestDemoProvision(t *testing.T) {
 	if r := env.Reply(res.SessionID); r != "Provisioned res-db at https://res-db.demo.internal (ready)" {
 		t.Fatalf("reply %q: %s", r, evetest.Join(evs))
 	}
+}
+
+// askingProvision asks the call's person which size before it provisions
+// (package tools/wfcall).
+func askingProvision(ctx workflow.Context, in provisionInput) (provisionResult, error) {
+	ans, err := wfcall.Ask(ctx, "size", wfcall.Question{Prompt: "Which size for " + in.Name + "?",
+		Options: []protocol.InputOption{{ID: "s", Label: "Small"}, {ID: "l", Label: "Large"}}})
+	if err != nil {
+		return provisionResult{}, err
+	}
+	return provisionResult{ID: "res-" + in.Name + "-" + ans.OptionID, Status: ans.Outcome}, nil
+}
+
+// askingAgent is provisionAgent whose workflow asks (askingProvision).
+func askingProvisionAgent() *agent.Agent {
+	a := provisionAgent(time.Hour, approval.Never())
+	tool, _ := a.Tools.Get("provision")
+	tool.Workflow.Type = "E2EProvisionAsk"
+	a.RegisterWorker = func(w worker.Registry) {
+		w.RegisterWorkflowWithOptions(askingProvision, workflow.RegisterOptions{Name: "E2EProvisionAsk"})
+	}
+	return a
+}
+
+// A workflow tool's child asks the session's person (tools/wfcall): the
+// turn records input.requested and parks; the answer, given through the
+// usual respond route, reaches the child, whose result reaches the model.
+func TestWorkflowToolAsks(t *testing.T) {
+	env := evetest.New(t)
+	env.StartWorker(askingProvisionAgent())
+	ctx := env.Ctx(60 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "provision db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := res.SessionID
+	req := waitAskedQuestion(t, env, sid)
+	if !strings.HasPrefix(req.RequestID, "ask_") || !strings.HasSuffix(req.RequestID, "_size") || req.Prompt != "Which size for db?" || req.Action.ToolName != "provision" {
+		t.Fatalf("question %+v", req)
+	}
+	if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: req.RequestID, OptionID: "l"}}, Responder: alice, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	evs := env.WaitIdle(sid)
+	if r := env.Reply(sid); r != "provisioned res-db-l (answered)" {
+		t.Fatalf("reply %q: %s", r, evetest.Join(evs))
+	}
+}
+
+// waitAskedQuestion waits for the session's first question and returns it.
+func waitAskedQuestion(t *testing.T, env *evetest.Env, sid string) protocol.InputRequest {
+	t.Helper()
+	var req protocol.InputRequest
+	waitFor(t, env, sid, func(evs []protocol.Event) bool {
+		rs := evetest.Of(evs, protocol.InputRequested)
+		if len(rs) == 0 || evs[len(evs)-1].Type != protocol.TurnWaiting {
+			return false
+		}
+		var d protocol.InputRequestedData
+		rs[0].Decode(&d)
+		req = d.Requests[0]
+		return true
+	})
+	return req
 }

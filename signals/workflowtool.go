@@ -1,5 +1,7 @@
 package signals
 
+import "github.com/eve-temporal/eve/protocol"
+
 // Workflow tools (tools.DefineWorkflow): a call starts the app's workflow
 // as a child of the workflow that owns the call (a turn's, or a tools API
 // execution's).
@@ -22,3 +24,15 @@ const (
 	MemoCall    = "eveCall"
 	MemoTool    = "eveTool"
 )
+
+// SignalAnswered (turn → a workflow tool's child) carries the settlement
+// of a question the child asked its call's person (SignalAsk, whose
+// request id the child chose: "ask_<call id>_<key>"). Payload Answered.
+// Package tools/wfcall sends the question and reads the answer.
+const SignalAnswered = "eve.tool.answered"
+
+// Answered is SignalAnswered's payload.
+type Answered struct {
+	RequestID  string                   `json:"requestId"`
+	Resolution protocol.InputResolution `json:"resolution"`
+}

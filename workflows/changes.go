@@ -32,6 +32,7 @@ const (
 	changeStubs         = "eve-tool-stubs"
 	changeWorkflowTools = "eve-workflow-tools"
 	changeNexusTools    = "eve-nexus-tools"
+	changeWorkflowAsk   = "eve-workflow-tool-asks"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -83,4 +84,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-workflow-*.json", "v0.5.0-execution-workflow*.json"}},
 	{changeNexusTools, "0.5.0", "Nexus tools (tools.DefineNexus): a call runs an operation behind a Nexus endpoint and settles with its result; before it, such a call had no runner",
 		[]string{"v0.5.0-turn-nexus-*.json"}},
+	{changeWorkflowAsk, "0.5.0", "a workflow tool's child asks its call's person (tools/wfcall: SignalAsk to the turn) and the turn signals it the settlement (signals.SignalAnswered)",
+		[]string{"v0.5.0-turn-workflow-asks.json"}},
 }
