@@ -219,3 +219,24 @@ func TestWorkflowToolID(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A reviewer's edit reaches the workflow: the child starts with the
+// edited input.
+func TestTurnWorkflowToolEdited(t *testing.T) {
+	child := &wfChild{wait: time.Minute, result: map[string]any{"id": "res-cache"}}
+	h := newWorkflowHarness(t, child, approval.Always().Editable())
+	wid := turnWorkflowID(0)
+	h.at(time.Minute, func() {
+		reqs := h.parkedOn(wid, "input")
+		if len(reqs) == 1 {
+			h.respond(wid, edit(reqs[0].RequestID, `{"name":"cache"}`))
+		}
+	})
+	out := h.runTurn(turnInput("provision db"))
+	if diff := cmp.Diff([]string{"cache"}, child.inputs); diff != "" {
+		t.Errorf("child inputs (-want +got):\n%s", diff)
+	}
+	if out.Outcome.Reply != "provisioned res-cache" {
+		t.Errorf("reply %q", out.Outcome.Reply)
+	}
+}
