@@ -1,13 +1,16 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nexus-rpc/sdk-go/nexus"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
@@ -238,5 +241,64 @@ func TestTurnWorkflowToolEdited(t *testing.T) {
 	}
 	if out.Outcome.Reply != "provisioned res-cache" {
 		t.Errorf("reply %q", out.Outcome.Reply)
+	}
+}
+
+// A Nexus tool's call runs its operation through the endpoint and settles
+// with its result, checked against the output schema; a failing
+// operation fails the call with the handler's message.
+func TestTurnNexusTool(t *testing.T) {
+	for _, c := range []struct {
+		name, fail, reply string
+		status, code      string
+	}{
+		{name: "completed", reply: "provisioned nx-db", status: protocol.StatusCompleted},
+		{name: "failed", fail: "no capacity", reply: "provisioned " + protocol.CodeToolExecution, status: protocol.StatusFailed, code: protocol.CodeToolExecution},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var inputs []string
+			h := newHarness(t, func(a *agent.Agent) {
+				m, err := scripted.Parse([]byte(wfRules))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Model = m
+				if err := a.Tools.Register(tools.DefineNexus("provision", "Provision through the platform team's endpoint.",
+					json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+					json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+					tools.Nexus{Endpoint: "platform", Service: "provisioning", Operation: "provision", ScheduleToClose: time.Hour})); err != nil {
+					t.Fatal(err)
+				}
+			})
+			svc := nexus.NewService("provisioning")
+			if err := svc.Register(nexus.NewSyncOperation("provision", func(_ context.Context, in struct{ Name string }, _ nexus.StartOperationOptions) (map[string]any, error) {
+				inputs = append(inputs, in.Name)
+				if c.fail != "" {
+					return nil, nexus.HandlerErrorf(nexus.HandlerErrorTypeBadRequest, "%s", c.fail)
+				}
+				return map[string]any{"id": "nx-" + in.Name}, nil
+			})); err != nil {
+				t.Fatal(err)
+			}
+			h.RegisterNexusService(svc)
+			out := h.runTurn(turnInput("provision db"))
+			if diff := cmp.Diff([]string{"db"}, inputs); diff != "" {
+				t.Errorf("operation inputs (-want +got):\n%s", diff)
+			}
+			ar := results(t, out.Events)
+			got := struct{ Status, Code string }{Status: ar[0].Status}
+			if ar[0].Error != nil {
+				got.Code = ar[0].Error.Code
+				if !strings.Contains(ar[0].Error.Message, c.fail) {
+					t.Errorf("message %q lacks %q", ar[0].Error.Message, c.fail)
+				}
+			}
+			if diff := cmp.Diff(struct{ Status, Code string }{c.status, c.code}, got); diff != "" {
+				t.Errorf("action.result (-want +got):\n%s", diff)
+			}
+			if out.Outcome.Reply != c.reply {
+				t.Errorf("reply %q, want %q", out.Outcome.Reply, c.reply)
+			}
+		})
 	}
 }
