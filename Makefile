@@ -109,6 +109,7 @@ test-go: $(TEMPORAL_BIN) chromium connection-servers console-browser
 # their flows run over HTTP against their own binary's `dev`.
 test-examples: $(TEMPORAL_BIN)
 	cd examples/shop && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
+	cd examples/trips && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
 # The official eve client (npm eve@0.80.1, pinned by test/node/package-lock.json)
 # driving eve serve + a worker + a dev server that the suite starts itself.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -96,6 +97,12 @@ func workerMain() bool {
 	}
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
+	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "nexus" {
+		a = nexusAgent(os.Getenv("EVE_E2E_WORKER_ENDPOINT"), time.Minute, approval.Never())
+	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "workflow" {
+		a = provisionWorkerMain(w, os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
 	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

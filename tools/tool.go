@@ -303,6 +303,12 @@ type Tool struct {
 	Client *Client
 	// Delegated makes this a delegated tool (see DefineDelegated).
 	Delegated *Delegated
+	// Workflow makes this a workflow tool: a call runs a Temporal
+	// workflow as a child (see DefineWorkflow).
+	Workflow *Workflow
+	// Nexus makes this a Nexus tool: a call runs an operation behind a
+	// Nexus endpoint (see DefineNexus).
+	Nexus *Nexus
 	// Remote is set on a tool a connection serves (package connections).
 	Remote *Remote
 
@@ -444,6 +450,10 @@ func (t *Tool) compile() error {
 		errs = append(errs, t.compileClient()...)
 	} else if t.Delegated != nil {
 		errs = append(errs, t.compileDelegated()...)
+	} else if t.Workflow != nil {
+		errs = append(errs, t.compileWorkflow()...)
+	} else if t.Nexus != nil {
+		errs = append(errs, t.compileNexus()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
 	}
@@ -474,8 +484,8 @@ func (t *Tool) compile() error {
 	if t.Retry != nil && t.Retry.MaximumAttempts < 0 {
 		errs = append(errs, errors.New("retry: MaximumAttempts must not be negative"))
 	}
-	if t.ClientInput && (t.Client != nil || t.Delegated != nil) {
-		errs = append(errs, errors.New("ClientInput is for tools whose Execute runs: a client or delegated tool cannot ask an MCP client"))
+	if t.ClientInput && (t.Client != nil || t.Delegated != nil || t.Workflow != nil || t.Nexus != nil) {
+		errs = append(errs, errors.New("ClientInput is for tools whose Execute runs: a client, delegated, workflow or Nexus tool cannot ask an MCP client"))
 	}
 	if t.Local && t.HeartbeatTimeout > 0 {
 		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))

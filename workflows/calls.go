@@ -130,6 +130,8 @@ type runner func(ctx workflow.Context, h callHost, c *pendingCall, in work.Execu
 var runners = map[tools.Kind]runner{
 	tools.KindAuthored:  runAuthored,
 	tools.KindDelegated: runDelegated,
+	tools.KindWorkflow:  runWorkflow,
+	tools.KindNexus:     runNexus,
 }
 
 // execute runs a call the gate let through with its kind's runner.

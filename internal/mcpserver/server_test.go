@@ -75,7 +75,7 @@ func TestListHidesAsyncWithoutTasks(t *testing.T) {
 	// refund_charge asks a person to approve every call: it is offered (as
 	// a task it waits for the caller's approval; a plain call is refused).
 	sync := []string{"demo.get_weather", "demo.issue_credit", "demo.refund_charge", "demo.transfer_funds"}
-	all := []string{"demo.get_weather", "demo.issue_credit", "demo.refund_charge", "demo.run_report", "demo.transfer_funds"}
+	all := []string{"demo.get_weather", "demo.issue_credit", "demo.provision", "demo.refund_charge", "demo.run_report", "demo.transfer_funds"}
 	tasks := &mcp.ClientCapabilities{Experimental: map[string]any{"tasks": map[string]any{}}}
 	for _, v := range []string{"", "2025-11-25", "2025-06-18"} {
 		if got := names(t, connect(t, s, nil, v)); !slices.Equal(got, sync) {

@@ -37,8 +37,12 @@ type CallPlan struct {
 	// Request and OutputSchema are set for client tools.
 	Request      *tools.InputRequest `json:"request,omitempty"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
-	// Deadline is set for delegated tools.
+	// Deadline is set for delegated and workflow tools.
 	Deadline time.Duration `json:"deadline,omitempty"`
+	// Workflow is set for workflow tools: the child workflow to start.
+	Workflow *WorkflowCall `json:"workflow,omitempty"`
+	// Nexus is set for Nexus tools: the operation to run.
+	Nexus *NexusCall `json:"nexus,omitempty"`
 	// MaxOutputBytes is the tool's output limit in force
 	// (tools.Tool.EffectiveMaxOutputBytes). Workflow code checks delegated
 	// completions and client answers against it; 0 (a plan recorded before
@@ -110,6 +114,12 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		}
 		p.Deadline = d
 	}
+	if w := t.Workflow; w != nil {
+		p.Workflow = &WorkflowCall{Type: w.Type, TaskQueue: w.TaskQueue, IDReuse: string(w.IDReuse), Retry: t.WorkflowRetry()}
+	}
+	if n := t.Nexus; n != nil {
+		p.Nexus = &NexusCall{Endpoint: n.Endpoint, Service: n.Service, Operation: n.Operation}
+	}
 	if t.Kind().Info().AsksPerson {
 		p.OutputSchema = t.OutputSchema
 		req, err := t.RequestFor(c.Input)
@@ -136,4 +146,22 @@ func planFollowUps(p *CallPlan, t *tools.Tool, pc approval.PromptContext) {
 	if e, ok := t.Approval.Escalation(); ok {
 		p.Escalation = &e
 	}
+}
+
+// WorkflowCall is the child workflow a workflow tool's call starts
+// (tools.Workflow, as the plan records it; its execution timeout is the
+// plan's Deadline).
+type WorkflowCall struct {
+	Type      string             `json:"type"`
+	TaskQueue string             `json:"taskQueue,omitempty"`
+	IDReuse   string             `json:"idReuse,omitempty"`
+	Retry     *tools.RetryPolicy `json:"retry,omitempty"`
+}
+
+// NexusCall is the operation a Nexus tool's call runs (tools.Nexus, as the
+// plan records it; its schedule-to-close timeout is the plan's Deadline).
+type NexusCall struct {
+	Endpoint  string `json:"endpoint"`
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
 }
