@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,11 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		return work.ModelStepOutput{}, err
 	}
 	req := model.Request{System: a.System, Messages: msgs, Tools: a.descriptors(in.Dynamic)}
+	if a.Tools.HasTasks() {
+		// eve's task tools and its system block (tools/tasks.md).
+		req.Tools = append(req.Tools, tools.TaskControlDescriptors()...)
+		req.System = strings.TrimSpace(req.System + "\n\n" + tools.TaskSystemBlock)
+	}
 	stream, flush := a.streamer(ctx, in)
 	resp, err := a.Model.Step(ctx, req, stream)
 	flush()

@@ -305,6 +305,9 @@ type Tool struct {
 	Delegated *Delegated
 	// Remote is set on a tool a connection serves (package connections).
 	Remote *Remote
+	// Task makes the tool's calls tasks: a receipt now, the result later
+	// (see AsTask).
+	Task *Task
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash, or whose workflow task
@@ -428,6 +431,9 @@ func (t *Tool) compile() error {
 	if !NamePattern.MatchString(t.Name) {
 		errs = append(errs, fmt.Errorf("name must match %s (letters, digits, _ and -, at most 64)", NamePattern))
 	}
+	if IsTaskControl(t.Name) {
+		errs = append(errs, fmt.Errorf("the name %s is eve's own (the tools it adds for tasks)", t.Name))
+	}
 	if t.Description == "" {
 		errs = append(errs, errors.New("description is required: it is how the model decides to call the tool"))
 	}
@@ -446,6 +452,9 @@ func (t *Tool) compile() error {
 		errs = append(errs, t.compileDelegated()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
+	}
+	if t.Task != nil {
+		errs = append(errs, t.compileTask()...)
 	}
 	if len(t.OutputSchema) > 0 {
 		if s, err := schema.Compile(t.Name+"/output", t.OutputSchema); err != nil {

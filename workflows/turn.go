@@ -102,6 +102,16 @@ type turn struct {
 	// running are the calls whose tools run, by call id (they may ask).
 	running map[string]runningCall
 
+	// Tasks (changeTaskCalls, decided at the first task or task-tool
+	// call: tasksDecided): taskList in the order they started,
+	// taskResults settled and not read by the model yet, lastNote the
+	// [Tasks] note the model read last (tasks.go).
+	taskCalls    bool
+	tasksDecided bool
+	taskList     []*taskState
+	taskResults  []taskResult
+	lastNote     string
+
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
 	// taken the offered messages used; closing: the turn takes no more
@@ -154,7 +164,9 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
 			}
+			t.lastNote = "" // the note returns after compaction
 		}
+		t.deliverTasks()
 
 		if t.limits {
 			if out, ended := t.holdForLimits(ctx, stepIdx); ended {
@@ -189,6 +201,16 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 				t.readSteering(ctx)
 				continue
 			}
+			if t.mustHold() {
+				// The turn rule: no turn ends while a task works.
+				if !t.holdForTasks(ctx) {
+					return t.cancelled(ctx)
+				}
+				if len(t.steering) > 0 {
+					t.readSteering(ctx)
+				}
+				continue
+			}
 			t.closing = true
 			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
@@ -201,7 +223,13 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			t.park(ctx, stepIdx, asked)
 		}
 		t.concurrently(ctx, stepIdx, calls, func(ctx workflow.Context, c *pendingCall) {
-			if t.await(ctx, c) {
+			switch {
+			case c.control:
+				t.taskControl(ctx, c)
+			case !t.await(ctx, c):
+			case t.isTask(c):
+				t.startTask(ctx, c)
+			default:
 				t.execute(ctx, c)
 			}
 		})
@@ -232,6 +260,9 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		return nil, err
 	}
 	if err := registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] }); err != nil {
+		return nil, err
+	}
+	if err := t.registerTaskQuery(ctx); err != nil {
 		return nil, err
 	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
@@ -342,6 +373,7 @@ func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, 
 
 // turnFailed ends the turn with turn.failed.
 func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnEnded)
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
@@ -356,6 +388,7 @@ func (t *turn) resolutionFailed(ctx workflow.Context, err error) (turnOutput, er
 
 // cancelled records the end of a cancelled turn.
 func (t *turn) cancelled(ctx workflow.Context) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnCancelled)
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")

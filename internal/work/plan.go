@@ -54,11 +54,19 @@ type CallPlan struct {
 	RequestDeadline time.Duration        `json:"requestDeadline,omitempty"`
 	Reminders       *tools.Reminders     `json:"reminders,omitempty"`
 	Escalation      *approval.Escalation `json:"escalation,omitempty"`
+	// Task is set when the call runs as a task (tools.Tool.Task).
+	Task *TaskPlan `json:"task,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
 	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
 	Retry            tools.RetryPolicy `json:"retry"`
+}
+
+// TaskPlan is how a task call runs (tools.Task).
+type TaskPlan struct {
+	// Deadline bounds the task's work (0: none of its own).
+	Deadline time.Duration `json:"deadline,omitempty"`
 }
 
 // PlanCall is how a call of t runs: the one call-plan builder, used by the
@@ -90,6 +98,9 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		return p
 	}
 	p.Kind = string(t.Kind())
+	if t.Task != nil {
+		p.Task = &TaskPlan{Deadline: t.Task.Deadline}
+	}
 	p.ResponsePolicy = t.Approval.HasResponsePolicy()
 	if p.Approval != approval.KindNever {
 		pc := approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input}
