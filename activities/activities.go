@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 

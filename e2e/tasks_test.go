@@ -1,0 +1,363 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// Tasks on a real dev server (docs/tasks.md): calls that return a receipt
+// at once and keep working while the conversation goes on.
+
+func taskE2ERules() string {
+	many := make([]string, tools.MaxWorkingTasks+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{tool: hold, input: {n: %d}}`, i)
+	}
+	return `
+name: tasks
+default: "Hello."
+rules:
+  - match: '^wait (?P<svc>\w+)'
+    steps:
+      - calls: [{tool: deploy, input: {service: "{{svc}}"}}]
+      - text: "Deploying {{svc}}."
+        calls: [{tool: eve__task_wait, input: {}}]
+      - reply: "{{svc}}: {{task.deploy.url}}{{task.deploy.error}}"
+  - match: '^reply (?P<svc>\w+)'
+    steps:
+      - calls: [{tool: deploy, input: {service: "{{svc}}"}}]
+      - reply: "Started deploying {{svc}}."
+      - reply: "{{svc}}: {{task.deploy.url}}{{task.deploy.error}}"
+  - match: '^stop (?P<svc>\w+)'
+    steps:
+      - calls: [{tool: deploy, input: {service: "{{svc}}"}}]
+      - calls: [{tool: eve__task_cancel, input: {taskId: "{{taskId.deploy}}"}}]
+      - reply: "{{result.eve__task_cancel}}"
+  - match: '^expire'
+    steps:
+      - calls: [{tool: expire, input: {}}]
+      - reply: "Started."
+      - reply: "{{task.expire.error}}"
+  - match: '^three'
+    steps:
+      - calls: [{tool: hold, input: {n: 1}}, {tool: hold, input: {n: 2}}, {tool: hold, input: {n: 3}}]
+      - reply: "Three started."
+      - reply: "Done: {{task.hold.n}}"
+  - match: '^many'
+    steps:
+      - calls: [` + strings.Join(many, ", ") + `]
+      - reply: "{{results.32.code}}"
+`
+}
+
+// taskTools are the e2e tasks: deploy works until the test releases its
+// service, hold until released ("hold-N") or cancelled, expire never
+// returns and has a 3 s deadline. Each heartbeats, so a cancel reaches it.
+type taskTools struct {
+	mu       sync.Mutex
+	released map[string]bool
+	runs     map[string]int
+}
+
+func newTaskTools() *taskTools {
+	return &taskTools{released: map[string]bool{}, runs: map[string]int{}}
+}
+
+func (tt *taskTools) release(key string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.released[key] = true
+}
+
+func (tt *taskTools) runCount(key string) int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return tt.runs[key]
+}
+
+// work blocks until key is released (or the call is cancelled).
+func (tt *taskTools) work(ctx *tools.Context, key string) error {
+	tt.mu.Lock()
+	tt.runs[key]++
+	tt.mu.Unlock()
+	for {
+		tt.mu.Lock()
+		done := tt.released[key]
+		tt.mu.Unlock()
+		if done {
+			return nil
+		}
+		ctx.Heartbeat()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (tt *taskTools) agent(t *testing.T) *agent.Agent {
+	deploy := tools.AsTask(tools.Func("deploy", "Deploy a service.", func(ctx *tools.Context, in struct {
+		Service string `json:"service"`
+	}) (map[string]string, error) {
+		if err := tt.work(ctx, in.Service); err != nil {
+			return nil, err
+		}
+		return map[string]string{"url": "https://" + in.Service + ".example"}, nil
+	}), tools.Task{})
+	hold := tools.AsTask(tools.Func("hold", "Hold.", func(ctx *tools.Context, in struct {
+		N int `json:"n"`
+	}) (map[string]int, error) {
+		if err := tt.work(ctx, fmt.Sprintf("hold-%d", in.N)); err != nil {
+			return nil, err
+		}
+		return map[string]int{"n": in.N}, nil
+	}), tools.Task{})
+	expire := tools.AsTask(tools.Func("expire", "Never returns.", func(ctx *tools.Context, _ struct{}) (map[string]int, error) {
+		return nil, tt.work(ctx, "never")
+	}), tools.Task{Deadline: 3 * time.Second})
+	for _, x := range []*tools.Tool{deploy, hold, expire} {
+		x.HeartbeatTimeout = 2 * time.Second
+		x.Timeout = 2 * time.Minute
+		x.Idempotent = true // an attempt lost with its worker runs again
+	}
+	return evetest.Agent(t, taskE2ERules(), deploy, hold, expire)
+}
+
+// taskSummary is the session's task events and turn ends, in order.
+func taskSummary(evs []protocol.Event) []string {
+	var out []string
+	for _, e := range evs {
+		switch e.Type {
+		case protocol.TaskStarted:
+			var d protocol.TaskStartedData
+			_ = e.Decode(&d)
+			out = append(out, "started "+d.Name)
+		case protocol.TaskSettled:
+			var d protocol.TaskSettledData
+			_ = e.Decode(&d)
+			s := "settled " + d.Name + " " + d.Status
+			if d.Cancel != nil {
+				s += " " + d.Cancel.Reason
+			}
+			out = append(out, s)
+		case protocol.TurnWaiting:
+			var d protocol.TurnWaitingData
+			_ = e.Decode(&d)
+			out = append(out, "waiting "+d.On)
+		case protocol.TurnCompleted, protocol.TurnCancelled, protocol.TurnFailed, protocol.SessionWaiting:
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+// waitTaskEvent waits until the session has n events of type typ.
+func waitTaskEvent(t *testing.T, env *evetest.Env, id, typ string, n int) []protocol.Event {
+	t.Helper()
+	return waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, typ)) >= n })
+}
+
+// saveTaskHistory saves the turn's history when recording
+// (EVE_RECORD_HISTORIES=1, EVE_RECORD_PREFIX).
+func saveTaskHistory(t *testing.T, env *evetest.Env, wid, name string) {
+	t.Helper()
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" || prefix == "" {
+		return
+	}
+	if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The turn rules of tasks, one session each. With EVE_RECORD_HISTORIES=1
+// and EVE_RECORD_PREFIX=v0.5.0- it saves the turns' histories
+// (v0.5.0-turn-task-*.json, replayed by TestReplaySavedHistories):
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestTasks
+func TestTasks(t *testing.T) {
+	env := evetest.New(t)
+	tt := newTaskTools()
+	env.StartWorker(tt.agent(t))
+	start := func(t *testing.T, msg string) string {
+		t.Helper()
+		id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, env, id, signals.SendRequest{Message: msg, Caller: alice})
+		return id
+	}
+
+	t.Run("settled while waiting", func(t *testing.T) {
+		id := start(t, "wait alpha")
+		waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+		tt.release("alpha")
+		evs := waitFor(t, env, id, idle(1))
+		if got := lastReply(t, evs); got != "alpha: https://alpha.example" {
+			t.Fatalf("reply %q: %s", got, evetest.Join(evs))
+		}
+		want := []string{"started deploy", "waiting tasks", "settled deploy completed", protocol.TurnCompleted, protocol.SessionWaiting}
+		if diff := cmp.Diff(want, taskSummary(evs)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		saveTaskHistory(t, env, id+"/turn_0", "turn-task-waited")
+	})
+
+	t.Run("settled after the reply", func(t *testing.T) {
+		id := start(t, "reply beta")
+		evs := waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+		if n := len(evetest.Of(evs, protocol.SessionWaiting)); n != 0 {
+			t.Fatalf("session.waiting before the task settled: %s", evetest.Join(evs))
+		}
+		tt.release("beta")
+		evs = waitFor(t, env, id, idle(1))
+		if got := lastReply(t, evs); got != "beta: https://beta.example" {
+			t.Fatalf("reply %q: %s", got, evetest.Join(evs))
+		}
+		if n := len(evetest.Of(evs, protocol.MessageCompleted)); n != 2 {
+			t.Errorf("%d message.completed (the reply before the wait and the one after)", n)
+		}
+		saveTaskHistory(t, env, id+"/turn_0", "turn-task-replied")
+	})
+
+	t.Run("steered during a wait", func(t *testing.T) {
+		id := start(t, "wait gamma")
+		waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+		if res := send(t, env, id, signals.SendRequest{Message: "how is it going", Caller: alice}); res.TurnID != "turn_0" {
+			t.Fatalf("the steering message went to %s", res.TurnID)
+		}
+		waitTaskEvent(t, env, id, protocol.TurnWaiting, 2)
+		tt.release("gamma")
+		evs := waitFor(t, env, id, idle(1))
+		want := []string{"started deploy", "waiting tasks", "waiting tasks", "settled deploy completed", protocol.TurnCompleted, protocol.SessionWaiting}
+		if diff := cmp.Diff(want, taskSummary(evs)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		if tt.runCount("gamma") != 1 {
+			t.Errorf("the deploy ran %d times", tt.runCount("gamma"))
+		}
+		saveTaskHistory(t, env, id+"/turn_0", "turn-task-steered")
+	})
+
+	t.Run("eve__task_cancel", func(t *testing.T) {
+		id := start(t, "stop delta")
+		evs := waitFor(t, env, id, idle(1))
+		var started protocol.TaskStartedData
+		_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&started)
+		if got, want := lastReply(t, evs), "Stopped "+started.TaskID+"; it won't report back."; got != want {
+			t.Fatalf("reply %q, want %q", got, want)
+		}
+		want := []string{"started deploy", "settled deploy cancelled task_cancel", protocol.TurnCompleted, protocol.SessionWaiting}
+		if diff := cmp.Diff(want, taskSummary(evs)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		saveTaskHistory(t, env, id+"/turn_0", "turn-task-cancel")
+	})
+
+	t.Run("cancel the session's turn", func(t *testing.T) {
+		id := start(t, "three")
+		waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+		if res, err := env.Sessions.Control(env.Ctx(30*time.Second), id, signals.ControlRequest{Op: signals.ControlCancel}); err != nil || res.Status != signals.ControlAccepted {
+			t.Fatalf("cancel: %+v %v", res, err)
+		}
+		evs := waitFor(t, env, id, idle(1))
+		want := []string{"started hold", "started hold", "started hold", "waiting tasks",
+			"settled hold cancelled turn_cancelled", "settled hold cancelled turn_cancelled", "settled hold cancelled turn_cancelled",
+			protocol.TurnCancelled, protocol.SessionWaiting}
+		if diff := cmp.Diff(want, taskSummary(evs)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		saveTaskHistory(t, env, id+"/turn_0", "turn-task-session-cancel")
+	})
+
+	t.Run("32 working, then TOO_MANY_TASKS", func(t *testing.T) {
+		id := start(t, "many")
+		evs := waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+		if got := lastReply(t, evs); got != protocol.CodeTooManyTasks {
+			t.Fatalf("reply %q: %s", got, evetest.Join(evs))
+		}
+		if n := len(evetest.Of(evs, protocol.TaskStarted)); n != tools.MaxWorkingTasks {
+			t.Fatalf("%d task.started", n)
+		}
+		if _, err := env.Sessions.Control(env.Ctx(30*time.Second), id, signals.ControlRequest{Op: signals.ControlCancel}); err != nil {
+			t.Fatal(err)
+		}
+		evs = waitFor(t, env, id, idle(1))
+		if n := len(evetest.Of(evs, protocol.TaskSettled)); n != tools.MaxWorkingTasks {
+			t.Fatalf("%d task.settled", n)
+		}
+	})
+}
+
+// A task whose deadline passes while its worker is stopped settles failed
+// (TASK_DEADLINE_EXCEEDED) once a worker runs again, and the turn goes on.
+func TestTaskDeadlineWhileWorkerStopped(t *testing.T) {
+	env := evetest.New(t)
+	tt := newTaskTools()
+	stop := env.StartWorker(tt.agent(t))
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "expire", Caller: alice})
+	waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+	stop()
+	time.Sleep(4 * time.Second) // past the task's 3 s deadline, with no worker
+	env.StartWorker(newTaskTools().agent(t))
+	evs := waitFor(t, env, id, idle(1))
+	if got := lastReply(t, evs); !strings.HasPrefix(got, "task expire-") || !strings.Contains(got, "passed its deadline (3s)") {
+		t.Fatalf("reply %q: %s", got, evetest.Join(evs))
+	}
+	var settled protocol.TaskSettledData
+	_ = evetest.Of(evs, protocol.TaskSettled)[0].Decode(&settled)
+	if settled.Status != protocol.TaskFailed || settled.Error == nil || len(evetest.Of(evs, protocol.TaskSettled)) != 1 || len(evetest.Of(evs, protocol.TurnCompleted)) != 1 {
+		t.Fatalf("settled %+v: %s", settled, evetest.Join(evs))
+	}
+	saveTaskHistory(t, env, id+"/turn_0", "turn-task-expired")
+}
+
+// The demo's deploy: "deploy web" starts the task, the model says so and
+// waits, then replies with the result, all in one turn.
+func TestDemoDeploy(t *testing.T) {
+	env := demoEnv(t)
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "deploy web", Caller: alice})
+	evs := waitFor(t, env, id, idle(1))
+	var texts []string
+	for _, e := range evetest.Of(evs, protocol.MessageCompleted) {
+		var d protocol.MessageCompletedData
+		_ = e.Decode(&d)
+		texts = append(texts, d.Message)
+	}
+	want := []string{"Started deploying web; I'll tell you when it is live.", "web is live at https://web.demo.eve.dev"}
+	if diff := cmp.Diff(want, texts); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, evetest.Join(evs))
+	}
+	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != 1 {
+		t.Errorf("%d turn.completed", n)
+	}
+	var settled protocol.TaskSettledData
+	_ = evetest.Of(evs, protocol.TaskSettled)[0].Decode(&settled)
+	if settled.Status != protocol.TaskCompleted || !json.Valid(settled.Output) {
+		t.Errorf("task.settled %+v", settled)
+	}
+}
