@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -71,6 +74,10 @@ type taskTools struct {
 	mu       sync.Mutex
 	released map[string]bool
 	runs     map[string]int
+	// all: every key is released (a survivor worker's tools return at
+	// once); markers: a file per started call is left there.
+	all     bool
+	markers string
 }
 
 func newTaskTools() *taskTools {
@@ -94,9 +101,12 @@ func (tt *taskTools) work(ctx *tools.Context, key string) error {
 	tt.mu.Lock()
 	tt.runs[key]++
 	tt.mu.Unlock()
+	if tt.markers != "" {
+		_ = os.WriteFile(filepath.Join(tt.markers, key), nil, 0o644)
+	}
 	for {
 		tt.mu.Lock()
-		done := tt.released[key]
+		done := tt.released[key] || tt.all
 		tt.mu.Unlock()
 		if done {
 			return nil
@@ -110,7 +120,15 @@ func (tt *taskTools) work(ctx *tools.Context, key string) error {
 	}
 }
 
-func (tt *taskTools) agent(t *testing.T) *agent.Agent {
+func (tt *taskTools) agent(t testing.TB) *agent.Agent {
+	a, err := tt.newAgent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (tt *taskTools) newAgent() (*agent.Agent, error) {
 	deploy := tools.AsTask(tools.Func("deploy", "Deploy a service.", func(ctx *tools.Context, in struct {
 		Service string `json:"service"`
 	}) (map[string]string, error) {
@@ -135,7 +153,15 @@ func (tt *taskTools) agent(t *testing.T) *agent.Agent {
 		x.Timeout = 2 * time.Minute
 		x.Idempotent = true // an attempt lost with its worker runs again
 	}
-	return evetest.Agent(t, taskE2ERules(), deploy, hold, expire)
+	m, err := scripted.Parse([]byte(taskE2ERules()))
+	if err != nil {
+		return nil, err
+	}
+	reg := tools.NewRegistry()
+	if err := reg.Register(deploy, hold, expire); err != nil {
+		return nil, err
+	}
+	return &agent.Agent{Name: "tasks", Model: m, Tools: reg, LocalModel: true}, nil
 }
 
 // taskSummary is the session's task events and turn ends, in order.
@@ -359,5 +385,98 @@ func TestDemoDeploy(t *testing.T) {
 	_ = evetest.Of(evs, protocol.TaskSettled)[0].Decode(&settled)
 	if settled.Status != protocol.TaskCompleted || !json.Valid(settled.Output) {
 		t.Errorf("task.settled %+v", settled)
+	}
+}
+
+// doomedTaskAgent is the task agent of a worker the test SIGKILLs: its
+// tasks never return, and each leaves a marker when it starts.
+func doomedTaskAgent(markers string) *agent.Agent {
+	tt := newTaskTools()
+	tt.markers = markers
+	a, err := tt.newAgent()
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// A worker SIGKILLed while three tasks work: a new worker runs each task's
+// lost attempt again (their tools are Idempotent), all three settle once,
+// the model is called once per batch of results, and the turn ends once.
+func TestTasksWorkerKilled(t *testing.T) {
+	env := evetest.New(t)
+	markers := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+env.Server.Addr, "EVE_E2E_WORKER_TQ="+env.TaskQueue,
+		"EVE_E2E_WORKER_MARKERS="+markers, "EVE_E2E_WORKER_AGENT=tasks", env.Server.PayloadStoreEnv())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "three", Caller: alice})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := 0
+		for _, k := range []string{"hold-1", "hold-2", "hold-3"} {
+			if _, err := os.Stat(filepath.Join(markers, k)); err == nil {
+				n++
+			}
+		}
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the three tasks never started in the doomed worker")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	survivor := newTaskTools()
+	survivor.all = true
+	env.StartWorker(survivor.agent(t))
+	evs := waitFor(t, env, id, idle(1))
+	settled := map[string]int{}
+	for _, e := range evetest.Of(evs, protocol.TaskSettled) {
+		var d protocol.TaskSettledData
+		_ = e.Decode(&d)
+		if d.Status != protocol.TaskCompleted {
+			t.Errorf("task.settled %+v", d)
+		}
+		settled[d.TaskID+"/"+d.CallID]++
+	}
+	if len(settled) != 3 {
+		t.Fatalf("settled %v: %s", settled, evetest.Join(evs))
+	}
+	for k, n := range settled {
+		if n != 1 {
+			t.Errorf("%s settled %d times", k, n)
+		}
+	}
+	for _, k := range []string{"hold-1", "hold-2", "hold-3"} {
+		if n := survivor.runCount(k); n != 1 {
+			t.Errorf("%s ran %d times on the survivor", k, n)
+		}
+	}
+	// The model: one step of calls, the reply before the wait, then one
+	// step per batch of results (at most three).
+	if n := len(evetest.Of(evs, protocol.StepStarted)); n < 3 || n > 5 {
+		t.Errorf("%d model steps: %s", n, evetest.Join(evs))
+	}
+	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != 1 {
+		t.Errorf("%d turn.completed", n)
+	}
+	if got := lastReply(t, evs); !strings.HasPrefix(got, "Done: ") {
+		t.Errorf("reply %q", got)
 	}
 }
