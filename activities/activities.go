@@ -245,6 +245,10 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 		tctx.SetAsker(ask)
 	}
 	tctx.Client = in.Client
+	tctx.TaskID = in.TaskID
+	if in.Resumable {
+		tctx.SetTaskState(in.TaskState)
+	}
 	if t.Delegated != nil {
 		return a.delegate(ctx, tctx, t, in)
 	}
@@ -292,7 +296,11 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 		}
 		return work.FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned output that breaks its output schema: %v", t.Name, err)), nil
 	}
-	return work.ToolOutcome{Status: protocol.StatusCompleted, Output: out}, nil
+	res := work.ToolOutcome{Status: protocol.StatusCompleted, Output: out}
+	if state, saved := tctx.SavedTaskState(); saved {
+		res.TaskState = state
+	}
+	return res, nil
 }
 
 // errCancelRequested ends a call's context when a heartbeat sent at once

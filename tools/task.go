@@ -3,6 +3,8 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/eve-temporal/eve/model"
@@ -16,6 +18,17 @@ import (
 // Execute, DefineDelegated); a client tool's answer is a person's, so it
 // cannot be a task.
 type Task struct {
+	// Resumable makes each task take further calls (eve's serve): the
+	// model calls the tool again with the task's taskId (eve adds the
+	// optional taskId property to the tool's input schema), and each such
+	// call runs Execute again, with the state the task's last call saved
+	// (Context.TaskState, Context.SaveTaskState); its result is the reply
+	// the model reads in a <task_result>. Between calls the task is idle:
+	// it holds no turn and no worker, only its state, which the session
+	// keeps across turns, so any later turn can continue it (running with
+	// that turn's caller's auth). Calls to a working task wait their turn.
+	// Authored tools only.
+	Resumable bool
 	// Deadline bounds the task's work (0: none beyond the tool's own
 	// Timeout, or a delegated tool's deadline). When it passes, the work
 	// is cancelled and the task settles failed with code
@@ -42,6 +55,9 @@ func (t *Tool) compileTask() []error {
 	var errs []error
 	if t.Client != nil {
 		errs = append(errs, errors.New("a client tool cannot be a task: its result is a person's answer"))
+	}
+	if t.Task.Resumable && t.Delegated != nil {
+		errs = append(errs, errors.New("a delegated tool cannot be a resumable task: each call's state comes back from Execute"))
 	}
 	if t.Task.Deadline < 0 {
 		errs = append(errs, errors.New("Task.Deadline must not be negative"))
@@ -105,4 +121,111 @@ func (r *Registry) HasTasks() bool {
 		}
 	}
 	return false
+}
+
+// MaxTaskStateBytes bounds a resumable task's state as JSON: it is kept in
+// the session's workflow state between turns.
+const MaxTaskStateBytes = 64 << 10
+
+// taskBox is a resumable task's state as a call sees and leaves it.
+type taskBox struct {
+	in, out json.RawMessage
+	saved   bool
+}
+
+// TaskState decodes into v the state the task's last call saved and
+// reports whether there was one (false on the task's first call, and for
+// a tool that is not a resumable task).
+func (c *Context) TaskState(v any) bool {
+	if c.task == nil || len(c.task.in) == 0 {
+		return false
+	}
+	return json.Unmarshal(c.task.in, v) == nil
+}
+
+// SaveTaskState keeps v, as JSON of at most MaxTaskStateBytes, as the
+// resumable task's state for its next call; a call that saves nothing
+// leaves the state as it was. It fails for a tool that is not a
+// resumable task.
+func (c *Context) SaveTaskState(v any) error {
+	if c.task == nil {
+		return errors.New("SaveTaskState: the call is not a resumable task's")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("SaveTaskState: %w", err)
+	}
+	if len(b) > MaxTaskStateBytes {
+		return fmt.Errorf("SaveTaskState: the state is %d bytes; a task keeps at most %d (tools.MaxTaskStateBytes)", len(b), MaxTaskStateBytes)
+	}
+	c.task.out, c.task.saved = b, true
+	return nil
+}
+
+// SetTaskState makes the call a resumable task's, with the state its last
+// call saved (nil: none). The runtime calls it.
+func (c *Context) SetTaskState(state json.RawMessage) { c.task = &taskBox{in: state} }
+
+// SavedTaskState is the state the call saved (SaveTaskState), and whether
+// it saved any. The runtime calls it.
+func (c *Context) SavedTaskState() (json.RawMessage, bool) {
+	if c.task == nil {
+		return nil, false
+	}
+	return c.task.out, c.task.saved
+}
+
+// taskIDInput is the property eve adds to a resumable tool's input.
+const taskIDInput = "taskId"
+
+// eve's texts for a resumable tool's description and its taskId property.
+const (
+	serveToolDescription   = "To send this task more input, call this tool again with its taskId; without taskId, each call starts a new task."
+	taskIDInputDescription = `The id of a task this tool started, copied from its "Started task" receipt or the [Tasks] note, to send it this input. Omit it to start a new task.`
+)
+
+// ModelDescriptor is the tool as the model sees it: a resumable task's
+// input has eve's optional taskId property, and its description says how
+// to use it.
+func (t *Tool) ModelDescriptor() model.ToolDescriptor {
+	d := model.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	if t.Task == nil || !t.Task.Resumable {
+		return d
+	}
+	d.Description = strings.TrimRight(strings.TrimSpace(t.Description), ".") + ". " + serveToolDescription
+	var s map[string]any
+	if json.Unmarshal(t.InputSchema, &s) != nil {
+		return d
+	}
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props[taskIDInput] = map[string]any{"type": "string", "description": taskIDInputDescription}
+	s["properties"] = props
+	if b, err := json.Marshal(s); err == nil {
+		d.InputSchema = b
+	}
+	return d
+}
+
+// SplitTaskID takes the taskId property out of a resumable task's input:
+// the id ("" when absent or empty) and the tool's own input.
+func SplitTaskID(input json.RawMessage) (string, json.RawMessage) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil {
+		return "", input
+	}
+	raw, ok := m[taskIDInput]
+	if !ok {
+		return "", input
+	}
+	delete(m, taskIDInput)
+	rest, err := json.Marshal(m)
+	if err != nil {
+		return "", input
+	}
+	var id string
+	_ = json.Unmarshal(raw, &id)
+	return id, rest
 }

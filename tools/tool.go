@@ -51,7 +51,12 @@ type Context struct {
 	// Client is what the calling MCP client answered and declared, for a
 	// tool with ClientInput set that an MCP client calls; nil otherwise
 	// (nobody can be asked: fail, or do without). See AskClient.
-	Client    *protocol.ClientRound
+	Client *protocol.ClientRound
+	// TaskID is the task this call serves, for a task tool's call
+	// (tools.AsTask); "" otherwise.
+	TaskID string
+	// task is a resumable task's state (TaskState, SaveTaskState).
+	task      *taskBox
 	heartbeat func(details ...any)
 	beatNow   func(details ...any)
 	// cp is shared by copies of the Context (a call that runs another

@@ -58,6 +58,10 @@ type pendingCall struct {
 	// control: a call of eve__task_wait or eve__task_cancel, which the
 	// turn answers itself (tasks.go).
 	control bool
+	// taskID and taskState: the task a task call's work serves, and a
+	// resumable task's state before the call.
+	taskID    string
+	taskState json.RawMessage
 	// done: out is final and recorded.
 	done bool
 }
@@ -418,6 +422,15 @@ func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edited; e != nil {
 			in.Input = e.input // a person's edit (changeEdits)
+		}
+	}
+	if p.Task != nil && c.taskID != "" {
+		in.TaskID = c.taskID
+		if p.Task.Input != nil && (c.req == nil || c.req.edited == nil) {
+			in.Input = p.Task.Input // without taskId
+		}
+		if p.Task.Resumable {
+			in.Resumable, in.TaskState = true, c.taskState
 		}
 	}
 	return in

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,13 +32,43 @@ import (
 // failed) waits for their work to unwind, as eve does.
 const taskGrace = 30 * time.Second
 
-// taskState is one task of the turn.
+// taskState is one task of the turn: working, idle (a resumable task
+// between calls) or settled.
 type taskState struct {
 	protocol.TaskInfo
-	cancel workflow.CancelFunc
-	// done: its work returned (settled, or unwound after a cancel).
-	done bool
+	resumable bool
+	// state is a resumable task's, as its last call saved it.
+	state json.RawMessage
+	// used orders tasks by their last call (the [Tasks] note's idle list).
+	used int
+	// current is the call it works on; queued the calls waiting for it.
+	current *taskCall
+	queued  []*taskCall
 }
+
+// taskCall is one call a task serves.
+type taskCall struct {
+	c      pendingCall // the call as its work runs (its receipt stays with the step)
+	ctx    workflow.Context
+	cancel workflow.CancelFunc
+	// cancelled: its work never reports back; done: its work returned.
+	cancelled, done bool
+}
+
+// heldTask is an idle resumable task as the session keeps it between
+// turns (turnInput.Tasks, turnOutput.Tasks), in order of last use.
+type heldTask struct {
+	TaskID string          `json:"taskId"`
+	Tool   string          `json:"tool"`
+	State  json.RawMessage `json:"state,omitempty"`
+}
+
+// maxHeldTasks bounds the idle resumable tasks a session keeps; the least
+// recently used go first.
+const maxHeldTasks = 100
+
+// taskIdle is the status of a resumable task between calls.
+const taskIdle = "idle"
 
 // taskResult is a settled task's result the model has not read yet.
 type taskResult struct {
@@ -113,37 +144,111 @@ func (t *turn) tasksOn(ctx workflow.Context) bool {
 // isTask reports whether the call runs as a task.
 func (t *turn) isTask(c *pendingCall) bool { return t.taskCalls && c.plan.Task != nil }
 
-// startTask starts the work of a task call the gate and its person let
-// through and sets the call's result to the receipt; its work goes on in
-// a coroutine of its own.
+// loadHeldTasks puts the session's idle resumable tasks in the turn.
+func (t *turn) loadHeldTasks() {
+	for _, h := range t.in.Tasks {
+		t.taskUse++
+		t.taskList = append(t.taskList, &taskState{TaskInfo: protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: "tool", Status: taskIdle},
+			resumable: true, state: h.State, used: t.taskUse})
+	}
+}
+
+// heldTasks are the resumable tasks the session keeps after the turn.
+func (t *turn) heldTasks() []heldTask {
+	var held []*taskState
+	for _, ts := range t.taskList {
+		if ts.resumable {
+			held = append(held, ts)
+		}
+	}
+	slices.SortStableFunc(held, func(a, b *taskState) int { return a.used - b.used })
+	if len(held) > maxHeldTasks {
+		held = held[len(held)-maxHeldTasks:]
+	}
+	out := make([]heldTask, len(held))
+	for i, ts := range held {
+		out[i] = heldTask{TaskID: ts.TaskID, Tool: ts.Name, State: ts.state}
+	}
+	return out
+}
+
+// startTask starts a task call the gate and its person let through: a new
+// task, or a further call of a resumable task (its taskId). The call's
+// result is the receipt; the work goes on in a coroutine of its own.
 func (t *turn) startTask(ctx workflow.Context, c *pendingCall) {
-	if working := t.workingTasks(); len(working) >= tools.MaxWorkingTasks {
+	p, tool := c.plan.Task, c.plan.Call.Name
+	var ts *taskState
+	if p.Resumable && p.TaskID != "" {
+		if ts = t.taskByID(p.TaskID); ts == nil || !ts.resumable || ts.Name != tool {
+			c.out = taskRefusal(protocol.CodeUnknownTask, fmt.Sprintf(`No task "%s" is available to %s: it may have ended or belong to another tool. Start a new one by calling %s without taskId.`, p.TaskID, tool, tool))
+			return
+		}
+	}
+	if working := t.workingTasks(); (ts == nil || ts.Status != protocol.TaskWorking) && len(working) >= tools.MaxWorkingTasks {
 		c.out = taskRefusal(protocol.CodeTooManyTasks, fmt.Sprintf("%d tasks are already working (%s). Wait with %s or stop one with %s, then try again.",
 			tools.MaxWorkingTasks, strings.Join(working, ", "), tools.TaskWaitName, tools.TaskCancelName))
 		return
 	}
-	ts := &taskState{TaskInfo: protocol.TaskInfo{
-		TaskID: t.newTaskID(c), CallID: c.plan.Call.ID, TurnID: t.in.TurnID,
-		Name: c.plan.Call.Name, Kind: "tool", Status: protocol.TaskWorking,
-	}}
-	tctx, cancel := workflow.WithCancel(ctx)
-	ts.cancel = cancel
-	t.taskList = append(t.taskList, ts)
-	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: ts.CallID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: ts.TurnID})
-	c.out = work.ToolOutcome{Status: protocol.StatusCompleted, Output: mustJSON(fmt.Sprintf("Started task %s. Its result will arrive in a <task_result> message.", ts.TaskID))}
+	var receipt string
+	if ts == nil {
+		ts = &taskState{TaskInfo: protocol.TaskInfo{TaskID: t.newTaskID(c), Name: tool, Kind: "tool"}, resumable: p.Resumable}
+		t.taskList = append(t.taskList, ts)
+		receipt = fmt.Sprintf("Started task %s. Its result will arrive in a <task_result> message.", ts.TaskID)
+		if ts.resumable {
+			receipt += fmt.Sprintf(" To send it another message, call %s again with taskId %s.", tool, ts.TaskID)
+		}
+	} else {
+		receipt = fmt.Sprintf("Sent to task %s. Its reply will arrive in a <task_result> message.", ts.TaskID)
+	}
+	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: c.plan.Call.ID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: t.in.TurnID})
+	c.out = work.ToolOutcome{Status: protocol.StatusCompleted, Output: mustJSON(receipt)}
 
-	run := *c // the task's own call: c keeps the receipt
-	workflow.Go(tctx, func(ctx workflow.Context) {
-		out := t.runTask(ctx, &run, ts)
-		ts.done = true
-		if ts.Status != protocol.TaskWorking || ctx.Err() != nil {
+	call := &taskCall{c: *c}
+	call.c.taskID = ts.TaskID
+	call.ctx, call.cancel = workflow.WithCancel(ctx)
+	if ts.Status == protocol.TaskWorking {
+		ts.queued = append(ts.queued, call) // a resumable task serves one call at a time
+	} else {
+		t.beginCall(ts, call)
+	}
+	workflow.Go(call.ctx, func(ctx workflow.Context) {
+		if err := workflow.Await(ctx, func() bool { return ts.current == call || call.cancelled }); err != nil || call.cancelled {
+			return
+		}
+		out := t.runTask(ctx, &call.c, ts)
+		call.done = true
+		if call.cancelled || ctx.Err() != nil {
 			return // cancelled: whoever cancelled it settled it; it never reports back
 		}
-		t.settleTask(ctx, ts, out)
+		t.settleTask(ctx, ts, call, out)
 	})
 }
 
-// runTask runs a task's work to its outcome, bounded by its deadline.
+// beginCall makes call the one ts works on.
+func (t *turn) beginCall(ts *taskState, call *taskCall) {
+	t.taskUse++
+	ts.current, ts.used = call, t.taskUse
+	ts.Status, ts.CallID, ts.TurnID = protocol.TaskWorking, call.c.plan.Call.ID, t.in.TurnID
+	call.c.taskState = ts.state
+}
+
+// nextCall ends ts's current call: the next queued call begins, or ts is
+// idle (resumable) or settled with status.
+func (t *turn) nextCall(ts *taskState, status string) {
+	ts.current = nil
+	if !ts.resumable {
+		ts.Status = status
+		return
+	}
+	ts.Status = taskIdle
+	if len(ts.queued) > 0 {
+		next := ts.queued[0]
+		ts.queued = ts.queued[1:]
+		t.beginCall(ts, next)
+	}
+}
+
+// runTask runs a task call's work to its outcome, bounded by its deadline.
 func (t *turn) runTask(ctx workflow.Context, c *pendingCall, ts *taskState) work.ToolOutcome {
 	d := c.plan.Task.Deadline
 	if d <= 0 {
@@ -168,14 +273,17 @@ func (t *turn) runTask(ctx workflow.Context, c *pendingCall, ts *taskState) work
 		fmt.Sprintf("task %s passed its deadline (%s) and was stopped; it has no result. Start it again if it is still needed.", ts.TaskID, d))
 }
 
-// settleTask records a task's outcome (task.settled) and queues its result
-// for the model.
-func (t *turn) settleTask(ctx workflow.Context, ts *taskState, out work.ToolOutcome) {
-	d := protocol.TaskSettledData{CallID: ts.CallID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: ts.TurnID}
+// settleTask records a task call's outcome (task.settled) and queues its
+// result for the model; a resumable task keeps the state the call saved.
+func (t *turn) settleTask(ctx workflow.Context, ts *taskState, call *taskCall, out work.ToolOutcome) {
+	d := protocol.TaskSettledData{CallID: call.c.plan.Call.ID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: t.in.TurnID}
 	res := taskResult{id: ts.TaskID, tool: ts.Name}
 	if out.Status == protocol.StatusCompleted {
 		d.Status, d.Output = protocol.TaskCompleted, out.Output
 		res.status, res.body = protocol.TaskCompleted, outputText(out.Output)
+		if out.TaskState != nil {
+			ts.state = out.TaskState
+		}
 	} else {
 		msg := "the task failed"
 		if out.Error != nil {
@@ -184,21 +292,31 @@ func (t *turn) settleTask(ctx workflow.Context, ts *taskState, out work.ToolOutc
 		d.Status, d.Error = protocol.TaskFailed, &protocol.TaskError{Message: msg}
 		res.status, res.body = protocol.TaskFailed, msg
 	}
-	ts.Status = d.Status
+	t.nextCall(ts, d.Status)
 	t.taskResults = append(t.taskResults, res)
 	countToolCall(ctx, ts.Name, "task-"+d.Status)
 	t.log.emit(ctx, protocol.TaskSettled, d)
 }
 
-// cancelTask stops a working task's work (task.settled cancelled, reason
-// why); its work never reports back.
-func (t *turn) cancelTask(ctx workflow.Context, ts *taskState, reason string) {
-	ts.Status = protocol.TaskCancelled
-	ts.cancel()
-	t.log.emit(ctx, protocol.TaskSettled, protocol.TaskSettledData{
-		CallID: ts.CallID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: ts.TurnID,
-		Status: protocol.TaskCancelled, Cancel: &protocol.TaskCancel{Reason: reason},
-	})
+// cancelTask stops a working task's current call (task.settled cancelled,
+// reason why), and with all its calls (a turn's end) the queued ones too;
+// the work never reports back. A resumable task becomes idle and keeps
+// its state.
+func (t *turn) cancelTask(ctx workflow.Context, ts *taskState, reason string, all bool) {
+	calls := []*taskCall{ts.current}
+	if all {
+		calls = append(calls, ts.queued...)
+		ts.queued = nil
+	}
+	for _, call := range calls {
+		call.cancelled = true
+		call.cancel()
+		t.log.emit(ctx, protocol.TaskSettled, protocol.TaskSettledData{
+			CallID: call.c.plan.Call.ID, Kind: ts.Kind, Name: ts.Name, TaskID: ts.TaskID, TurnID: t.in.TurnID,
+			Status: protocol.TaskCancelled, Cancel: &protocol.TaskCancel{Reason: reason},
+		})
+	}
+	t.nextCall(ts, protocol.TaskCancelled)
 }
 
 // endTasks cancels the working tasks of a turn that ends (cancelled or
@@ -208,14 +326,16 @@ func (t *turn) endTasks(ctx workflow.Context, reason string) {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	var calls []*taskCall
 	for _, ts := range t.taskList {
 		if ts.Status == protocol.TaskWorking {
-			t.cancelTask(dctx, ts, reason)
+			calls = append(calls, ts.current)
+			t.cancelTask(dctx, ts, reason, true)
 		}
 	}
 	_, _ = workflow.AwaitWithTimeout(dctx, taskGrace, func() bool {
-		for _, ts := range t.taskList {
-			if !ts.done {
+		for _, call := range calls {
+			if !call.done {
 				return false
 			}
 		}
@@ -233,8 +353,7 @@ func (t *turn) deliverTasks() {
 		t.conv.add(model.Message{Role: model.RoleUser, Kind: model.KindTaskResult, Text: renderTaskResults(t.taskResults)})
 		t.taskResults = nil
 	}
-	working := t.workingTasks()
-	if t.lastNote == "" && len(working) == 0 {
+	if t.lastNote == "" && len(t.workingTasks()) == 0 && len(t.idleTasks()) == 0 {
 		return
 	}
 	if note := t.tasksNote(); note != t.lastNote {
@@ -243,7 +362,8 @@ func (t *turn) deliverTasks() {
 	}
 }
 
-// tasksNote is eve's [Tasks] note: the working tasks.
+// tasksNote is eve's [Tasks] note: the working tasks, and the 10 most
+// recently used idle resumable tasks.
 func (t *turn) tasksNote() string {
 	lines := []string{"[Tasks]", "<tasks>"}
 	for _, ts := range t.taskList {
@@ -251,7 +371,31 @@ func (t *turn) tasksNote() string {
 			lines = append(lines, fmt.Sprintf(`<task id="%s" tool="%s" status="working"/>`, escapeAttribute(ts.TaskID), escapeAttribute(ts.Name)))
 		}
 	}
-	return strings.Join(append(lines, "</tasks>"), "\n")
+	lines = append(lines, "</tasks>")
+	if idle := t.idleTasks(); len(idle) > 0 {
+		lines = append(lines, "<idle>")
+		for _, ts := range idle {
+			lines = append(lines, fmt.Sprintf(`<task id="%s" tool="%s"/>`, escapeAttribute(ts.TaskID), escapeAttribute(ts.Name)))
+		}
+		lines = append(lines, "</idle>")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// idleTasks are the 10 most recently used idle resumable tasks, most
+// recent first.
+func (t *turn) idleTasks() []*taskState {
+	var idle []*taskState
+	for _, ts := range t.taskList {
+		if ts.resumable && ts.Status == taskIdle {
+			idle = append(idle, ts)
+		}
+	}
+	slices.SortStableFunc(idle, func(a, b *taskState) int { return b.used - a.used })
+	if len(idle) > 10 {
+		idle = idle[:10]
+	}
+	return idle
 }
 
 // holdForTasks is the turn rule: the model ended its turn while tasks
@@ -362,7 +506,10 @@ func (t *turn) taskCancel(ctx workflow.Context, c *pendingCall) work.ToolOutcome
 	if ts.Status != protocol.TaskWorking {
 		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: mustJSON(ts.TaskID + " had no work to stop.")}
 	}
-	t.cancelTask(ctx, ts, protocol.TaskCancelTaskCancel)
+	t.cancelTask(ctx, ts, protocol.TaskCancelTaskCancel, false)
+	if ts.resumable {
+		return work.ToolOutcome{Status: protocol.StatusCompleted, Output: mustJSON(fmt.Sprintf("Stopped %s's current work; it won't report back. To give it new work, call %s again with taskId %s.", ts.TaskID, ts.Name, ts.TaskID))}
+	}
 	return work.ToolOutcome{Status: protocol.StatusCompleted, Output: mustJSON(fmt.Sprintf("Stopped %s; it won't report back.", ts.TaskID))}
 }
 

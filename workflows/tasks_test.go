@@ -11,9 +11,11 @@ import (
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // taskRules drive the scripted model through tasks (eve's tools/tasks.md).
@@ -46,6 +48,20 @@ rules:
       - calls: [{tool: deploy, input: {service: "{{svc}}"}}]
       - calls: [{tool: eve__task_cancel, input: {taskId: "{{taskId.deploy}}"}}]
       - reply: "{{result.eve__task_cancel}}"
+  - match: '^note (?P<text>\w+)'
+    steps:
+      - calls: [{tool: notes, input: {text: "{{text}}"}}]
+      - reply: "Started."
+      - reply: "notes: {{task.notes.count}} {{task.notes.text}}"
+  - match: '^more bad'
+    steps:
+      - calls: [{tool: notes, input: {taskId: "notes-zzzzzz", text: "x"}}]
+      - reply: "{{result.notes.code}}"
+  - match: '^more (?P<id>notes-\w+)'
+    steps:
+      - calls: [{tool: notes, input: {taskId: "{{id}}", text: "more"}}]
+      - reply: "Sent."
+      - reply: "notes: {{task.notes.count}} {{task.notes.text}}"
   - match: '^many'
     steps:
       - calls: [` + strings.Join(many, ", ") + `]
@@ -58,8 +74,18 @@ rules:
 // and hold (a delegated task whose job never completes).
 func taskHarness(t *testing.T, deadline time.Duration) *harness {
 	t.Helper()
+	return taskHarnessWith(t, newMemStore(), deadline)
+}
+
+// taskHarnessOn is taskHarness on a given conversation store (a later turn).
+func taskHarnessOn(t *testing.T, store payloadstore.Store) *harness {
+	return taskHarnessWith(t, store, 0)
+}
+
+func taskHarnessWith(t *testing.T, store payloadstore.Store, deadline time.Duration) *harness {
+	t.Helper()
 	var h *harness
-	h = newHarness(t, func(a *agent.Agent) {
+	h = newHarnessOn(t, store, func(a *agent.Agent) {
 		m, err := scripted.Parse([]byte(taskRules()))
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +103,23 @@ func taskHarness(t *testing.T, deadline time.Duration) *harness {
 			tools.Delegated{Deadline: time.Hour, Delegate: func(ctx *tools.Context, in json.RawMessage, a tools.Action) (tools.Pending, error) {
 				return a.Pending(), nil
 			}}), tools.Task{})
-		a.Tools.MustRegister(deploy, hold)
+		type noteState struct {
+			Count int
+			Texts []string
+		}
+		notes := tools.AsTask(tools.Func("notes", "Keep notes.", func(ctx *tools.Context, in struct {
+			Text string `json:"text"`
+		}) (map[string]any, error) {
+			var st noteState
+			ctx.TaskState(&st)
+			st.Count++
+			st.Texts = append(st.Texts, in.Text)
+			if err := ctx.SaveTaskState(st); err != nil {
+				return nil, err
+			}
+			return map[string]any{"count": st.Count, "text": strings.Join(st.Texts, "+"), "task": ctx.TaskID}, nil
+		}), tools.Task{Resumable: true})
+		a.Tools.MustRegister(deploy, hold, notes)
 	})
 	return h
 }
@@ -305,5 +347,64 @@ func TestTaskLimitAndTurnCancel(t *testing.T) {
 	}
 	if out.Outcome.Status != signals.TurnStatusCancelled {
 		t.Errorf("outcome %+v", out.Outcome)
+	}
+}
+
+// A resumable task: its receipt says how to reach it again; the session
+// keeps it idle between turns (turnOutput.Tasks), and a later turn's call
+// by taskId runs it again with the state its last call saved. A taskId
+// that names no task of the tool is UNKNOWN_TASK.
+func TestTaskResumable(t *testing.T) {
+	h := taskHarness(t, 0)
+	out0 := h.runTurn(turnInput("note alpha"))
+	var started protocol.TaskStartedData
+	decode(t, of(out0.Events, protocol.TaskStarted)[0], &started)
+	id := started.TaskID
+	res := results(t, out0.Events)
+	var receipt string
+	_ = json.Unmarshal(res[0].Result.Output, &receipt)
+	if want := "Started task " + id + ". Its result will arrive in a <task_result> message. To send it another message, call notes again with taskId " + id + "."; receipt != want {
+		t.Errorf("receipt %q, want %q", receipt, want)
+	}
+	if got := reply(t, out0.Events); got != "notes: 1 alpha" {
+		t.Fatalf("turn 0 reply %q: %s", got, join(out0.Events))
+	}
+	if len(out0.Tasks) != 1 || out0.Tasks[0].TaskID != id || !strings.Contains(out0.TasksNote, `<idle>`) {
+		t.Fatalf("held tasks %+v, note %q", out0.Tasks, out0.TasksNote)
+	}
+
+	next := func(msg string) workflows.TurnOutput {
+		h2 := taskHarnessOn(t, h.store)
+		in := turnInput(msg)
+		in.Sequence, in.TurnID, in.Conversation = 1, "turn_1", out0.Conversation
+		in.Tasks, in.TasksNote = out0.Tasks, out0.TasksNote
+		return h2.runTurn(in)
+	}
+	out1 := next("more " + id)
+	if got := reply(t, out1.Events); got != "notes: 2 alpha+more" {
+		t.Fatalf("turn 1 reply %q: %s", got, join(out1.Events))
+	}
+	res = results(t, out1.Events)
+	_ = json.Unmarshal(res[0].Result.Output, &receipt)
+	if want := "Sent to task " + id + ". Its reply will arrive in a <task_result> message."; receipt != want {
+		t.Errorf("receipt %q, want %q", receipt, want)
+	}
+	var again protocol.TaskStartedData
+	decode(t, of(out1.Events, protocol.TaskStarted)[0], &again)
+	if again.TaskID != id || again.TurnID != "turn_1" || again.CallID == started.CallID {
+		t.Errorf("task.started %+v", again)
+	}
+
+	bad := next("more bad")
+	if got := reply(t, bad.Events); got != protocol.CodeUnknownTask {
+		t.Fatalf("reply %q: %s", got, join(bad.Events))
+	}
+	var refusal map[string]string
+	_ = json.Unmarshal(results(t, bad.Events)[0].Result.Output, &refusal)
+	if want := `No task "notes-zzzzzz" is available to notes: it may have ended or belong to another tool. Start a new one by calling notes without taskId.`; refusal["message"] != want {
+		t.Errorf("refusal %q", refusal["message"])
+	}
+	if len(bad.Tasks) != 1 || bad.Tasks[0].TaskID != id {
+		t.Errorf("held tasks after a bad call %+v", bad.Tasks)
 	}
 }

@@ -37,6 +37,10 @@ type turnInput struct {
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// Tasks are the session's idle resumable tasks, TasksNote the [Tasks]
+	// note the model read last (tasks.go).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // turnOutput is what the session keeps of a finished turn.
@@ -57,6 +61,10 @@ type turnOutput struct {
 	Taken []string `json:"taken,omitempty"`
 	// StubPositions are the stub rules' positions after the turn.
 	StubPositions map[string]int `json:"stubPositions,omitempty"`
+	// Tasks and TasksNote are the session's resumable tasks and the last
+	// [Tasks] note after the turn (nil, "": the turn ran no task code).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -111,6 +119,7 @@ type turn struct {
 	taskList     []*taskState
 	taskResults  []taskResult
 	lastNote     string
+	taskUse      int // counts task calls (taskState.used)
 
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
@@ -274,6 +283,8 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		return nil, err
 	}
 	t.conv = newTranscript(in)
+	t.lastNote = in.TasksNote
+	t.loadHeldTasks()
 	return t, nil
 }
 
@@ -433,6 +444,9 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnO
 	}
 	if t.in.Stubs != nil {
 		out.StubPositions = t.in.Stubs.Positions
+	}
+	if t.taskCalls || len(t.in.Tasks) > 0 {
+		out.Tasks, out.TasksNote = t.heldTasks(), t.lastNote
 	}
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref
