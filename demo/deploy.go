@@ -49,3 +49,53 @@ func Deploy() *tools.Tool {
 	t.Timeout = time.Minute
 	return tools.AsTask(t, tools.Task{Deadline: 5 * time.Minute})
 }
+
+// ResearchInput is research's input (the model adds taskId to continue a
+// task: tools.Task.Resumable).
+type ResearchInput struct {
+	Topic string `json:"topic,omitempty" jsonschema:"the topic to research, for a new task"`
+}
+
+// Finding is what one research call reports.
+type Finding struct {
+	TaskID  string `json:"taskId"`
+	Topic   string `json:"topic"`
+	Round   int    `json:"round"`
+	Finding string `json:"finding"`
+}
+
+// researchState is what a research task keeps between calls.
+type researchState struct {
+	Topic  string `json:"topic"`
+	Rounds int    `json:"rounds"`
+}
+
+// Research is the demo's resumable task (tools.Task{Resumable: true}):
+// "research <topic>" starts a task; "more <taskId>", in the same turn or
+// any later one, calls it again, and it digs one round deeper from the
+// state its last call saved.
+func Research() *tools.Tool {
+	t := tools.Func("research", "Research a topic, one round of findings per call.",
+		func(ctx *tools.Context, in ResearchInput) (Finding, error) {
+			var st researchState
+			ctx.TaskState(&st)
+			if topic := strings.TrimSpace(in.Topic); topic != "" {
+				st.Topic = topic
+			}
+			st.Rounds++
+			ctx.ReportProgress(0, 1, "researching "+st.Topic)
+			select {
+			case <-ctx.Done():
+				return Finding{}, ctx.Err()
+			case <-time.After(deployStep):
+			}
+			if err := ctx.SaveTaskState(st); err != nil {
+				return Finding{}, err
+			}
+			return Finding{TaskID: ctx.TaskID, Topic: st.Topic, Round: st.Rounds,
+				Finding: fmt.Sprintf("round %d on %s: %d sources agree", st.Rounds, st.Topic, 2*st.Rounds+1)}, nil
+		})
+	t.HeartbeatTimeout = 5 * time.Second
+	t.Timeout = time.Minute
+	return tools.AsTask(t, tools.Task{Resumable: true})
+}

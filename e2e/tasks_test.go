@@ -480,3 +480,46 @@ func TestTasksWorkerKilled(t *testing.T) {
 		t.Errorf("reply %q", got)
 	}
 }
+
+// The demo's resumable research task, continued in a later turn by its
+// taskId: the session keeps the idle task between turns, and the second
+// call starts from the state the first saved. Recording saves the session
+// and the later turn (v0.5.0-session-task-resumed, v0.5.0-turn-task-resumed).
+func TestDemoResearchResumed(t *testing.T) {
+	env := demoEnv(t)
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "research tidal power", Caller: alice})
+	evs := waitFor(t, env, id, idle(1))
+	var started protocol.TaskStartedData
+	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&started)
+	if got, want := lastReply(t, evs), "round 1 on tidal power: 3 sources agree. For more, say: more "+started.TaskID; got != want {
+		t.Fatalf("reply %q, want %q: %s", got, want, evetest.Join(evs))
+	}
+	send(t, env, id, signals.SendRequest{Message: "more " + started.TaskID, Caller: alice})
+	evs = waitFor(t, env, id, idle(2))
+	if got := lastReply(t, evs); got != "round 2 on tidal power: 5 sources agree" {
+		t.Fatalf("reply %q: %s", got, evetest.Join(evs))
+	}
+	all := evetest.Of(evs, protocol.TaskStarted)
+	var again protocol.TaskStartedData
+	_ = all[len(all)-1].Decode(&again)
+	if again.TaskID != started.TaskID || again.TurnID != "turn_1" {
+		t.Errorf("the later call's task.started %+v", again)
+	}
+	var res []protocol.ActionResultData
+	for _, e := range evetest.Of(evs, protocol.ActionResult) {
+		var d protocol.ActionResultData
+		_ = e.Decode(&d)
+		res = append(res, d)
+	}
+	var receipt string
+	_ = json.Unmarshal(res[2].Result.Output, &receipt)
+	if want := "Sent to task " + started.TaskID + ". Its reply will arrive in a <task_result> message."; receipt != want {
+		t.Errorf("receipt %q", receipt)
+	}
+	saveTaskHistory(t, env, id, "session-task-resumed")
+	saveTaskHistory(t, env, id+"/turn_1", "turn-task-resumed")
+}

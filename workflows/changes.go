@@ -78,6 +78,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-deadline-*.json", "v0.5.0-turn-request-deadline-*.json", "v0.5.0-turn-escalated.json"}},
 	{changeStubs, "0.5.0", "eve's tool stubs: a session's rules settle matching calls with a recorded outcome (a SideEffect) instead of running the tool",
 		[]string{"v0.5.0-turn-stubs*.json"}},
-	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed",
-		[]string{"v0.5.0-turn-task-*.json"}},
+	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed; resumable tasks take further calls by taskId, and the session keeps them idle between turns (turnInput.Tasks, turnOutput.Tasks: fields a session without tasks never sets, so its commands are unchanged)",
+		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
 }
