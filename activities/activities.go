@@ -246,7 +246,9 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 	}
 	tctx.Client = in.Client
 	tctx.TaskID = in.TaskID
-	if in.Resumable {
+	if in.Resumable || (t.Task != nil && t.Task.Resumable) {
+		// Outside a turn (the tools API, MCP) a resumable tool's call
+		// starts fresh and what it saves is dropped.
 		tctx.SetTaskState(in.TaskState)
 	}
 	if t.Delegated != nil {
