@@ -523,3 +523,51 @@ func TestDemoResearchResumed(t *testing.T) {
 	saveTaskHistory(t, env, id, "session-task-resumed")
 	saveTaskHistory(t, env, id+"/turn_1", "turn-task-resumed")
 }
+
+// A task's work asks its person (tools.Context.Ask): input.requested
+// carries the task's id, the turn waits on input, and the answer reaches
+// the task, whose result the model reads in the same turn.
+func TestTaskAsks(t *testing.T) {
+	env := evetest.New(t)
+	greet := tools.AsTask(tools.Func("greet", "Greet the user by name, asking for it.",
+		func(ctx *tools.Context, _ struct{}) (map[string]any, error) {
+			ans, err := ctx.Ask(tools.InputRequest{Prompt: "What is your name?", AllowFreeform: true})
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"outcome": ans.Outcome, "greeting": "Hello, " + ans.Text}, nil
+		}), tools.Task{})
+	env.StartWorker(evetest.Agent(t, `
+rules:
+  - match: greet
+    steps:
+      - calls: [{tool: greet}]
+      - reply: "Asking."
+      - reply: "{{task.greet.outcome}}: {{task.greet.greeting}}"
+`, greet))
+	ctx := env.Ctx(60 * time.Second)
+	res, err := env.Sessions.CreateAndSend(ctx, "", alice, signals.SendRequest{Message: "greet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := res.SessionID
+	q := waitAsked(t, env, sid)
+	evs := env.Events(ctx, sid)
+	var asked protocol.InputRequestedData
+	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&asked)
+	var started protocol.TaskStartedData
+	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&started)
+	if asked.TaskID == "" || asked.TaskID != started.TaskID {
+		t.Fatalf("input.requested taskId %q, task %q", asked.TaskID, started.TaskID)
+	}
+	if _, err := env.Sessions.Respond(ctx, sid, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: q.RequestID, Text: "Ada"}}, Responder: alice, Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	evs = env.WaitIdle(sid)
+	if r := env.Reply(sid); r != "answered: Hello, Ada" {
+		t.Fatalf("reply %q, events %s", r, evetest.Join(evs))
+	}
+	if n := len(evetest.Of(evs, protocol.TurnCompleted)); n != 1 {
+		t.Fatalf("%d turn.completed: %s", n, evetest.Join(evs))
+	}
+}

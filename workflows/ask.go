@@ -30,5 +30,5 @@ func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 	}
 	r := t.board.add(newAskedRequest(rc.c.plan, rc.stepIdx, req), workflow.Now(ctx))
 	t.watch(ctx, r)
-	t.park(ctx, rc.stepIdx, []*request{r})
+	t.parkFor(ctx, rc.stepIdx, []*request{r}, rc.c.taskID)
 }
