@@ -50,6 +50,11 @@ rules:
       - calls: [{tool: deploy, input: {service: "{{svc}}"}}]
       - calls: [{tool: eve__task_cancel, input: {taskId: "{{taskId.deploy}}"}}]
       - reply: "{{result.eve__task_cancel}}"
+  - match: '^pause'
+    steps:
+      - calls: [{tool: worker, input: {}}]
+      - calls: [{tool: eve__task_cancel, input: {taskId: "{{taskId.worker}}"}}]
+      - reply: "{{result.eve__task_cancel}}"
   - match: '^expire'
     steps:
       - calls: [{tool: expire, input: {}}]
@@ -148,7 +153,10 @@ func (tt *taskTools) newAgent() (*agent.Agent, error) {
 	expire := tools.AsTask(tools.Func("expire", "Never returns.", func(ctx *tools.Context, _ struct{}) (map[string]int, error) {
 		return nil, tt.work(ctx, "never")
 	}), tools.Task{Deadline: 3 * time.Second})
-	for _, x := range []*tools.Tool{deploy, hold, expire} {
+	worker := tools.AsTask(tools.Func("worker", "Works until stopped.", func(ctx *tools.Context, _ struct{}) (map[string]int, error) {
+		return nil, tt.work(ctx, "worker")
+	}), tools.Task{Resumable: true})
+	for _, x := range []*tools.Tool{deploy, hold, expire, worker} {
 		x.HeartbeatTimeout = 2 * time.Second
 		x.Timeout = 2 * time.Minute
 		x.Idempotent = true // an attempt lost with its worker runs again
@@ -158,7 +166,7 @@ func (tt *taskTools) newAgent() (*agent.Agent, error) {
 		return nil, err
 	}
 	reg := tools.NewRegistry()
-	if err := reg.Register(deploy, hold, expire); err != nil {
+	if err := reg.Register(deploy, hold, expire, worker); err != nil {
 		return nil, err
 	}
 	return &agent.Agent{Name: "tasks", Model: m, Tools: reg, LocalModel: true}, nil
@@ -294,6 +302,21 @@ func TestTasks(t *testing.T) {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 		saveTaskHistory(t, env, id+"/turn_0", "turn-task-cancel")
+	})
+
+	t.Run("eve__task_cancel of a resumable task", func(t *testing.T) {
+		id := start(t, "pause")
+		evs := waitFor(t, env, id, idle(1))
+		var started protocol.TaskStartedData
+		_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&started)
+		want := "Stopped " + started.TaskID + "'s current work; it won't report back. To give it new work, call worker again with taskId " + started.TaskID + "."
+		if got := lastReply(t, evs); got != want {
+			t.Fatalf("reply %q, want %q", got, want)
+		}
+		// The idle task holds no turn: the turn ends.
+		if diff := cmp.Diff([]string{"started worker", "settled worker cancelled task_cancel", protocol.TurnCompleted, protocol.SessionWaiting}, taskSummary(evs)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("cancel the session's turn", func(t *testing.T) {
