@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -423,9 +424,11 @@ func doomedTaskAgent(markers string) *agent.Agent {
 	return a
 }
 
-// A worker SIGKILLed while three tasks work: a new worker runs each task's
-// lost attempt again (their tools are Idempotent), all three settle once,
-// the model is called once per batch of results, and the turn ends once.
+// A worker SIGKILLed while three tasks work, and the API server stopped
+// meanwhile: a new worker runs each task's lost attempt again (their tools
+// are Idempotent), all three settle once, the model is called once per
+// batch of results, and the turn ends once; a new API server serves the
+// stream the old one served, with the same ids, and the rest.
 func TestTasksWorkerKilled(t *testing.T) {
 	env := evetest.New(t)
 	markers := t.TempDir()
@@ -438,11 +441,11 @@ func TestTasksWorkerKilled(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 
-	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", nil) // the open API's anonymous person
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, env, id, signals.SendRequest{Message: "three", Caller: alice})
+	send(t, env, id, signals.SendRequest{Message: "three"})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n := 0
@@ -460,10 +463,13 @@ func TestTasksWorkerKilled(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	waitTaskEvent(t, env, id, protocol.TurnWaiting, 1)
+	first := newAPIEnv(t, env, nil)
+	before := first.snapshot(t, id)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	first.HTTP.Close() // the API server goes away while no worker runs
 
 	survivor := newTaskTools()
 	survivor.all = true
@@ -501,6 +507,10 @@ func TestTasksWorkerKilled(t *testing.T) {
 	}
 	if got := lastReply(t, evs); !strings.HasPrefix(got, "Done: ") {
 		t.Errorf("reply %q", got)
+	}
+	after := newAPIEnv(t, env, nil).snapshot(t, id)
+	if len(after) != len(evs) || !slices.Equal(ids(after[:len(before)]), ids(before)) || !slices.Equal(ids(after), ids(evs)) {
+		t.Errorf("the new API server's stream differs:\n before %s\n after %s", evetest.Join(before), evetest.Join(after))
 	}
 }
 
