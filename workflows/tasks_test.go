@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
@@ -197,6 +200,33 @@ func TestTaskWait(t *testing.T) {
 	if n := len(of(out.Events, protocol.TurnCompleted)); n != 1 {
 		t.Errorf("%d turn.completed", n)
 	}
+	// What the model read: the [Tasks] note after the receipt, then the
+	// task.result message and the note again, as eve writes them.
+	msgs := h.storedMessages(t, out.Conversation)
+	var framework []model.Message
+	for _, m := range msgs {
+		if m.Kind != "" {
+			framework = append(framework, model.Message{Role: m.Role, Kind: m.Kind, Text: m.Text})
+		}
+	}
+	wantMsgs := []model.Message{
+		{Role: model.RoleUser, Kind: model.KindContextState, Text: "[Tasks]\n<tasks>\n<task id=\"" + started.TaskID + "\" tool=\"deploy\" status=\"working\"/>\n</tasks>"},
+		{Role: model.RoleUser, Kind: model.KindTaskResult, Text: `<task_result id="` + started.TaskID + `" tool="deploy" status="completed">{"url":"https://web.example"}</task_result>`},
+		{Role: model.RoleUser, Kind: model.KindContextState, Text: "[Tasks]\n<tasks>\n</tasks>"},
+	}
+	if diff := cmp.Diff(wantMsgs, framework); diff != "" {
+		t.Errorf("the runtime's messages (-want +got):\n%s", diff)
+	}
+}
+
+// storedMessages reads the conversation a turn stored.
+func (h *harness) storedMessages(t *testing.T, ref *conversation.Ref) []model.Message {
+	t.Helper()
+	msgs, err := conversation.New(h.store).Load(context.Background(), *ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }
 
 // The turn rule: the model replies while the task works; the turn parks
