@@ -55,7 +55,7 @@ func GetWeather() *tools.Tool {
 
 // Tools returns the demo agent's tools.
 func Tools() []*tools.Tool {
-	return []*tools.Tool{GetWeather(), RefundCharge(), TransferFunds(), IssueCredit(), ChoosePlan(), PickAddons(), RunReport(""), Provision()}
+	return []*tools.Tool{GetWeather(), RefundCharge(), TransferFunds(), IssueCredit(), ChoosePlan(), PickAddons(), RunReport(""), Provision(), Deploy(), Research()}
 }
 
 // Model returns the demo's scripted model.

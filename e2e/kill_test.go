@@ -95,6 +95,9 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "stubs" {
 		a = stubKillAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "tasks" {
+		a = doomedTaskAgent(os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	}
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
 	}

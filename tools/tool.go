@@ -51,7 +51,12 @@ type Context struct {
 	// Client is what the calling MCP client answered and declared, for a
 	// tool with ClientInput set that an MCP client calls; nil otherwise
 	// (nobody can be asked: fail, or do without). See AskClient.
-	Client    *protocol.ClientRound
+	Client *protocol.ClientRound
+	// TaskID is the task this call serves, for a task tool's call
+	// (tools.AsTask); "" otherwise.
+	TaskID string
+	// task is a resumable task's state (TaskState, SaveTaskState).
+	task      *taskBox
 	heartbeat func(details ...any)
 	beatNow   func(details ...any)
 	// cp is shared by copies of the Context (a call that runs another
@@ -311,6 +316,9 @@ type Tool struct {
 	Nexus *Nexus
 	// Remote is set on a tool a connection serves (package connections).
 	Remote *Remote
+	// Task makes the tool's calls tasks: a receipt now, the result later
+	// (see AsTask).
+	Task *Task
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash, or whose workflow task
@@ -434,6 +442,9 @@ func (t *Tool) compile() error {
 	if !NamePattern.MatchString(t.Name) {
 		errs = append(errs, fmt.Errorf("name must match %s (letters, digits, _ and -, at most 64)", NamePattern))
 	}
+	if IsTaskControl(t.Name) {
+		errs = append(errs, fmt.Errorf("the name %s is eve's own (the tools it adds for tasks)", t.Name))
+	}
 	if t.Description == "" {
 		errs = append(errs, errors.New("description is required: it is how the model decides to call the tool"))
 	}
@@ -456,6 +467,9 @@ func (t *Tool) compile() error {
 		errs = append(errs, t.compileNexus()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
+	}
+	if t.Task != nil {
+		errs = append(errs, t.compileTask()...)
 	}
 	if len(t.OutputSchema) > 0 {
 		if s, err := schema.Compile(t.Name+"/output", t.OutputSchema); err != nil {

@@ -31,7 +31,7 @@ func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 	}
 	r := t.board.add(newAskedRequest(rc.c.plan, rc.stepIdx, req), workflow.Now(ctx))
 	t.watch(ctx, r)
-	t.park(ctx, rc.stepIdx, []*request{r})
+	t.parkFor(ctx, rc.stepIdx, []*request{r}, rc.c.taskID)
 	if tools.Kind(rc.c.plan.Kind) == tools.KindWorkflow && workflow.GetVersion(ctx, changeWorkflowAsk, workflow.DefaultVersion, 1) >= 1 {
 		// A workflow tool's child asked (package tools/wfcall): it cannot
 		// query the turn, so the turn signals it the settlement.

@@ -35,6 +35,7 @@ const (
 	changeWorkflowAsk   = "eve-workflow-tool-asks"
 	changeDeniedResult  = "eve-denied-result"
 	changeSearchWrites  = "eve-search-writes"
+	changeTaskCalls     = "eve-tasks"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -92,4 +93,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-nexus-*.json"}},
 	{changeWorkflowAsk, "0.5.0", "a workflow tool's child asks its call's person (tools/wfcall: SignalAsk to the turn) and the turn signals it the settlement (signals.SignalAnswered)",
 		[]string{"v0.5.0-turn-workflow-asks.json"}},
+	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed; resumable tasks take further calls by taskId, and the session keeps them idle between turns (turnInput.Tasks, turnOutput.Tasks: fields a session without tasks never sets, so its commands are unchanged)",
+		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
 }

@@ -60,6 +60,10 @@ type sessionState struct {
 	SessionResolved bool               `json:"sessionResolved,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// Tasks are the idle resumable tasks the session keeps between turns,
+	// TasksNote the [Tasks] note the model read last (workflows/tasks.go).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.

@@ -77,7 +77,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
-		Stubs: s.st.Stubs,
+		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {
@@ -104,6 +104,9 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 			s.st.Conversation = out.Conversation
 		}
 		s.st.ApprovedTools = out.ApprovedTools
+		if out.Tasks != nil || out.TasksNote != "" {
+			s.st.Tasks, s.st.TasksNote = out.Tasks, out.TasksNote
+		}
 		if s.st.Stubs != nil && out.StubPositions != nil {
 			s.st.Stubs = &stubState{Rules: s.st.Stubs.Rules, Positions: out.StubPositions}
 		}

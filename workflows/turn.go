@@ -37,6 +37,10 @@ type turnInput struct {
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// Tasks are the session's idle resumable tasks, TasksNote the [Tasks]
+	// note the model read last (tasks.go).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // turnOutput is what the session keeps of a finished turn.
@@ -57,6 +61,10 @@ type turnOutput struct {
 	Taken []string `json:"taken,omitempty"`
 	// StubPositions are the stub rules' positions after the turn.
 	StubPositions map[string]int `json:"stubPositions,omitempty"`
+	// Tasks and TasksNote are the session's resumable tasks and the last
+	// [Tasks] note after the turn (nil, "": the turn ran no task code).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -101,6 +109,17 @@ type turn struct {
 	delegatedOpen int
 	// running are the calls whose tools run, by call id (they may ask).
 	running map[string]runningCall
+
+	// Tasks (changeTaskCalls, decided at the first task or task-tool
+	// call: tasksDecided): taskList in the order they started,
+	// taskResults settled and not read by the model yet, lastNote the
+	// [Tasks] note the model read last (tasks.go).
+	taskCalls    bool
+	tasksDecided bool
+	taskList     []*taskState
+	taskResults  []taskResult
+	lastNote     string
+	taskUse      int // counts task calls (taskState.used)
 
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
@@ -161,7 +180,9 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
 			}
+			t.lastNote = "" // the note returns after compaction
 		}
+		t.deliverTasks()
 
 		if t.limits {
 			if out, ended := t.holdForLimits(ctx, stepIdx); ended {
@@ -196,6 +217,16 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 				t.readSteering(ctx)
 				continue
 			}
+			if t.mustHold() {
+				// The turn rule: no turn ends while a task works.
+				if !t.holdForTasks(ctx) {
+					return t.cancelled(ctx)
+				}
+				if len(t.steering) > 0 {
+					t.readSteering(ctx)
+				}
+				continue
+			}
 			t.closing = true
 			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
@@ -208,7 +239,13 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			t.park(ctx, stepIdx, asked)
 		}
 		t.concurrently(ctx, stepIdx, calls, func(ctx workflow.Context, c *pendingCall) {
-			if t.await(ctx, c) {
+			switch {
+			case c.control:
+				t.taskControl(ctx, c)
+			case !t.await(ctx, c):
+			case t.isTask(c):
+				t.startTask(ctx, c)
+			default:
 				t.execute(ctx, c)
 			}
 		})
@@ -250,6 +287,9 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	if err := registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] }); err != nil {
 		return nil, err
 	}
+	if err := t.registerTaskQuery(ctx); err != nil {
+		return nil, err
+	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
 		if from < 0 || from > len(t.log.events) {
 			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.log.events))
@@ -259,6 +299,8 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		return nil, err
 	}
 	t.conv = newTranscript(in)
+	t.lastNote = in.TasksNote
+	t.loadHeldTasks()
 	return t, nil
 }
 
@@ -358,6 +400,7 @@ func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, 
 
 // turnFailed ends the turn with turn.failed.
 func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnEnded)
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
@@ -372,6 +415,7 @@ func (t *turn) resolutionFailed(ctx workflow.Context, err error) (turnOutput, er
 
 // cancelled records the end of a cancelled turn.
 func (t *turn) cancelled(ctx workflow.Context) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnCancelled)
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
@@ -416,6 +460,9 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnO
 	}
 	if t.in.Stubs != nil {
 		out.StubPositions = t.in.Stubs.Positions
+	}
+	if t.taskCalls || len(t.in.Tasks) > 0 {
+		out.Tasks, out.TasksNote = t.heldTasks(), t.lastNote
 	}
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref

@@ -70,6 +70,11 @@ type ExecuteToolInput struct {
 	// Client is the calling MCP client's round (tools.Context.Client), set
 	// only for executions of tools.Tool.ClientInput tools MCP started.
 	Client *protocol.ClientRound `json:"client,omitempty"`
+	// TaskID is the task the call serves; TaskState, for a resumable
+	// task's call, the state its last call saved (Resumable).
+	TaskID    string          `json:"taskId,omitempty"`
+	TaskState json.RawMessage `json:"taskState,omitempty"`
+	Resumable bool            `json:"resumable,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -79,6 +84,9 @@ type ToolOutcome struct {
 	Status string                `json:"status"` // completed or failed
 	Output json.RawMessage       `json:"output"`
 	Error  *protocol.ActionError `json:"error,omitempty"`
+	// TaskState is the state a resumable task's call saved
+	// (tools.Context.SaveTaskState); nil: it saved none.
+	TaskState json.RawMessage `json:"taskState,omitempty"`
 }
 
 // FailedOutcome builds a failed outcome whose output tells the model why.

@@ -58,11 +58,25 @@ type CallPlan struct {
 	RequestDeadline time.Duration        `json:"requestDeadline,omitempty"`
 	Reminders       *tools.Reminders     `json:"reminders,omitempty"`
 	Escalation      *approval.Escalation `json:"escalation,omitempty"`
+	// Task is set when the call runs as a task (tools.Tool.Task).
+	Task *TaskPlan `json:"task,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
 	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
 	Retry            tools.RetryPolicy `json:"retry"`
+}
+
+// TaskPlan is how a task call runs (tools.Task).
+type TaskPlan struct {
+	// Deadline bounds the task's work (0: none of its own).
+	Deadline time.Duration `json:"deadline,omitempty"`
+	// Resumable: the task takes further calls by taskId (tools.Task).
+	Resumable bool `json:"resumable,omitempty"`
+	// TaskID is the task a resumable task's call continues ("": a new
+	// task); Input is then the call's input without taskId.
+	TaskID string          `json:"taskId,omitempty"`
+	Input  json.RawMessage `json:"input,omitempty"`
 }
 
 // PlanCall is how a call of t runs: the one call-plan builder, used by the
@@ -89,11 +103,22 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
 		InputDeadline:    t.InputDeadline,
 	}
-	if err := t.ValidateInput(c.Input); err != nil {
+	input := c.Input
+	var task *TaskPlan
+	if t.Task != nil {
+		task = &TaskPlan{Deadline: t.Task.Deadline, Resumable: t.Task.Resumable}
+		if t.Task.Resumable {
+			if id, rest := tools.SplitTaskID(c.Input); id != "" || string(rest) != string(c.Input) {
+				task.TaskID, task.Input, input = id, rest, rest
+			}
+		}
+	}
+	if err := t.ValidateInput(input); err != nil {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
 		return p
 	}
 	p.Kind = string(t.Kind())
+	p.Task = task
 	p.ResponsePolicy = t.Approval.HasResponsePolicy()
 	if p.Approval != approval.KindNever {
 		pc := approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input}
