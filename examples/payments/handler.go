@@ -110,7 +110,9 @@ func runHandler(args []string) error {
 	addr := fs.String("address", envOr("TEMPORAL_ADDRESS", "localhost:7233"), "Temporal frontend address")
 	ns := fs.String("namespace", HandlerNamespace, "the handler's namespace")
 	tq := fs.String("task-queue", HandlerTaskQueue, "the handler's task queue (the endpoint's target)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	c, err := client.Dial(client.Options{HostPort: *addr, Namespace: *ns})
