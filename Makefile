@@ -29,6 +29,25 @@ bin/temporal:
 	@mv bin/.temporal-tmp/temporal bin/temporal && rm -rf bin/.temporal-tmp
 	@echo "bin/temporal ready."
 
+# Jaeger (all in one: OTLP receiver, in-memory storage, query API), the
+# trace backend the tracing tests read their spans back from
+# (e2e/tracing_test.go, docs/observability.md). Its go.mod has replace
+# directives, so `go install ...@version` refuses it: the module is
+# downloaded from the Go module proxy and built as its own main module,
+# once, with the same temporary-file-then-rename rule as bin/temporal.
+# About 3 minutes from empty caches. Set EVE_JAEGER_BIN to use another one.
+JAEGER_VERSION := v1.76.0
+JAEGER_MODULE := github.com/jaegertracing/jaeger
+JAEGER_BIN := $(if $(EVE_JAEGER_BIN),$(EVE_JAEGER_BIN),bin/jaeger)
+
+bin/jaeger:
+	@echo "Building Jaeger $(JAEGER_VERSION) into ./bin from the Go module proxy; this takes a few minutes once..."
+	@rm -rf bin/.jaeger-tmp && mkdir -p bin/.jaeger-tmp
+	dir=$$(cd "$${TMPDIR:-/tmp}" && GOWORK=off $(GO) mod download -json $(JAEGER_MODULE)@$(JAEGER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+		test -n "$$dir" && cd "$$dir" && GOFLAGS=-mod=readonly GOWORK=off $(GO) build -trimpath -o $(CURDIR)/bin/.jaeger-tmp/jaeger ./cmd/jaeger
+	@mv bin/.jaeger-tmp/jaeger bin/jaeger && rm -rf bin/.jaeger-tmp
+	@echo "bin/jaeger ready."
+
 # The Temporal server and its SQL schema tool for `make test-cluster`: a
 # separate build (the server module does not build beside eve's SDK in one
 # module), once, from the Go module proxy; same temporary-directory-then-rename
@@ -75,7 +94,7 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: $(TEMPORAL_BIN) test-go test-examples test-node test-mcp-conformance
+test: $(TEMPORAL_BIN) $(JAEGER_BIN) test-go test-examples test-node test-mcp-conformance
 
 # The servers the connection tests call, none written here (e2e/connections_test.go):
 # the official MCP reference server and Stoplight Prism, with the Node 24 of
@@ -98,10 +117,10 @@ screenshots: $(TEMPORAL_BIN) chromium console-browser
 # -timeout bounds each package's test binary: the e2e package took 16 min
 # beside other work on 2 cores (load average near 20); the bound is for a
 # loaded one-core machine, not a pace (a hang still ends the run).
-test-go: $(TEMPORAL_BIN) chromium connection-servers console-browser
+test-go: $(TEMPORAL_BIN) $(JAEGER_BIN) chromium connection-servers console-browser
 	$(GO) vet ./...
 	@mkdir -p .eve && rm -f .eve/devtest-server.log
-	EVE_DEVTEST_LOG=$(CURDIR)/.eve/devtest-server.log EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 60m ./... || { \
+	EVE_DEVTEST_LOG=$(CURDIR)/.eve/devtest-server.log EVE_JAEGER_BIN=$(abspath $(JAEGER_BIN)) EVE_REQUIRE_JAEGER=1 EVE_REQUIRE_CHROMIUM=1 EVE_REQUIRE_CONNECTION_SERVERS=1 EVE_REQUIRE_CONSOLE=1 $(GO) test -count=1 -timeout 60m ./... || { \
 		echo "The shared dev servers' last errors (their whole log: .eve/devtest-server.log):"; grep 'level=ERROR' .eve/devtest-server.log | tail -n 40; exit 1; }
 	cd bench && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 10m ./...
 
@@ -150,9 +169,9 @@ bench: $(TEMPORAL_BIN)
 fmt:
 	$(GO) fmt ./...
 
-# Keeps bin/temporal (slow to rebuild) and .eve/ (your dev server's state).
+# Keeps bin/temporal and bin/jaeger (slow to rebuild) and .eve/ (your dev server's state).
 clean:
-	rm -rf bin/eve bin/worker bin/.temporal-tmp bin/.server-tmp
+	rm -rf bin/eve bin/worker bin/.temporal-tmp bin/.server-tmp bin/.jaeger-tmp
 	$(GO) clean -testcache
 
 distclean: clean

@@ -2,69 +2,280 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/demo"
-	"github.com/eve-temporal/eve/internal/devserver/devtest"
+	"github.com/eve-temporal/eve/internal/devserver/jaegertest"
 	"github.com/eve-temporal/eve/internal/evetest"
-	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 )
 
-// One trace per turn, across the turn workflow and its activities.
-func TestOneTracePerTurn(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	ic, err := tracing.Interceptor(tp.Tracer("eve-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := devtest.Shared(t)
-	c, err := srv.Dial(client.Options{Interceptors: []interceptor.ClientInterceptor{ic}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	env := evetest.NewOn(t, srv)
-	env.Client = c
-	env.Sessions = &sessions.Service{Client: c, TaskQueue: env.TaskQueue}
-	a, _ := demo.Agent()
-	env.StartWorker(a)
-	ctx := env.Ctx(30 * time.Second)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.SendAndWait(ctx, id, "what's the weather in Oslo")
-	env.SendAndWait(ctx, id, "what's the weather in Rome")
+// tracedEnv is a demo worker whose spans go to a real Jaeger over OTLP/HTTP.
+type tracedEnv struct {
+	*evetest.Env
+	j       *jaegertest.Jaeger
+	p       *tracing.Provider
+	service string
+	stop    func()
+}
 
-	turnTraces := map[string]bool{}
-	toolTraces := map[string]bool{}
-	for _, s := range exp.GetSpans() {
-		switch {
-		case s.Name == "RunWorkflow:eve.Turn":
-			turnTraces[s.SpanContext.TraceID().String()] = true
-		case strings.HasSuffix(s.Name, ":eve.ExecuteTool") && strings.HasPrefix(s.Name, "RunActivity"):
-			toolTraces[s.SpanContext.TraceID().String()] = true
+func newTracedEnv(t *testing.T, j *jaegertest.Jaeger, content bool) *tracedEnv {
+	t.Helper()
+	ctx := context.Background()
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(j.OTLPEndpoint+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := fmt.Sprintf("eve-test-%d", time.Now().UnixNano())
+	p, err := tracing.NewProvider(ctx, service, sdktrace.WithBatcher(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Tracer.Content = content
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	te := &tracedEnv{Env: evetest.New(t), j: j, p: p, service: service}
+	te.startWorker()
+	return te
+}
+
+func (te *tracedEnv) startWorker() {
+	a, err := demo.Agent()
+	if err != nil {
+		te.T.Fatal(err)
+	}
+	te.stop = te.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{tracing.Interceptor(te.p.Tracer)}})
+}
+
+// trace flushes the worker's spans and reads the turn's trace from Jaeger
+// once it has at least want spans (a sentinel emitted after everything
+// else says all that was exported has been stored).
+func (te *tracedEnv) trace(t *testing.T, turnWID string, sentinel string) jaegertest.Trace {
+	t.Helper()
+	now := time.Now()
+	te.p.Tracer.EmitNow(turnWID, tracing.Span{Key: sentinel, Name: "sentinel", Start: now, End: now})
+	ctx := te.Ctx(30 * time.Second)
+	if err := te.p.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := tracing.SpanID(turnWID, sentinel).String()
+	for {
+		tr, ok, err := te.j.Trace(ctx, tracing.TraceID(turnWID).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && slices.ContainsFunc(tr.Spans, func(s jaegertest.Span) bool { return s.SpanID == want }) {
+			tr.Spans = slices.DeleteFunc(tr.Spans, func(s jaegertest.Span) bool { return s.OperationName == "sentinel" })
+			return tr
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("trace %s: the sentinel span never reached Jaeger", turnWID)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if len(turnTraces) != 2 {
-		t.Fatalf("%d distinct turn traces, want 2 (one per turn)", len(turnTraces))
+}
+
+// shape is a span's name and its parent's name, for cmp.
+type shape struct{ Name, Parent string }
+
+func shapes(tr jaegertest.Trace) []shape {
+	names := map[string]string{}
+	for _, s := range tr.Spans {
+		names[s.SpanID] = s.OperationName
 	}
-	for tr := range toolTraces {
-		if !turnTraces[tr] {
-			t.Fatalf("a tool activity span is not in a turn's trace")
+	var out []shape
+	for _, s := range tr.Spans {
+		out = append(out, shape{s.OperationName, names[s.Parent()]})
+	}
+	slices.SortFunc(out, func(a, b shape) int { return strings.Compare(a.Name+"<"+a.Parent, b.Name+"<"+b.Parent) })
+	return out
+}
+
+func spansNamed(tr jaegertest.Trace, name string) []jaegertest.Span {
+	var out []jaegertest.Span
+	for _, s := range tr.Spans {
+		if s.OperationName == name {
+			out = append(out, s)
 		}
 	}
-	if len(toolTraces) != 2 {
-		t.Fatalf("tool activity spans in %d traces, want 2", len(toolTraces))
+	return out
+}
+
+func checkTags(t *testing.T, s jaegertest.Span, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for k := range want {
+		if v, ok := s.Tag(k); ok {
+			got[k] = v
+		}
 	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%s: tags (-want +got):\n%s", s.OperationName, d)
+	}
+}
+
+// forceReplay queries the closed turn: its worker replays the whole
+// history (a closed workflow is not in the cache).
+func (te *tracedEnv) forceReplay(t *testing.T, turnWID string) {
+	t.Helper()
+	v, err := te.Client.QueryWorkflow(te.Ctx(30*time.Second), turnWID, "", signals.QueryTurnEvents, 0)
+	if err != nil {
+		t.Fatalf("query %s: %v", turnWID, err)
+	}
+	var evs []protocol.Event
+	if err := v.Get(&evs); err != nil || len(evs) == 0 {
+		t.Fatalf("query %s: %d events, %v", turnWID, len(evs), err)
+	}
+}
+
+// A weather turn, an approval that waits and a replay, in a real Jaeger:
+// the GenAI span tree with its attributes, the wait as a span of its own,
+// nothing emitted twice, contents only on request.
+func TestTracesInJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+
+	t.Run("weather", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		ctx := te.Ctx(30 * time.Second)
+		id, err := te.Sessions.Create(ctx, "", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := te.SendAndWait(ctx, id, "what's the weather in Oslo")
+		wid := signals.TurnWorkflowID(id, res.TurnID)
+		tr := te.trace(t, wid, "s1")
+		want := []shape{
+			{"agent.step", "invoke_agent demo"}, {"agent.step", "invoke_agent demo"},
+			{"chat scripted", "agent.step"}, {"chat scripted", "agent.step"},
+			{"execute_tool get_weather", "agent.step"},
+			{"invoke_agent demo", ""},
+		}
+		if d := cmp.Diff(want, shapes(tr)); d != "" {
+			t.Fatalf("span tree (-want +got):\n%s", d)
+		}
+		root := spansNamed(tr, "invoke_agent demo")[0]
+		if root.SpanID != tracing.SpanID(wid, "").String() {
+			t.Errorf("root span %s, want the id derived from the turn", root.SpanID)
+		}
+		if svc := tr.Processes[root.ProcessID].ServiceName; svc != te.service {
+			t.Errorf("service %q, want %q", svc, te.service)
+		}
+		checkTags(t, root, map[string]string{
+			"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo", "gen_ai.conversation.id": id,
+			"eve.turn.status": "completed",
+		})
+		chat := spansNamed(tr, "chat scripted")[0]
+		checkTags(t, chat, map[string]string{
+			"gen_ai.operation.name": "chat", "gen_ai.conversation.id": id, "gen_ai.provider.name": "eve", "gen_ai.request.model": "scripted",
+			"gen_ai.response.finish_reasons": `["tool-calls"]`,
+		})
+		for _, k := range []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
+			if _, ok := chat.Tag(k); !ok {
+				t.Errorf("chat span has no %s", k)
+			}
+		}
+		tool := spansNamed(tr, "execute_tool get_weather")[0]
+		checkTags(t, tool, map[string]string{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather", "gen_ai.conversation.id": id,
+			"eve.tool.outcome": "completed",
+		})
+		if _, ok := tool.Tag("gen_ai.tool.call.id"); !ok {
+			t.Error("execute_tool has no gen_ai.tool.call.id")
+		}
+		for _, s := range tr.Spans {
+			for _, k := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages"} {
+				if _, ok := s.Tag(k); ok {
+					t.Errorf("%s records %s without the opt-in", s.OperationName, k)
+				}
+			}
+			if v, ok := s.Tag("error"); ok && v == "true" {
+				t.Errorf("%s is marked as an error on a normal path", s.OperationName)
+			}
+		}
+
+		// A replay of the whole turn on the worker emits nothing.
+		n := len(tr.Spans)
+		te.forceReplay(t, wid)
+		if got := len(te.trace(t, wid, "s2").Spans); got != n {
+			t.Fatalf("%d spans after a replay, want %d", got, n)
+		}
+	})
+
+	t.Run("approval waits", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		id, d := startParked(t, te.Env, "refund ch_42 for 25")
+		r := d.Requests[0]
+		const wait = 2 * time.Second
+		time.Sleep(wait)
+		// A fresh worker takes the turn: it replays the history so far.
+		te.stop()
+		te.startWorker()
+		res := respond(t, te.Env, id, protocol.InputResponse{RequestID: r.RequestID, OptionID: "approve"})
+		if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
+			t.Fatalf("outcome %+v", res.Outcome)
+		}
+		wid := signals.TurnWorkflowID(id, d.TurnID)
+		tr := te.trace(t, wid, "s1")
+		want := []shape{
+			{"agent.step", "invoke_agent demo"}, {"agent.step", "invoke_agent demo"},
+			{"chat scripted", "agent.step"}, {"chat scripted", "agent.step"},
+			{"eve.wait approval", "agent.step"},
+			{"execute_tool refund_charge", "agent.step"},
+			{"invoke_agent demo", ""},
+		}
+		if d := cmp.Diff(want, shapes(tr)); d != "" {
+			t.Fatalf("span tree (-want +got):\n%s", d)
+		}
+		w := spansNamed(tr, "eve.wait approval")[0]
+		checkTags(t, w, map[string]string{
+			"eve.wait.kind": "approval", "eve.request.id": r.RequestID, "eve.wait.outcome": "approved",
+			"eve.wait.decided_by": "alice", "gen_ai.tool.name": "refund_charge", "gen_ai.conversation.id": id,
+		})
+		if w.Duration < wait.Microseconds() {
+			t.Errorf("the wait span lasts %v, want at least %v", time.Duration(w.Duration)*time.Microsecond, wait)
+		}
+		n := len(tr.Spans)
+		te.forceReplay(t, wid)
+		if got := len(te.trace(t, wid, "s2").Spans); got != n {
+			t.Fatalf("%d spans after a replay, want %d", got, n)
+		}
+	})
+
+	t.Run("contents on request", func(t *testing.T) {
+		te := newTracedEnv(t, j, true)
+		ctx := te.Ctx(30 * time.Second)
+		id, err := te.Sessions.Create(ctx, "", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := te.SendAndWait(ctx, id, "what's the weather in Oslo")
+		tr := te.trace(t, signals.TurnWorkflowID(id, res.TurnID), "s1")
+		tool := spansNamed(tr, "execute_tool get_weather")
+		if len(tool) != 1 {
+			t.Fatalf("spans: %v", shapes(tr))
+		}
+		args, ok := tool[0].Tag("gen_ai.tool.call.arguments")
+		if !ok || !strings.Contains(args, "Oslo") {
+			t.Errorf("arguments %q, %v: want the tool's input", args, ok)
+		}
+		if out, ok := tool[0].Tag("gen_ai.tool.call.result"); !ok || out == "" {
+			t.Errorf("no tool result")
+		}
+		root := spansNamed(tr, "invoke_agent demo")[0]
+		if in, ok := root.Tag("gen_ai.input.messages"); !ok || !strings.Contains(in, "weather in Oslo") {
+			t.Errorf("input messages %q, %v", in, ok)
+		}
+	})
 }
