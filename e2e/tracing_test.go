@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
@@ -25,8 +26,11 @@ import (
 // tracedEnv is a demo worker whose spans go to a real Jaeger over OTLP/HTTP.
 type tracedEnv struct {
 	*evetest.Env
-	j       *jaegertest.Jaeger
-	p       *tracing.Provider
+	j *jaegertest.Jaeger
+	p *tracing.Provider
+	// emitted records every span the worker emits, as Jaeger does not
+	// show a span twice that was emitted twice with the same ids.
+	emitted *tracetest.SpanRecorder
 	service string
 	stop    func()
 }
@@ -39,13 +43,14 @@ func newTracedEnv(t *testing.T, j *jaegertest.Jaeger, content bool) *tracedEnv {
 		t.Fatal(err)
 	}
 	service := fmt.Sprintf("eve-test-%d", time.Now().UnixNano())
-	p, err := tracing.NewProvider(ctx, service, sdktrace.WithBatcher(exp))
+	rec := tracetest.NewSpanRecorder()
+	p, err := tracing.NewProvider(ctx, service, sdktrace.WithBatcher(exp), sdktrace.WithSpanProcessor(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Tracer.Content = content
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	te := &tracedEnv{Env: evetest.New(t), j: j, p: p, service: service}
+	te := &tracedEnv{Env: evetest.New(t), j: j, p: p, service: service, emitted: rec}
 	te.startWorker()
 	return te
 }
@@ -77,6 +82,17 @@ func (te *tracedEnv) trace(t *testing.T, turnWID string, sentinel string) jaeger
 		}
 		if ok && slices.ContainsFunc(tr.Spans, func(s jaegertest.Span) bool { return s.SpanID == want }) {
 			tr.Spans = slices.DeleteFunc(tr.Spans, func(s jaegertest.Span) bool { return s.OperationName == "sentinel" })
+			// Jaeger shows a span emitted twice with the same ids once: count
+			// what the worker emitted in this trace.
+			emitted := 0
+			for _, s := range te.emitted.Ended() {
+				if s.SpanContext().TraceID() == tracing.TraceID(turnWID) && s.Name() != "sentinel" {
+					emitted++
+				}
+			}
+			if emitted != len(tr.Spans) {
+				t.Fatalf("the worker emitted %d spans in the turn's trace, Jaeger has %d: some twice", emitted, len(tr.Spans))
+			}
 			return tr
 		}
 		select {
@@ -140,6 +156,21 @@ func (te *tracedEnv) forceReplay(t *testing.T, turnWID string) {
 	}
 }
 
+// checkReplay replays the closed turn on the worker and checks that it
+// emitted nothing: Jaeger still has n spans, and the worker emitted none
+// since.
+func (te *tracedEnv) checkReplay(t *testing.T, wid string, n int) {
+	t.Helper()
+	before := len(te.emitted.Ended())
+	te.forceReplay(t, wid)
+	if got := len(te.trace(t, wid, "s2").Spans); got != n {
+		t.Fatalf("%d spans in Jaeger after a replay, want %d", got, n)
+	}
+	if got := len(te.emitted.Ended()) - before; got != 1 { // the sentinel
+		t.Fatalf("a replay emitted %d spans", got-1)
+	}
+}
+
 // A weather turn, an approval that waits and a replay, in a real Jaeger:
 // the GenAI span tree with its attributes, the wait as a span of its own,
 // nothing emitted twice, contents only on request.
@@ -158,7 +189,7 @@ func TestTracesInJaeger(t *testing.T) {
 		tr := te.trace(t, wid, "s1")
 		want := []shape{
 			{"agent.step", "invoke_agent demo"}, {"agent.step", "invoke_agent demo"},
-			{"chat scripted", "agent.step"}, {"chat scripted", "agent.step"},
+			{"chat demo", "agent.step"}, {"chat demo", "agent.step"},
 			{"execute_tool get_weather", "agent.step"},
 			{"invoke_agent demo", ""},
 		}
@@ -166,8 +197,11 @@ func TestTracesInJaeger(t *testing.T) {
 			t.Fatalf("span tree (-want +got):\n%s", d)
 		}
 		root := spansNamed(tr, "invoke_agent demo")[0]
-		if root.SpanID != tracing.SpanID(wid, "").String() {
-			t.Errorf("root span %s, want the id derived from the turn", root.SpanID)
+		// turn.started carries the trace, as eve's data.trace.
+		var started protocol.TurnStartedData
+		evetest.Of(te.Events(ctx, id), protocol.TurnStarted)[0].Decode(&started)
+		if d := cmp.Diff(&protocol.TraceContext{TraceID: tr.TraceID, SpanID: root.SpanID, TraceFlags: 1}, started.Trace); d != "" {
+			t.Errorf("turn.started data.trace (-want +got):\n%s", d)
 		}
 		if svc := tr.Processes[root.ProcessID].ServiceName; svc != te.service {
 			t.Errorf("service %q, want %q", svc, te.service)
@@ -176,9 +210,9 @@ func TestTracesInJaeger(t *testing.T) {
 			"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo", "gen_ai.conversation.id": id,
 			"eve.turn.status": "completed",
 		})
-		chat := spansNamed(tr, "chat scripted")[0]
+		chat := spansNamed(tr, "chat demo")[0]
 		checkTags(t, chat, map[string]string{
-			"gen_ai.operation.name": "chat", "gen_ai.conversation.id": id, "gen_ai.provider.name": "eve", "gen_ai.request.model": "scripted",
+			"gen_ai.operation.name": "chat", "gen_ai.conversation.id": id, "gen_ai.provider.name": "scripted", "gen_ai.request.model": "demo",
 			"gen_ai.response.finish_reasons": `["tool-calls"]`,
 		})
 		for _, k := range []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"} {
@@ -206,11 +240,7 @@ func TestTracesInJaeger(t *testing.T) {
 		}
 
 		// A replay of the whole turn on the worker emits nothing.
-		n := len(tr.Spans)
-		te.forceReplay(t, wid)
-		if got := len(te.trace(t, wid, "s2").Spans); got != n {
-			t.Fatalf("%d spans after a replay, want %d", got, n)
-		}
+		te.checkReplay(t, wid, len(tr.Spans))
 	})
 
 	t.Run("approval waits", func(t *testing.T) {
@@ -230,7 +260,7 @@ func TestTracesInJaeger(t *testing.T) {
 		tr := te.trace(t, wid, "s1")
 		want := []shape{
 			{"agent.step", "invoke_agent demo"}, {"agent.step", "invoke_agent demo"},
-			{"chat scripted", "agent.step"}, {"chat scripted", "agent.step"},
+			{"chat demo", "agent.step"}, {"chat demo", "agent.step"},
 			{"eve.wait approval", "agent.step"},
 			{"execute_tool refund_charge", "agent.step"},
 			{"invoke_agent demo", ""},
@@ -246,11 +276,7 @@ func TestTracesInJaeger(t *testing.T) {
 		if w.Duration < wait.Microseconds() {
 			t.Errorf("the wait span lasts %v, want at least %v", time.Duration(w.Duration)*time.Microsecond, wait)
 		}
-		n := len(tr.Spans)
-		te.forceReplay(t, wid)
-		if got := len(te.trace(t, wid, "s2").Spans); got != n {
-			t.Fatalf("%d spans after a replay, want %d", got, n)
-		}
+		te.checkReplay(t, wid, len(tr.Spans))
 	})
 
 	t.Run("contents on request", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/tools"
@@ -36,6 +37,17 @@ func (t *turn) emitSpan(ctx workflow.Context, op string, s tracing.Span) {
 		s.Attrs = append(s.Attrs, attribute.String(tracing.AttrOperation, op))
 	}
 	tr.Emit(ctx, t.wid, s)
+}
+
+// startedData is turn.started's data: with the turn's trace (its root span,
+// sampled) when the session is traced, as eve's data.trace.
+func (t *turn) startedData() protocol.TurnStartedData {
+	d := protocol.TurnStartedData{TurnRef: t.ref()}
+	if t.cfg.Traced {
+		sc := tracing.SpanContext(t.wid, "")
+		d.Trace = &protocol.TraceContext{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), TraceFlags: int(sc.TraceFlags())}
+	}
+	return d
 }
 
 // modelAttrs name the model a step calls.
@@ -90,13 +102,21 @@ func (t *turn) traceStep(ctx workflow.Context, i int, finish string, usage proto
 }
 
 // traceChat emits a model step's chat span.
-func (t *turn) traceChat(ctx workflow.Context, i int, start time.Time, resp model.Response, err error) {
+// Its end is workflow time, or, when the model's own time says more (a
+// local activity runs inside one workflow task), its start plus that.
+func (t *turn) traceChat(ctx workflow.Context, i int, start time.Time, res work.ModelStepOutput, err error) {
+	resp := res.Response
+	end := workflow.Now(ctx)
+	if e := start.Add(time.Duration(res.Elapsed) * time.Millisecond); e.After(end) {
+		end = e
+	}
+	defer recordChat(ctx, t.cfg.ModelID, end.Sub(start), resp.Usage, errType(err))
 	tr := spanTracer(ctx)
 	if tr == nil || workflow.IsReplaying(ctx) {
 		return
 	}
 	_, m := tracing.ProviderModel(t.cfg.ModelID)
-	s := tracing.Span{Key: tracing.ChatKey(i), Parent: tracing.StepKey(i), Name: tracing.OpChat + " " + m, Start: start, End: workflow.Now(ctx), Attrs: t.modelAttrs()}
+	s := tracing.Span{Key: tracing.ChatKey(i), Parent: tracing.StepKey(i), Name: tracing.OpChat + " " + m, Start: start, End: end, Attrs: t.modelAttrs()}
 	if err != nil {
 		s.ErrorType, s.Message = codeModelError, errorMessage(err)
 	} else {
@@ -109,7 +129,13 @@ func (t *turn) traceChat(ctx workflow.Context, i int, start time.Time, resp mode
 		}
 	}
 	t.emitSpan(ctx, tracing.OpChat, s)
-	recordChat(ctx, t.cfg.ModelID, s.End.Sub(start), resp.Usage, s.ErrorType)
+}
+
+func errType(err error) string {
+	if err != nil {
+		return codeModelError
+	}
+	return ""
 }
 
 // traceTool emits a call's execute_tool span, and for a delegated call

@@ -141,7 +141,7 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 		return turnOutput{}, err
 	}
 	setStatus(ctx, t.cfg, in.SessionID, statusRunning, nil)
-	t.log.emit(ctx, protocol.TurnStarted, t.ref())
+	t.log.emit(ctx, protocol.TurnStarted, t.startedData())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
 	if err := t.resolveTurnTools(ctx); err != nil {
@@ -300,7 +300,7 @@ func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutpu
 	start := workflow.Now(ctx)
 	res, err := runModelStep(ctx, t.cfg, step)
 	t.stepDone = stepIdx
-	t.traceChat(ctx, stepIdx, start, res.Response, err)
+	t.traceChat(ctx, stepIdx, start, res, err)
 	return res, err
 }
 

@@ -271,9 +271,9 @@ func SpanContext(turnID, key string) trace.SpanContext {
 }
 
 // Keys of a turn's spans.
-func StepKey(step int) string        { return "step/" + strconv.Itoa(step) }
-func ChatKey(step int) string        { return "chat/" + strconv.Itoa(step) }
-func ToolKey(callID string) string   { return "tool/" + callID }
+func StepKey(step int) string         { return "step/" + strconv.Itoa(step) }
+func ChatKey(step int) string         { return "chat/" + strconv.Itoa(step) }
+func ToolKey(callID string) string    { return "tool/" + callID }
 func WaitKey(requestID string) string { return "wait/" + requestID }
 
 // Content returns v as a span attribute's JSON text when contents are
@@ -292,12 +292,15 @@ func (t *Tracer) ContentJSON(key string, v any) (attribute.KeyValue, bool) {
 	return attribute.String(key, string(b)), true
 }
 
-// Provider and model of a model id ("openai/gpt-4o" → openai, gpt-4o).
+// ProviderModel splits a model id ("openai:gpt-4o", eve's models' IDs)
+// into the provider (gen_ai.provider.name) and the model.
 func ProviderModel(modelID string) (provider, model string) {
-	if p, m, ok := strings.Cut(modelID, "/"); ok {
-		return p, m
+	for _, sep := range []string{":", "/"} {
+		if p, m, ok := strings.Cut(modelID, sep); ok {
+			return p, m
+		}
 	}
-	return "eve", modelID
+	return "unknown", modelID
 }
 
 // ids gives spans the ids their context fixes (EmitNow), or random ones.
