@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/eve-temporal/eve/actions"
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/devserver/jaegertest"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -33,6 +35,9 @@ type tracedEnv struct {
 	emitted *tracetest.SpanRecorder
 	service string
 	stop    func()
+	// mk and host are the worker's agent and host (nil mk: the demo's).
+	mk   func() *agent.Agent
+	host agent.Host
 }
 
 func newTracedEnv(t *testing.T, j *jaegertest.Jaeger, content bool) *tracedEnv {
@@ -50,17 +55,20 @@ func newTracedEnv(t *testing.T, j *jaegertest.Jaeger, content bool) *tracedEnv {
 	}
 	p.Tracer.Content = content
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	te := &tracedEnv{Env: evetest.New(t), j: j, p: p, service: service, emitted: rec}
-	te.startWorker()
-	return te
+	return &tracedEnv{Env: evetest.New(t), j: j, p: p, service: service, emitted: rec}
 }
 
 func (te *tracedEnv) startWorker() {
-	a, err := demo.Agent()
-	if err != nil {
-		te.T.Fatal(err)
+	var a *agent.Agent
+	if te.mk != nil {
+		a = te.mk()
+	} else {
+		var err error
+		if a, err = demo.Agent(); err != nil {
+			te.T.Fatal(err)
+		}
 	}
-	te.stop = te.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{tracing.Interceptor(te.p.Tracer)}})
+	te.stop = te.StartWorkerHostWith(a, te.host, worker.Options{Interceptors: []interceptor.WorkerInterceptor{tracing.Interceptor(te.p.Tracer)}})
 }
 
 // trace flushes the worker's spans and reads the turn's trace from Jaeger
@@ -179,6 +187,7 @@ func TestTracesInJaeger(t *testing.T) {
 
 	t.Run("weather", func(t *testing.T) {
 		te := newTracedEnv(t, j, false)
+		te.startWorker()
 		ctx := te.Ctx(30 * time.Second)
 		id, err := te.Sessions.Create(ctx, "", alice)
 		if err != nil {
@@ -245,6 +254,7 @@ func TestTracesInJaeger(t *testing.T) {
 
 	t.Run("approval waits", func(t *testing.T) {
 		te := newTracedEnv(t, j, false)
+		te.startWorker()
 		id, d := startParked(t, te.Env, "refund ch_42 for 25")
 		r := d.Requests[0]
 		const wait = 2 * time.Second
@@ -279,8 +289,48 @@ func TestTracesInJaeger(t *testing.T) {
 		te.checkReplay(t, wid, len(tr.Spans))
 	})
 
+	t.Run("delegated", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		d := newDelegatedEnv(t, te.Env, time.Hour, false)
+		te.mk, te.host = d.mk, d.host
+		te.startWorker()
+		id, jb := d.start(t)
+		const wait = time.Second
+		time.Sleep(wait)
+		if err := actions.Complete(te.Ctx(20*time.Second), jb.Action.Completion, map[string]string{"status": "succeeded", "detail": "done"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.reply(t, id); got != "succeeded: done" {
+			t.Fatalf("reply = %q", got)
+		}
+		wid := signals.TurnWorkflowID(id, signals.TurnID(0))
+		tr := te.trace(t, wid, "s1")
+		want := []shape{
+			{"agent.step", "invoke_agent test"}, {"agent.step", "invoke_agent test"},
+			{"chat default", "agent.step"}, {"chat default", "agent.step"},
+			{"eve.wait task", "execute_tool run_report"},
+			{"execute_tool run_report", "agent.step"},
+			{"invoke_agent test", ""},
+		}
+		if d := cmp.Diff(want, shapes(tr)); d != "" {
+			t.Fatalf("span tree (-want +got):\n%s", d)
+		}
+		w := spansNamed(tr, "eve.wait task")[0]
+		checkTags(t, w, map[string]string{"eve.wait.kind": "task", "eve.wait.outcome": "completed", "gen_ai.tool.name": "run_report"})
+		if w.Duration < wait.Microseconds() {
+			t.Errorf("the job's wait lasts %v, want at least %v", time.Duration(w.Duration)*time.Microsecond, wait)
+		}
+		for _, s := range tr.Spans {
+			if v, ok := s.Tag("error"); ok && v == "true" {
+				t.Errorf("%s is marked as an error on a normal path", s.OperationName)
+			}
+		}
+		te.checkReplay(t, wid, len(tr.Spans))
+	})
+
 	t.Run("contents on request", func(t *testing.T) {
 		te := newTracedEnv(t, j, true)
+		te.startWorker()
 		ctx := te.Ctx(30 * time.Second)
 		id, err := te.Sessions.Create(ctx, "", alice)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -182,7 +183,7 @@ func (t *turn) traceTool(ctx workflow.Context, c *pendingCall, start time.Time, 
 	if tools.Kind(c.plan.Kind) == tools.KindDelegated && c.stub == nil {
 		t.emitSpan(ctx, "", tracing.Span{Key: "task/" + id, Parent: tracing.ToolKey(id), Name: tracing.SpanWait + " task", Start: start, End: end, Attrs: []attribute.KeyValue{
 			attribute.String("eve.wait.kind", "task"),
-			attribute.String("eve.request.id", "act_"+id),
+			attribute.String("eve.request.id", signals.ActionID(t.wid, id)),
 			attribute.String("eve.wait.outcome", string(c.out.Status)),
 			attribute.String(tracing.AttrToolName, c.plan.Call.Name),
 			attribute.String(tracing.AttrToolCallID, id),
