@@ -16,7 +16,7 @@ TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
-.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser screenshots dev bench fmt vet clean distclean
+.PHONY: all build test test-go test-node test-mcp-conformance test-examples test-cluster postgres chromium connection-servers console-browser screenshots dev dev-traces bench fmt vet clean distclean
 
 all: build
 
@@ -145,6 +145,15 @@ test-mcp-conformance: $(TEMPORAL_BIN)
 
 dev: $(TEMPORAL_BIN)
 	$(GO) run ./cmd/eve dev
+
+# `make dev` with traces: a Jaeger (bin/jaeger, its default ports: OTLP/HTTP
+# 4318, query API 16686) beside the stack, the worker exporting to it
+# (docs/observability.md). Jaeger stops with the stack.
+dev-traces: $(TEMPORAL_BIN) $(JAEGER_BIN)
+	@mkdir -p .eve
+	$(JAEGER_BIN) >.eve/jaeger.log 2>&1 & jaeger=$$!; trap 'kill $$jaeger' EXIT; \
+		echo "Jaeger: query API http://localhost:16686/api/traces?service=eve-worker (log: .eve/jaeger.log)"; \
+		EVE_OTEL_EXPORTER=otlp OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 $(GO) run ./cmd/eve dev
 
 # The rows of issue 14, each with the raw Temporal SDK beside eve in the
 # same run (docs/performance.md; about 19 minutes): turns, parks, hops per
