@@ -3,8 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,8 +102,14 @@ func (te *tracedEnv) trace(t *testing.T, turnWID string, sentinel string) jaeger
 					emitted++
 				}
 			}
-			if emitted != len(tr.Spans) {
-				t.Fatalf("the worker emitted %d spans in the turn's trace, Jaeger has %d: some twice", emitted, len(tr.Spans))
+			stored := 0 // of this process's workers (not a subprocess's)
+			for _, s := range tr.Spans {
+				if tr.Processes[s.ProcessID].ServiceName == te.service {
+					stored++
+				}
+			}
+			if emitted != stored {
+				t.Fatalf("the worker emitted %d spans in the turn's trace, Jaeger has %d: some twice", emitted, stored)
 			}
 			return tr
 		}
@@ -135,6 +145,15 @@ func spansNamed(tr jaegertest.Trace, name string) []jaegertest.Span {
 		}
 	}
 	return out
+}
+
+func spanByID(tr jaegertest.Trace, id interface{ String() string }) jaegertest.Span {
+	for _, s := range tr.Spans {
+		if s.SpanID == id.String() {
+			return s
+		}
+	}
+	return jaegertest.Span{}
 }
 
 func checkTags(t *testing.T, s jaegertest.Span, want map[string]string) {
@@ -219,7 +238,7 @@ func TestTracesInJaeger(t *testing.T) {
 			"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo", "gen_ai.conversation.id": id,
 			"eve.turn.status": "completed",
 		})
-		chat := spansNamed(tr, "chat demo")[0]
+		chat := spanByID(tr, tracing.SpanID(wid, tracing.ChatKey(0))) // the step that called the tool
 		checkTags(t, chat, map[string]string{
 			"gen_ai.operation.name": "chat", "gen_ai.conversation.id": id, "gen_ai.provider.name": "scripted", "gen_ai.request.model": "demo",
 			"gen_ai.response.finish_reasons": `["tool-calls"]`,
@@ -326,6 +345,80 @@ func TestTracesInJaeger(t *testing.T) {
 			}
 		}
 		te.checkReplay(t, wid, len(tr.Spans))
+	})
+
+	t.Run("worker killed mid-tool", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		markers := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "EVE_E2E_WORKER_ADDR="+te.Server.Addr, "EVE_E2E_WORKER_TQ="+te.TaskQueue, "EVE_E2E_WORKER_MARKERS="+markers, te.Server.PayloadStoreEnv(),
+			"EVE_OTEL_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLPEndpoint, "OTEL_SERVICE_NAME=", "OTEL_BSP_SCHEDULE_DELAY=100")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		ctx := te.Ctx(60 * time.Second)
+		id, err := te.Sessions.Create(ctx, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := te.Sessions.Send(ctx, id, signals.SendRequest{Message: "slow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wid := signals.TurnWorkflowID(id, res.TurnID)
+		// The doomed worker's first model step has reached Jaeger and its
+		// tool runs: kill it there.
+		chat0 := tracing.SpanID(wid, tracing.ChatKey(0)).String()
+		for {
+			tr, ok, err := j.Trace(ctx, tracing.TraceID(wid).String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, serr := os.Stat(filepath.Join(markers, "doomed-1"))
+			if ok && serr == nil && slices.ContainsFunc(tr.Spans, func(s jaegertest.Span) bool { return s.SpanID == chat0 }) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("the doomed worker never ran the tool, or its model step never reached Jaeger")
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		te.mk = func() *agent.Agent { return killAgent("survivor", markers) }
+		te.startWorker()
+		waitFor(t, te.Env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+		tr := te.trace(t, wid, "s1")
+		want := []shape{
+			{"agent.step", "invoke_agent kill"}, {"agent.step", "invoke_agent kill"},
+			{"chat default", "agent.step"}, {"chat default", "agent.step"},
+			{"execute_tool slow", "agent.step"},
+			{"invoke_agent kill", ""},
+		}
+		if d := cmp.Diff(want, shapes(tr)); d != "" {
+			t.Fatalf("one trace across the kill (-want +got):\n%s", d)
+		}
+		// The doomed worker emitted the first step's chat, as eve-worker
+		// by default; the survivor the rest.
+		for _, s := range tr.Spans {
+			want := te.service
+			if s.SpanID == chat0 {
+				want = "eve-worker"
+			}
+			if got := tr.Processes[s.ProcessID].ServiceName; got != want {
+				t.Errorf("%s from %q, want %q", s.OperationName, got, want)
+			}
+		}
+		tool := spansNamed(tr, "execute_tool slow")[0]
+		checkTags(t, tool, map[string]string{"eve.tool.outcome": "completed"})
+		if v, ok := tool.Tag("error"); ok && v == "true" {
+			t.Error("the retried tool's span is an error")
+		}
 	})
 
 	t.Run("contents on request", func(t *testing.T) {
