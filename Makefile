@@ -163,10 +163,11 @@ dev-traces: $(TEMPORAL_BIN) $(JAEGER_BIN)
 # and the latency other clients see meanwhile; the inbox over 10,000 open
 # requests (one Visibility query a page, beside the raw SDK); a burst of
 # sends to unknown session ids with 0 and 50 idle inbox streams.
+# A turn's cost with tracing on (OTLP/HTTP to bin/jaeger) and off.
 # The tools API's catalog benchmarks. The benchmarks are their own module
 # (bench/, replace => ..): `cd bench && go run ./cmd/bench` alone also runs
 # the default and fast-sqlite dev-server configs.
-bench: $(TEMPORAL_BIN)
+bench: $(TEMPORAL_BIN) $(JAEGER_BIN)
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/bench -configs fast -cpu
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -n 1000,10000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -anatomy 300
@@ -174,6 +175,7 @@ bench: $(TEMPORAL_BIN)
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/stallbench -n 1000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/inboxbench -n 10000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/unknownbench -streams 0,50 -sends 150 -rounds 3
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) EVE_JAEGER_BIN=$(abspath $(JAEGER_BIN)) $(GO) run ./cmd/tracebench -n 200
 	cd bench && EVE_TOOLS_BENCH=1 $(GO) test -count=1 -run TestBench -v ./toolsbench/
 
 fmt:

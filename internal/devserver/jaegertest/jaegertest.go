@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -119,46 +120,79 @@ func Start(t testing.TB) *Jaeger {
 		}
 		t.Skip(err)
 	}
+	j, stop, err := Run(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return j
+}
+
+// Find returns the Jaeger binary: $EVE_JAEGER_BIN, or bin/jaeger in the
+// nearest module root at or above the working directory that has one.
+func Find() (string, error) { return findBinary() }
+
+// Run starts the Jaeger binary bin on free loopback ports, its config in
+// dir, and returns once it answers; stop ends it.
+func Run(bin, dir string) (j *Jaeger, stop func(), err error) {
 	var ports [3]int
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 	}
-	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jaeger.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, ports[0], ports[1], ports[2]), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	var logs bytes.Buffer
+	logs := &syncBuffer{}
 	cmd := exec.Command(bin, "--config", cfg)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop = func() {
 		cmd.Process.Kill()
 		<-exited
-	})
-	j := &Jaeger{OTLPEndpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), Query: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	}
+	j = &Jaeger{OTLPEndpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), Query: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
 	// Ready when the query API answers and the receiver accepts.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case <-exited:
-			t.Fatalf("jaeger exited: %s", logs.String())
+			return nil, nil, fmt.Errorf("jaeger exited: %s", logs.String())
 		default:
 		}
 		if j.ready() {
-			return j
+			return j, stop, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jaeger not ready after 60s: %s", logs.String())
+			stop()
+			return nil, nil, fmt.Errorf("jaeger not ready after 60s: %s", logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// syncBuffer is Jaeger's output, written by its process's copiers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (j *Jaeger) ready() bool {
