@@ -125,7 +125,7 @@ func (t *turn) traceChat(ctx workflow.Context, i int, start time.Time, res work.
 			attribute.StringSlice(tracing.AttrFinishReasons, []string{resp.FinishReason}),
 			attribute.Int(tracing.AttrInputTokens, resp.Usage.InputTokens),
 			attribute.Int(tracing.AttrOutputTokens, resp.Usage.OutputTokens))
-		if a, ok := tr.ContentJSON(tracing.AttrOutputMessages, []genaiMessage{assistantMessage(resp, model.ToolCall{})}); ok {
+		if a, ok := tr.ContentJSON(tracing.AttrOutputMessages, []genaiMessage{assistantMessage(resp)}); ok {
 			s.Attrs = append(s.Attrs, a)
 		}
 	}
@@ -216,11 +216,10 @@ func (t *turn) traceWait(ctx workflow.Context, c *pendingCall) {
 	t.emitSpan(ctx, "", tracing.Span{Key: tracing.WaitKey(r.req.RequestID), Parent: tracing.StepKey(r.stepIdx), Name: tracing.SpanWait + " " + kind, Start: r.opened, End: workflow.Now(ctx), Attrs: attrs})
 }
 
+// toolType is gen_ai.tool.type: a delegated tool runs elsewhere (an
+// extension, in the conventions' words), an authored one here.
 func toolType(c *pendingCall) string {
-	switch tools.Kind(c.plan.Kind) {
-	case tools.KindClient:
-		return "extension"
-	case tools.KindDelegated:
+	if tools.Kind(c.plan.Kind) == tools.KindDelegated {
 		return "extension"
 	}
 	return "function"
@@ -241,7 +240,7 @@ type genaiPart struct {
 	Arguments any    `json:"arguments,omitempty"`
 }
 
-func assistantMessage(resp model.Response, _ model.ToolCall) genaiMessage {
+func assistantMessage(resp model.Response) genaiMessage {
 	m := genaiMessage{Role: "assistant"}
 	if resp.Text != "" {
 		m.Parts = append(m.Parts, genaiPart{Type: "text", Content: resp.Text})

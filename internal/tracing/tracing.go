@@ -276,7 +276,7 @@ func ChatKey(step int) string         { return "chat/" + strconv.Itoa(step) }
 func ToolKey(callID string) string    { return "tool/" + callID }
 func WaitKey(requestID string) string { return "wait/" + requestID }
 
-// Content returns v as a span attribute's JSON text when contents are
+// ContentJSON returns v as a span attribute's JSON text when contents are
 // recorded, and false otherwise.
 func (t *Tracer) ContentJSON(key string, v any) (attribute.KeyValue, bool) {
 	if t == nil || !t.Content {
