@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	"github.com/eve-temporal/eve/actions"
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/devserver/jaegertest"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/internal/tracing"
@@ -419,6 +422,29 @@ func TestTracesInJaeger(t *testing.T) {
 		if v, ok := tool.Tag("error"); ok && v == "true" {
 			t.Error("the retried tool's span is an error")
 		}
+	})
+
+	t.Run("the send in the turn's trace", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		te.startWorker()
+		ae := newAPIEnv(t, te.Env, func(o *api.Options) { o.Tracing = te.p })
+		resp, err := http.Post(ae.URL+"/eve/v1/session", "application/json", strings.NewReader(`{"message":"what's the weather in Oslo"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acc protocol.Accepted
+		err = json.NewDecoder(resp.Body).Decode(&acc)
+		resp.Body.Close()
+		if err != nil || acc.TurnID == "" {
+			t.Fatalf("accepted %+v, %v", acc, err)
+		}
+		te.WaitIdle(acc.SessionID)
+		tr := te.trace(t, signals.TurnWorkflowID(acc.SessionID, acc.TurnID), "s1")
+		send := spansNamed(tr, "eve.send")
+		if len(send) != 1 || send[0].Parent() != spansNamed(tr, "invoke_agent demo")[0].SpanID {
+			t.Fatalf("eve.send %+v in %v", send, shapes(tr))
+		}
+		checkTags(t, send[0], map[string]string{"gen_ai.conversation.id": acc.SessionID, "eve.delivery.id": acc.DeliveryID})
 	})
 
 	t.Run("contents on request", func(t *testing.T) {
