@@ -1,12 +1,14 @@
 # eve for Go on Temporal. Needs only Go (1.26) on a fresh machine:
 #
 #   make dev     # the whole stack: Temporal dev server (SQLite in .eve/), worker, API server
-#   make test    # go vet + every test, against real Temporal dev servers
+#   make dev-traces  # the same, traced into a Jaeger beside it (docs/observability.md)
+#   make test    # go vet + every test, against real Temporal dev servers (and a real Jaeger)
 #   make test-cluster  # the reference topology: Temporal server on PostgreSQL,
 #                      # two workers, two API servers, faults (test/cluster)
 #
 # The Temporal CLI (dev server) is built once from the Go module proxy into
-# ./bin/temporal (about 2.5 minutes). Set EVE_TEMPORAL_BIN to use another one.
+# ./bin/temporal (about 2.5 minutes), and Jaeger into ./bin/jaeger for the
+# tracing tests (below). Set EVE_TEMPORAL_BIN, EVE_JAEGER_BIN to use others.
 
 SHELL := /bin/bash
 GO ?= go
