@@ -98,7 +98,9 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		req.System = strings.TrimSpace(req.System + "\n\n" + tools.TaskSystemBlock)
 	}
 	stream, flush := a.streamer(ctx, in)
+	began := time.Now()
 	resp, err := a.Model.Step(ctx, req, stream)
+	elapsed := time.Since(began)
 	flush()
 	if err != nil {
 		if model.IsRetryable(err) {
@@ -112,7 +114,7 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		return work.ModelStepOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err), work.ErrTypeModel, err)
 	}
-	out := work.ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
+	out := work.ModelStepOutput{ModelID: a.Model.ID(), Response: resp, Elapsed: max(elapsed.Milliseconds(), 1)}
 	if conv != nil {
 		answer := model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 		next, err := a.conversations.Append(ctx, in.SessionID, *conv, append(append([]model.Message(nil), in.Append...), answer)...)

@@ -67,6 +67,21 @@ type TurnRef struct {
 	TurnID   string `json:"turnId"`
 }
 
+// TurnStartedData is turn.started's data: the turn, and its trace when the
+// worker traces (docs/observability.md).
+type TurnStartedData struct {
+	TurnRef
+	Trace *TraceContext `json:"trace,omitempty"`
+}
+
+// TraceContext is a span's W3C trace coordinates: where an observability
+// backend shows the turn. TraceFlags is 1 when the trace is sampled.
+type TraceContext struct {
+	TraceID    string `json:"traceId"`
+	SpanID     string `json:"spanId"`
+	TraceFlags int    `json:"traceFlags"`
+}
+
 // StepRef identifies the model step an event belongs to.
 type StepRef struct {
 	Sequence  int    `json:"sequence"`
@@ -155,7 +170,6 @@ type SessionWaitingData struct {
 	Wait              string      `json:"wait"` // "next-user-message"
 }
 
-type TurnStartedData = TurnRef
 type TurnCompletedData = TurnRef
 type TurnCancelledData = TurnRef
 

@@ -389,9 +389,11 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 		if fx, err := r.cancel(); err == nil {
 			t.recordResolved(ctx, fx.resolved)
 		}
+		t.traceWait(ctx, c)
 		c.out = work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false
 	}
+	t.traceWait(ctx, c)
 	out, runs := r.callOutcome(c.tool, c.stage == stageAnswer)
 	if !runs {
 		c.out = out
@@ -406,6 +408,7 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		t.running = map[string]runningCall{}
 	}
 	t.running[c.plan.Call.ID] = runningCall{c: c, stepIdx: t.stepIdx}
+	start, step := workflow.Now(ctx), t.stepIdx
 	// A stub decides after the gate and the person: a denied call or one
 	// still waiting consumes no entry (eve's rule).
 	if d, ok := t.in.Stubs.decide(ctx, c.plan.Call.Name, t.toolInput(c).Input); ok && ctx.Err() == nil {
@@ -415,6 +418,7 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		c.out = execute(ctx, t, c)
 	}
 	delete(t.running, c.plan.Call.ID)
+	t.traceTool(ctx, c, start, step)
 	t.record(ctx, t.board.cancelAsked(c.plan.Call.ID))
 }
 

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -156,8 +155,6 @@ func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turn
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(statusRunning), searchSession.ValueSet(s.id))
 	}
 	cctx = workflow.WithChildOptions(cctx, opts)
-	// Each turn roots its own trace, not a span of a session that lives for days.
-	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
 	var out turnOutput
 	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
 	return out, err

@@ -139,6 +139,15 @@ type turn struct {
 	visTools  []string
 	visInbox  bool
 
+	// Tracing (trace.go): the turn's workflow id and start, the running
+	// step's start and whether its span is still to emit, the code of
+	// turn.failed.
+	wid       string
+	started   time.Time
+	stepStart time.Time
+	stepOpen  bool
+	failCode  string
+
 	// How the turn ended.
 	finished bool
 	status   string
@@ -158,7 +167,7 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 		return turnOutput{}, err
 	}
 	t.setStatus(ctx, statusRunning, nil)
-	t.log.emit(ctx, protocol.TurnStarted, t.ref())
+	t.log.emit(ctx, protocol.TurnStarted, t.startedData())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
 	if err := t.resolveTurnTools(ctx); err != nil {
@@ -265,6 +274,8 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		stepDone: -1, actions: map[string]*actionState{}}
+	info := workflow.GetInfo(ctx)
+	t.wid, t.started = info.WorkflowExecution.ID, info.WorkflowStartTime
 	t.board = newInputBoard(in, workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
@@ -344,8 +355,10 @@ func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutpu
 		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
 	t.streamed = ""
+	start := workflow.Now(ctx)
 	res, err := runModelStep(ctx, t.cfg, step)
 	t.stepDone = stepIdx
+	t.traceChat(ctx, stepIdx, start, res, err)
 	return res, err
 }
 
@@ -370,11 +383,13 @@ func (t *turn) messageReceived(ctx workflow.Context, dlv, text string) {
 }
 
 func (t *turn) stepStarted(ctx workflow.Context, i int) {
+	t.stepStart, t.stepOpen = workflow.Now(ctx), true
 	t.log.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: t.cfg.ModelID, StepRef: t.step(i)})
 }
 
 func (t *turn) stepCompleted(ctx workflow.Context, i int, finish string, usage protocol.StepUsage) {
 	t.log.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: finish, Usage: &usage, StepRef: t.step(i)})
+	t.traceStep(ctx, i, finish, usage)
 }
 
 func (t *turn) actionsRequested(ctx workflow.Context, i int, calls []model.ToolCall) {
@@ -402,6 +417,7 @@ func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, 
 func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
 	t.endTasks(ctx, protocol.TaskCancelTurnEnded)
 	t.readLeftovers(ctx)
+	t.failCode = code
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
@@ -467,6 +483,7 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnO
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref
 	out.Conversation = &ref
+	t.traceTurn(ctx, status)
 	// The session acts on this result, which commits with the turn's final
 	// workflow task (docs/architecture.md, "Exactly once").
 	return out, nil

@@ -39,6 +39,10 @@ type ModelStepOutput struct {
 	// Conversation is the stored conversation after the step: the input's,
 	// Append, and the model's answer (set when the input's was).
 	Conversation *conversation.Ref `json:"conversation,omitempty"`
+	// Elapsed is how long the model took to answer (milliseconds): the
+	// chat span's duration, which workflow time cannot tell for a local
+	// activity (docs/observability.md). 0 in histories before it.
+	Elapsed int64 `json:"elapsedMs,omitempty"`
 }
 
 // ApprovalInput asks a custom policy about one call.
