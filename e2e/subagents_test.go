@@ -85,7 +85,7 @@ func TestDemoSubagent(t *testing.T) {
 	// A later turn continues the same child by taskId.
 	send(t, env, id, signals.SendRequest{Message: "tell " + ts.TaskID + " dig deeper", Caller: alice})
 	evs = waitFor(t, env, id, idle(2))
-	if got := lastReply(t, evs); got != "The researcher says: On dig deeper: 2 more sources, both recent" {
+	if got := lastReply(t, evs); got != "The researcher says: On dig deeper: 2 more sources, both recent." {
 		t.Errorf("continued reply %q: %s", got, evetest.Join(evs))
 	}
 	if n := len(evetest.Of(evs, protocol.AgentStarted)); n != 1 {
