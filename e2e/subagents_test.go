@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/evetest"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -80,6 +81,17 @@ func TestDemoSubagent(t *testing.T) {
 	_ = evetest.Of(cevs, protocol.MessageReceived)[0].Decode(&first)
 	if !strings.HasPrefix(first.Message, `You are the subagent "researcher".`) || !strings.HasSuffix(first.Message, "Caller message:\ntidal power") {
 		t.Errorf("the child's first message %q", first.Message)
+	}
+
+	// The usual stream route serves the child's stream at streamPath, to
+	// the parent session's initiator (alice) and nobody else.
+	srv := newAPIEnv(t, env, func(o *api.Options) { o.Keys = apiTestKeys })
+	r := srv.do(t, "GET", as.StreamPath+"?follow=false", nil, map[string]string{"Authorization": "Bearer key-alice"})
+	if r.Status != 200 || strings.Count(string(r.Body), `"type":"turn.started"`) != 1 || !strings.Contains(string(r.Body), "3 sources on tidal power") {
+		t.Errorf("GET %s as alice: %d %s", as.StreamPath, r.Status, r.Body)
+	}
+	if r := srv.do(t, "GET", as.StreamPath+"?follow=false", nil, map[string]string{"Authorization": "Bearer key-bob"}); r.Status != 403 {
+		t.Errorf("GET %s as bob: %d, want 403", as.StreamPath, r.Status)
 	}
 
 	// A later turn continues the same child by taskId.
