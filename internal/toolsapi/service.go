@@ -440,6 +440,8 @@ func (s *Service) executable(v *catalogView, name string, ask bool) error {
 	switch {
 	case !ok:
 		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is listed for discovery only: no tool of this server runs it", name)}
+	case t.Kind() == tools.KindAgent:
+		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a subagent: its calls are child sessions of a session's turn, so it cannot be executed through the tools API", name)}
 	case !t.Kind().Info().OutsideSession:
 		return &Error{Status: http.StatusBadRequest, Code: signals.CodeNotExecutable, Message: fmt.Sprintf("tool %s is a %s tool: a person answers it inside a session (as an input request), so it cannot be executed through the tools API", name, t.Kind())}
 	}
