@@ -36,6 +36,7 @@ const (
 	changeDeniedResult  = "eve-denied-result"
 	changeSearchWrites  = "eve-search-writes"
 	changeTaskCalls     = "eve-tasks"
+	changeSubagents     = "eve-subagents"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -95,4 +96,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-workflow-asks.json"}},
 	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed; resumable tasks take further calls by taskId, and the session keeps them idle between turns (turnInput.Tasks, turnOutput.Tasks: fields a session without tasks never sets, so its commands are unchanged)",
 		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
+	{changeSubagents, "0.5.0", "subagents (agent.Agent.Subagents): a subagent's call is a resumable task of kind agent whose first call starts a child session (the session workflow on the subagent's task queue, id signals.SubagentSessionID, parent-close ABANDON) and records agent.started; each call signals the child its message (eve.agent.message) and settles with the child turn's reply (eve.agent.reply); a session answers a parent's message when its turn ends; the session keeps a subagent's task as kind agent between turns",
+		[]string{"v0.5.0-turn-subagent-*.json", "v0.5.0-session-subagent-*.json"}},
 }
