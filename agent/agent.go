@@ -369,7 +369,23 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 		CompactAt:               a.CompactAt,
 	}, h.Notifier)
 	if a.RegisterWorker != nil {
-		a.RegisterWorker(w)
+		if err := registerApp(w, a.RegisterWorker); err != nil {
+			return fmt.Errorf("register agent %s: RegisterWorker: %w", a.Name, err)
+		}
 	}
+	return nil
+}
+
+// registerApp runs the app's RegisterWorker. The SDK panics on a
+// registration it refuses (a workflow without a versioning behavior on a
+// versioned worker, a name registered twice): that becomes an error that
+// says how to fix it, not a crashed worker.
+func registerApp(w worker.Registry, register func(worker.Registry)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v (on a versioned worker, EVE_DEPLOYMENT_NAME, each of your workflows needs workflow.RegisterOptions{VersioningBehavior: …}: VersioningBehaviorPinned keeps a tool's workflow on the build that started it, as eve's turns are)", r)
+		}
+	}()
+	register(w)
 	return nil
 }

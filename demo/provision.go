@@ -64,7 +64,9 @@ func provisionConfigure(_ context.Context, id string) (string, error) {
 // RegisterProvision registers the provision workflow and its activities on
 // a worker (the demo agent's RegisterWorker).
 func RegisterProvision(w worker.Registry) {
-	w.RegisterWorkflowWithOptions(ProvisionWorkflow, workflow.RegisterOptions{Name: ProvisionWorkflowType})
+	// Pinned, as eve's turns are: a versioned worker refuses a workflow
+	// without a behavior, and a tool's workflow finishes on its build.
+	w.RegisterWorkflowWithOptions(ProvisionWorkflow, workflow.RegisterOptions{Name: ProvisionWorkflowType, VersioningBehavior: workflow.VersioningBehaviorPinned})
 	w.RegisterActivityWithOptions(provisionReserve, activity.RegisterOptions{Name: "demo.ProvisionReserve"})
 	w.RegisterActivityWithOptions(provisionConfigure, activity.RegisterOptions{Name: "demo.ProvisionConfigure"})
 }

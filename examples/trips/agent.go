@@ -48,7 +48,7 @@ func BookTripTool() *tools.Tool {
 
 // Register puts the saga and its activities on the agent's worker.
 func Register(w worker.Registry) {
-	w.RegisterWorkflowWithOptions(BookTrip, workflow.RegisterOptions{Name: "BookTrip"})
+	w.RegisterWorkflowWithOptions(BookTrip, workflow.RegisterOptions{Name: "BookTrip", VersioningBehavior: workflow.VersioningBehaviorPinned})
 	w.RegisterActivityWithOptions(ReserveFlight, activity.RegisterOptions{Name: "ReserveFlight"})
 	w.RegisterActivityWithOptions(CancelFlight, activity.RegisterOptions{Name: "CancelFlight"})
 	w.RegisterActivityWithOptions(ReserveHotel, activity.RegisterOptions{Name: "ReserveHotel"})
