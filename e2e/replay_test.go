@@ -471,6 +471,7 @@ func TestRecordHistories(t *testing.T) {
 	recordOrder(t, prefix)
 	recordDenied(t, prefix)
 	recordSearchWrites(t, prefix)
+	recordFirstMessage(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

@@ -32,6 +32,7 @@ const (
 	changeStubs        = "eve-tool-stubs"
 	changeDeniedResult = "eve-denied-result"
 	changeSearchWrites = "eve-search-writes"
+	changeFirstMessage = "eve-first-message"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -83,4 +84,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-denied-*.json"}},
 	{changeSearchWrites, "0.5.0", "search attributes are written from the workflow's state, only the keys that changed, at most once per workflow task: a session's status, a turn's status and inbox in one upsert; a session starts its turns marked running (their start command carries the attributes)",
 		[]string{"v0.5.0-session-search-writes*.json", "v0.5.0-turn-search-writes*.json"}},
+	{changeFirstMessage, "0.5.0", "a session started with its first message in its input (signals.SessionInput.First) queues it as turn 0 before anything else: a create answers once the start is recorded, without waiting for the session's first workflow task",
+		[]string{"v0.5.0-session-first-message*.json"}},
 }

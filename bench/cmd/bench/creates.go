@@ -47,7 +47,8 @@ func init() {
 	fastOnly := []string{"fast"}
 	scenarios = append(scenarios,
 		scenario{name: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: rawStartSetup},
-		scenario{name: "eve-create/http", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup},
+		scenario{name: "eve-create/http", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup("eve-create/http", false)},
+		scenario{name: "eve-create/http-update", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup("eve-create/http-update", true)},
 	)
 	reports = append(reports, reportCreates)
 }
@@ -168,13 +169,22 @@ func (m *countingModel) Step(ctx context.Context, req model.Request, stream mode
 	return res, err
 }
 
-func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+// eveCreateSetup: update, the first message by Update-with-Start (an
+// API host whose workers may predate eve-first-message); else in the
+// start request (sessions.Service.StartWithMessage, as eve's own hosts).
+func eveCreateSetup(name string, update bool) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		return eveCreate(ctx, env, name, update)
+	}
+}
+
+func eveCreate(ctx context.Context, env *benchEnv, name string, update bool) (runFunc, func(), error) {
 	sm, err := scripted.Parse([]byte("rules:\n  - match: \".*\"\n    reply: \"ok\"\n"))
 	if err != nil {
 		return nil, nil, err
 	}
 	m := &countingModel{Model: sm}
-	tq := env.Queue("eve-create")
+	tq := env.Queue(strings.ReplaceAll(name, "/", "-"))
 	w := worker.New(env.Client, tq, env.WorkerOptions)
 	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), LocalModel: true}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		return nil, nil, err
@@ -182,7 +192,7 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 	if err := w.Start(); err != nil {
 		return nil, nil, err
 	}
-	h, err := api.New(api.Options{Sessions: &sessions.Service{Client: env.Client, TaskQueue: tq}})
+	h, err := api.New(api.Options{Sessions: &sessions.Service{Client: env.Client, TaskQueue: tq, StartWithMessage: !update}})
 	if err != nil {
 		w.Stop()
 		return nil, nil, err
@@ -216,7 +226,7 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 			time.Sleep(20 * time.Millisecond)
 		}
 		r.drained = time.Since(t0)
-		recordBurst(ctx, "eve-create/http@"+env.Config, r)
+		recordBurst(ctx, name+"@"+env.Config, r)
 		if r.ok == 0 {
 			return 0, errors.New("no session created: " + r.firstErr)
 		}
