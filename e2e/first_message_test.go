@@ -10,6 +10,7 @@ import (
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -89,6 +90,25 @@ func TestCreateWithMessageInStart(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"what's the weather in Rome", "and in Oslo?"}, got); diff != "" {
 		t.Errorf("messages received (-want +got):\n%s", diff)
+	}
+
+	// Without a delivery id, the Update ID names the delivery as the send
+	// Update would, so a retry (by Update: the session exists) joins it.
+	sid := sessions.NewID("ses")
+	r1, err := env.Sessions.CreateAndSendOnce(ctx, sid, alice, "upd_nodlv", signals.SendRequest{Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := env.Sessions.CreateAndSendOnce(ctx, sid, alice, "upd_nodlv", signals.SendRequest{Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNoDlv := signals.SendResult{SessionID: sid, DeliveryID: "dlv_upd_nodlv", TurnID: "turn_0"}
+	if diff := cmp.Diff([]signals.SendResult{wantNoDlv, wantNoDlv}, []signals.SendResult{r1, r2}); diff != "" {
+		t.Errorf("create without a delivery id, retried (-want +got):\n%s", diff)
+	}
+	if got := len(evetest.Of(env.WaitIdle(sid), protocol.TurnCompleted)); got != 1 {
+		t.Errorf("turns completed after a retried create: %d, want 1", got)
 	}
 
 	// A message the send validator would refuse takes the Update path,

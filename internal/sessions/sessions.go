@@ -125,7 +125,7 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 		req.Caller = initiator
 	}
 	if s.StartWithMessage && !req.Wait && checkFirst(req) == nil {
-		res, err := s.startWithMessage(ctx, id, initiator, stubs, req)
+		res, err := s.startWithMessage(ctx, id, initiator, updateID, stubs, req)
 		if err == nil || !isAlreadyStarted(err) {
 			return res, err
 		}
@@ -158,9 +158,17 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 
 // startWithMessage starts session id with req as its first message, in
 // the start request (StartWithMessage). The workflow queues it as turn 0.
+// updateID is the Update ID a retry would send it with (see
+// CreateAndSendOnce).
 // An id already in use answers Temporal's WorkflowExecutionAlreadyStarted.
-func (s *Service) startWithMessage(ctx context.Context, id string, initiator *auth.Principal, stubs []protocol.ToolStub, req signals.SendRequest) (signals.SendResult, error) {
-	if req.DeliveryID == "" {
+func (s *Service) startWithMessage(ctx context.Context, id string, initiator *auth.Principal, updateID string, stubs []protocol.ToolStub, req signals.SendRequest) (signals.SendResult, error) {
+	switch {
+	case req.DeliveryID != "":
+	case updateID != "":
+		// The delivery id the send Update gives a message without one, so
+		// a retry of this create by Update (the id then exists) joins it.
+		req.DeliveryID = "dlv_" + updateID
+	default:
 		req.DeliveryID = NewID("dlv")
 	}
 	o := s.startOptionsFor(id, initiator, "running")
