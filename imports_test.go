@@ -112,7 +112,7 @@ var layers = []struct {
 		"internal/capability", "internal/httpbody", "internal/httpjson", "internal/metrics", "internal/notify", "internal/notify/",
 		"internal/query", "internal/console", "internal/schema", "internal/stubmatch", "internal/tracing", "internal/devserver", "internal/devserver/"}},
 	{"contracts", []string{"signals", "conversation", "approval", "catalog", "catalog/"}},
-	{"authoring and clients", []string{"tools", "actions", "client", "toolsclient", "connections"}},
+	{"authoring and clients", []string{"tools", "tools/wfcall", "actions", "client", "toolsclient", "connections"}},
 	{"engine", []string{"workflows", "activities", "internal/work"}},
 	{"agent", []string{"agent", "internal/toolcatalog", "demo"}},
 	{"drivers", []string{"internal/sessions", "internal/executions", "internal/visibility", "internal/config"}},

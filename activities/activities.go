@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +92,15 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		return work.ModelStepOutput{}, err
 	}
 	req := model.Request{System: a.System, Messages: msgs, Tools: a.descriptors(in.Dynamic)}
+	if a.Tools.HasTasks() {
+		// eve's task tools and its system block (tools/tasks.md).
+		req.Tools = append(req.Tools, tools.TaskControlDescriptors()...)
+		req.System = strings.TrimSpace(req.System + "\n\n" + tools.TaskSystemBlock)
+	}
 	stream, flush := a.streamer(ctx, in)
+	began := time.Now()
 	resp, err := a.Model.Step(ctx, req, stream)
+	elapsed := time.Since(began)
 	flush()
 	if err != nil {
 		if model.IsRetryable(err) {
@@ -106,7 +114,7 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		return work.ModelStepOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model step %d of %s: %v", in.StepIndex, in.TurnID, err), work.ErrTypeModel, err)
 	}
-	out := work.ModelStepOutput{ModelID: a.Model.ID(), Response: resp}
+	out := work.ModelStepOutput{ModelID: a.Model.ID(), Response: resp, Elapsed: max(elapsed.Milliseconds(), 1)}
 	if conv != nil {
 		answer := model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 		next, err := a.conversations.Append(ctx, in.SessionID, *conv, append(append([]model.Message(nil), in.Append...), answer)...)
@@ -239,6 +247,12 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 		tctx.SetAsker(ask)
 	}
 	tctx.Client = in.Client
+	tctx.TaskID = in.TaskID
+	if in.Resumable || (t.Task != nil && t.Task.Resumable) {
+		// Outside a turn (the tools API, MCP) a resumable tool's call
+		// starts fresh and what it saves is dropped.
+		tctx.SetTaskState(in.TaskState)
+	}
 	if t.Delegated != nil {
 		return a.delegate(ctx, tctx, t, in)
 	}
@@ -286,7 +300,11 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 		}
 		return work.FailedOutcome(protocol.CodeToolOutputInvalid, fmt.Sprintf("tool %s returned output that breaks its output schema: %v", t.Name, err)), nil
 	}
-	return work.ToolOutcome{Status: protocol.StatusCompleted, Output: out}, nil
+	res := work.ToolOutcome{Status: protocol.StatusCompleted, Output: out}
+	if state, saved := tctx.SavedTaskState(); saved {
+		res.TaskState = state
+	}
+	return res, nil
 }
 
 // errCancelRequested ends a call's context when a heartbeat sent at once

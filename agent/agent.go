@@ -28,6 +28,11 @@ import (
 // in (a Temporal client, the payload store, a logger, completion URLs) is
 // its Host, which eve's commands and eve.NewWorker build.
 type Agent struct {
+	// RegisterWorker, when set, registers the app's own workflows,
+	// activities and Nexus services on every worker the agent is
+	// registered on (Register calls it last): those its workflow tools
+	// start (tools.DefineWorkflow) on the agent's task queue.
+	RegisterWorker func(w worker.Registry)
 	// Name names the agent in session.started, /eve/v1/info and the memo,
 	// and is an app binary's default task queue (EVE_TASK_QUEUE overrides it).
 	Name string
@@ -316,5 +321,8 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 		ContextWindow:           a.ContextWindow,
 		CompactAt:               a.CompactAt,
 	}, h.Notifier)
+	if a.RegisterWorker != nil {
+		a.RegisterWorker(w)
+	}
 	return nil
 }

@@ -55,7 +55,7 @@ func GetWeather() *tools.Tool {
 
 // Tools returns the demo agent's tools.
 func Tools() []*tools.Tool {
-	return []*tools.Tool{GetWeather(), RefundCharge(), TransferFunds(), IssueCredit(), ChoosePlan(), PickAddons(), RunReport("")}
+	return []*tools.Tool{GetWeather(), RefundCharge(), TransferFunds(), IssueCredit(), ChoosePlan(), PickAddons(), RunReport(""), Provision(), Deploy(), Research()}
 }
 
 // Model returns the demo's scripted model.
@@ -73,5 +73,5 @@ func Agent() (*agent.Agent, error) {
 	if err := reg.Register(Tools()...); err != nil {
 		return nil, err
 	}
-	return &agent.Agent{Name: "demo", Model: Model(), Tools: reg, LocalModel: true}, nil
+	return &agent.Agent{Name: "demo", Model: Model(), Tools: reg, LocalModel: true, RegisterWorker: RegisterProvision}, nil
 }

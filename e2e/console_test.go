@@ -29,13 +29,18 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 	}
 	jobs := t.TempDir()
 	ts := demo.Tools()
-	ts[len(ts)-1] = demo.RunReport(jobs)
+	for i, tool := range ts {
+		if tool.Name == "run_report" {
+			ts[i] = demo.RunReport(jobs)
+		}
+	}
 	reg := tools.NewRegistry()
 	if err := reg.Register(ts...); err != nil {
 		t.Fatal(err)
 	}
 	actions, _, _ := env.Actions()
-	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, InputDeadline: time.Hour} // the inbox counts each deadline down
+	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, InputDeadline: time.Hour, // the inbox counts each deadline down
+		RegisterWorker: demo.RegisterProvision} // provision, a workflow tool
 	env.StartWorkerHost(a, agent.Host{Actions: actions, SearchAttributes: true, InboxAttributes: true})
 	e := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys

@@ -13,10 +13,14 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/tracing"
+	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/payloadstore"
 	"github.com/eve-temporal/eve/protocol"
@@ -86,7 +90,17 @@ func workerMain() bool {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), worker.Options{MaxHeartbeatThrottleInterval: evetest.HeartbeatThrottle}) // as the test's own workers
+	opts := worker.Options{MaxHeartbeatThrottleInterval: evetest.HeartbeatThrottle} // as the test's own workers
+	// Traced as eve's workers are, from EVE_OTEL_EXPORTER (e2e/tracing_test.go).
+	tp, err := tracing.FromEnv(context.Background(), workerhost.DefaultServiceName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if tp != nil {
+		opts.Interceptors = []interceptor.WorkerInterceptor{tracing.Interceptor(tp.Tracer)}
+	}
+	w := worker.New(c, os.Getenv("EVE_E2E_WORKER_TQ"), opts)
 	a := killAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "race" {
 		a = raceAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
@@ -94,8 +108,17 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "stubs" {
 		a = stubKillAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "tasks" {
+		a = doomedTaskAgent(os.Getenv("EVE_E2E_WORKER_MARKERS"))
+	}
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "connection" {
 		a = connectionKillAgent(os.Getenv("EVE_E2E_WORKER_MCP_URL"))
+	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "nexus" {
+		a = nexusAgent(os.Getenv("EVE_E2E_WORKER_ENDPOINT"), time.Minute, approval.Never())
+	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "workflow" {
+		a = provisionWorkerMain(w, os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
 	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

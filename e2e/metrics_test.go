@@ -62,6 +62,10 @@ func TestMetricsEndpointShowsEveMetrics(t *testing.T) {
 		`eve_turns_total{`, `status="completed"`,
 		`eve_tool_calls_total{`, `tool="get_weather"`,
 		`temporal_workflow_completed`,
+		// The GenAI metrics (docs/observability.md).
+		`gen_ai_client_operation_duration_seconds_bucket{`, `gen_ai_request_model="demo"`, `gen_ai_provider_name="scripted"`,
+		`gen_ai_client_token_usage_total{`, `gen_ai_token_type="input"`, `gen_ai_token_type="output"`,
+		`gen_ai_execute_tool_duration_seconds_bucket{`, `gen_ai_tool_name="get_weather"`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)

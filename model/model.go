@@ -27,11 +27,24 @@ const (
 
 // Message is one entry of the conversation.
 type Message struct {
-	Role        string       `json:"role"`
+	Role string `json:"role"`
+	// Kind marks a user message the runtime wrote, not a person (eve's
+	// framework messages): KindTaskResult, KindContextState. Adapters send
+	// it as an ordinary user message; "" is a person's.
+	Kind        string       `json:"kind,omitempty"`
 	Text        string       `json:"text,omitempty"`
 	ToolCalls   []ToolCall   `json:"toolCalls,omitempty"`   // assistant
 	ToolResults []ToolResult `json:"toolResults,omitempty"` // tool
 }
+
+// The kinds of the runtime's user messages (Message.Kind).
+const (
+	// KindTaskResult carries tasks' results as <task_result> blocks.
+	KindTaskResult = "task.result"
+	// KindContextState carries the [Tasks] note: the session's working
+	// tasks (eve's context.state message).
+	KindContextState = "context.state"
+)
 
 // ToolCall is one call the model asks for.
 type ToolCall struct {

@@ -32,8 +32,9 @@ const (
 	// approval without one settles directly (ApprovalSettled only).
 	ApprovalCandidate = "approval.candidate"
 	ApprovalSettled   = "approval.settled"
-	// TaskStarted and TaskSettled frame a delegated call's job, the work
-	// a turn waits on (turn.waiting{on:"tasks"}).
+	// TaskStarted and TaskSettled frame a task: a call of a task tool
+	// (tools.AsTask), once each per call, identified by (taskId, callId);
+	// and, in histories recorded before tasks, a delegated call's job.
 	TaskStarted    = "task.started"
 	TaskSettled    = "task.settled"
 	ContextCleared = "context.cleared"
@@ -66,6 +67,21 @@ type TurnRef struct {
 	TurnID   string `json:"turnId"`
 }
 
+// TurnStartedData is turn.started's data: the turn, and its trace when the
+// worker traces (docs/observability.md).
+type TurnStartedData struct {
+	TurnRef
+	Trace *TraceContext `json:"trace,omitempty"`
+}
+
+// TraceContext is a span's W3C trace coordinates: where an observability
+// backend shows the turn. TraceFlags is 1 when the trace is sampled.
+type TraceContext struct {
+	TraceID    string `json:"traceId"`
+	SpanID     string `json:"spanId"`
+	TraceFlags int    `json:"traceFlags"`
+}
+
 // StepRef identifies the model step an event belongs to.
 type StepRef struct {
 	Sequence  int    `json:"sequence"`
@@ -79,10 +95,14 @@ const (
 	TaskFailed              = "failed"
 	TaskCancelled           = "cancelled"
 	TaskCancelTurnCancelled = "turn_cancelled"
+	// TaskCancelTaskCancel: the model called eve__task_cancel.
+	TaskCancelTaskCancel = "task_cancel"
+	// TaskCancelTurnEnded: the turn ended (it failed) while the task worked.
+	TaskCancelTurnEnded = "turn_ended"
 )
 
-// TaskStartedData is task.started: a delegated call's job started. Kind is
-// "tool" (eve's kind for an authored tool's task).
+// TaskStartedData is task.started: a call started a task. Kind is "tool"
+// (eve's kind for every tool's task but an agent's, "agent").
 type TaskStartedData struct {
 	CallID string `json:"callId"`
 	Kind   string `json:"kind"`
@@ -91,8 +111,9 @@ type TaskStartedData struct {
 	TurnID string `json:"turnId"`
 }
 
-// TaskSettledData is task.settled: the job's call settled, completed (with
-// its output), failed (with the error) or cancelled (with why).
+// TaskSettledData is task.settled: the task's call settled, completed
+// (with its output), failed (with the error) or cancelled (with why:
+// task_cancel, turn_cancelled, turn_ended).
 type TaskSettledData struct {
 	CallID string          `json:"callId"`
 	Cancel *TaskCancel     `json:"cancel,omitempty"`
@@ -104,6 +125,20 @@ type TaskSettledData struct {
 	TaskID string          `json:"taskId"`
 	TurnID string          `json:"turnId"`
 }
+
+// TaskInfo is one task as a listing shows it: its call, and its status
+// ("working", or task.settled's status).
+type TaskInfo struct {
+	CallID string `json:"callId"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	TaskID string `json:"taskId"`
+	TurnID string `json:"turnId"`
+}
+
+// TaskWorking is a TaskInfo's status while the task works.
+const TaskWorking = "working"
 
 // TaskCancel says why a task was cancelled; TaskError why it failed.
 type TaskCancel struct {
@@ -135,7 +170,6 @@ type SessionWaitingData struct {
 	Wait              string      `json:"wait"` // "next-user-message"
 }
 
-type TurnStartedData = TurnRef
 type TurnCompletedData = TurnRef
 type TurnCancelledData = TurnRef
 
@@ -269,6 +303,15 @@ const (
 	// deadline unanswered; the tool did not run.
 	CodeInputExpired     = "INPUT_EXPIRED"
 	CodeDeadlineExceeded = "DEADLINE_EXCEEDED"
+	// CodeUnknownTask: a taskId names no task that can take the call
+	// (eve's UNKNOWN_TASK).
+	CodeUnknownTask = "UNKNOWN_TASK"
+	// CodeTooManyTasks: the call would start a task while
+	// tools.MaxWorkingTasks work (eve's TOO_MANY_TASKS).
+	CodeTooManyTasks = "TOO_MANY_TASKS"
+	// CodeTaskDeadlineExceeded: a task's work passed its deadline
+	// (tools.Task.Deadline); the work was cancelled.
+	CodeTaskDeadlineExceeded = "TASK_DEADLINE_EXCEEDED"
 )
 
 type ActionResultData struct {

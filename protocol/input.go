@@ -90,6 +90,9 @@ type InputResolution struct {
 type InputRequestedData struct {
 	Requests []InputRequest `json:"requests"`
 	StepRef
+	// TaskID is set when a task's work asked (tools.Context.Ask from a
+	// task tool's call): the task the request serves.
+	TaskID string `json:"taskId,omitempty"`
 }
 
 type InputResolvedData struct {

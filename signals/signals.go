@@ -45,6 +45,9 @@ const (
 const (
 	// QueryTurnEvents reads the turn's events from a turn-local index (int).
 	QueryTurnEvents = "eve.turn.events"
+	// QueryTurnTasks lists the turn's tasks ([]protocol.TaskInfo), working
+	// and settled, in the order they started.
+	QueryTurnTasks = "eve.turn.tasks"
 )
 
 // ErrSessionBusy is the application error type of a send refused because

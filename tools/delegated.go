@@ -60,10 +60,17 @@ func DefineDelegated(name, description string, inputSchema, outputSchema json.Ra
 	return &Tool{Name: name, Description: description, InputSchema: inputSchema, OutputSchema: outputSchema, Delegated: &d}
 }
 
-// DeadlineOf returns the deadline of one call.
+// DeadlineOf returns the deadline of one call of a delegated, workflow or
+// Nexus tool.
 func (t *Tool) DeadlineOf(input json.RawMessage) (time.Duration, error) {
+	if t.Workflow != nil {
+		return t.workflowDeadline(), nil
+	}
+	if t.Nexus != nil {
+		return t.nexusDeadline(), nil
+	}
 	if t.Delegated == nil {
-		return 0, errors.New("not a delegated tool")
+		return 0, errors.New("not a delegated, workflow or Nexus tool")
 	}
 	d := t.Delegated.Deadline
 	if t.Delegated.DeadlineFor != nil {

@@ -14,6 +14,12 @@ const (
 	// KindDelegated: an external job completes it later, by completion URL
 	// or task token (DefineDelegated).
 	KindDelegated Kind = "delegated"
+	// KindWorkflow: a Temporal workflow of the app's, started as a child
+	// workflow; its result is the call's (DefineWorkflow).
+	KindWorkflow Kind = "workflow"
+	// KindNexus: an operation behind a Nexus endpoint; its result is the
+	// call's (DefineNexus).
+	KindNexus Kind = "nexus"
 )
 
 // KindInfo is what a kind implies, for every place that must know: the
@@ -37,6 +43,8 @@ var kinds = map[Kind]KindInfo{
 	KindAuthored:  {OutsideSession: true},
 	KindClient:    {AsksPerson: true},
 	KindDelegated: {Async: true, OutsideSession: true, NeedsDeadline: true},
+	KindWorkflow:  {Async: true, OutsideSession: true, NeedsDeadline: true},
+	KindNexus:     {Async: true, OutsideSession: true, NeedsDeadline: true},
 }
 
 // Info is the kind's row of the table (the zero KindInfo for an unknown
@@ -50,6 +58,10 @@ func (t *Tool) Kind() Kind {
 		return KindClient
 	case t.Delegated != nil:
 		return KindDelegated
+	case t.Workflow != nil:
+		return KindWorkflow
+	case t.Nexus != nil:
+		return KindNexus
 	}
 	return KindAuthored
 }

@@ -100,7 +100,7 @@ func (r *Registry) List() []*Tool {
 func (r *Registry) Descriptors() []model.ToolDescriptor {
 	out := make([]model.ToolDescriptor, 0, len(r.order))
 	for _, t := range r.List() {
-		out = append(out, model.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		out = append(out, t.ModelDescriptor())
 	}
 	return out
 }

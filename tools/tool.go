@@ -51,7 +51,12 @@ type Context struct {
 	// Client is what the calling MCP client answered and declared, for a
 	// tool with ClientInput set that an MCP client calls; nil otherwise
 	// (nobody can be asked: fail, or do without). See AskClient.
-	Client    *protocol.ClientRound
+	Client *protocol.ClientRound
+	// TaskID is the task this call serves, for a task tool's call
+	// (tools.AsTask); "" otherwise.
+	TaskID string
+	// task is a resumable task's state (TaskState, SaveTaskState).
+	task      *taskBox
 	heartbeat func(details ...any)
 	beatNow   func(details ...any)
 	// cp is shared by copies of the Context (a call that runs another
@@ -303,8 +308,17 @@ type Tool struct {
 	Client *Client
 	// Delegated makes this a delegated tool (see DefineDelegated).
 	Delegated *Delegated
+	// Workflow makes this a workflow tool: a call runs a Temporal
+	// workflow as a child (see DefineWorkflow).
+	Workflow *Workflow
+	// Nexus makes this a Nexus tool: a call runs an operation behind a
+	// Nexus endpoint (see DefineNexus).
+	Nexus *Nexus
 	// Remote is set on a tool a connection serves (package connections).
 	Remote *Remote
+	// Task makes the tool's calls tasks: a receipt now, the result later
+	// (see AsTask).
+	Task *Task
 
 	// Local runs the tool as a Temporal local activity: much lower latency,
 	// but an attempt interrupted by a worker crash, or whose workflow task
@@ -428,6 +442,9 @@ func (t *Tool) compile() error {
 	if !NamePattern.MatchString(t.Name) {
 		errs = append(errs, fmt.Errorf("name must match %s (letters, digits, _ and -, at most 64)", NamePattern))
 	}
+	if IsTaskControl(t.Name) {
+		errs = append(errs, fmt.Errorf("the name %s is eve's own (the tools it adds for tasks)", t.Name))
+	}
 	if t.Description == "" {
 		errs = append(errs, errors.New("description is required: it is how the model decides to call the tool"))
 	}
@@ -444,8 +461,15 @@ func (t *Tool) compile() error {
 		errs = append(errs, t.compileClient()...)
 	} else if t.Delegated != nil {
 		errs = append(errs, t.compileDelegated()...)
+	} else if t.Workflow != nil {
+		errs = append(errs, t.compileWorkflow()...)
+	} else if t.Nexus != nil {
+		errs = append(errs, t.compileNexus()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
+	}
+	if t.Task != nil {
+		errs = append(errs, t.compileTask()...)
 	}
 	if len(t.OutputSchema) > 0 {
 		if s, err := schema.Compile(t.Name+"/output", t.OutputSchema); err != nil {
@@ -474,8 +498,8 @@ func (t *Tool) compile() error {
 	if t.Retry != nil && t.Retry.MaximumAttempts < 0 {
 		errs = append(errs, errors.New("retry: MaximumAttempts must not be negative"))
 	}
-	if t.ClientInput && (t.Client != nil || t.Delegated != nil) {
-		errs = append(errs, errors.New("ClientInput is for tools whose Execute runs: a client or delegated tool cannot ask an MCP client"))
+	if t.ClientInput && (t.Client != nil || t.Delegated != nil || t.Workflow != nil || t.Nexus != nil) {
+		errs = append(errs, errors.New("ClientInput is for tools whose Execute runs: a client, delegated, workflow or Nexus tool cannot ask an MCP client"))
 	}
 	if t.Local && t.HeartbeatTimeout > 0 {
 		errs = append(errs, errors.New("a Local tool cannot heartbeat: drop HeartbeatTimeout or Local"))

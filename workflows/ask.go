@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // runningCall is a call whose tool is running, which may ask.
@@ -30,5 +31,18 @@ func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 	}
 	r := t.board.add(newAskedRequest(rc.c.plan, rc.stepIdx, req), workflow.Now(ctx))
 	t.watch(ctx, r)
-	t.park(ctx, rc.stepIdx, []*request{r})
+	t.parkFor(ctx, rc.stepIdx, []*request{r}, rc.c.taskID)
+	if tools.Kind(rc.c.plan.Kind) == tools.KindWorkflow && workflow.GetVersion(ctx, changeWorkflowAsk, workflow.DefaultVersion, 1) >= 1 {
+		// A workflow tool's child asked (package tools/wfcall): it cannot
+		// query the turn, so the turn signals it the settlement.
+		child := signals.WorkflowToolID(workflow.GetInfo(ctx).WorkflowExecution.ID, a.CallID)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			if workflow.Await(ctx, func() bool { return r.state.closed() }) != nil {
+				return
+			}
+			dctx, _ := workflow.NewDisconnectedContext(ctx)
+			// A child that ended meanwhile fails the signal: nothing to tell.
+			_ = workflow.SignalExternalWorkflow(dctx, child, "", signals.SignalAnswered, signals.Answered{RequestID: req.RequestID, Resolution: r.res}).Get(dctx, nil)
+		})
+	}
 }

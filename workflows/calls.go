@@ -56,6 +56,13 @@ type pendingCall struct {
 	out work.ToolOutcome
 	// stub is the rule that settled the call instead of its tool (nil: none).
 	stub *protocol.ActionStub
+	// control: a call of eve__task_wait or eve__task_cancel, which the
+	// turn answers itself (tasks.go).
+	control bool
+	// taskID and taskState: the task a task call's work serves, and a
+	// resumable task's state before the call.
+	taskID    string
+	taskState json.RawMessage
 	// done: out is final and recorded.
 	done bool
 }
@@ -130,6 +137,8 @@ type runner func(ctx workflow.Context, h callHost, c *pendingCall, in work.Execu
 var runners = map[tools.Kind]runner{
 	tools.KindAuthored:  runAuthored,
 	tools.KindDelegated: runDelegated,
+	tools.KindWorkflow:  runWorkflow,
+	tools.KindNexus:     runNexus,
 }
 
 // execute runs a call the gate let through with its kind's runner.
@@ -184,14 +193,14 @@ type taskReporter interface {
 }
 
 func (t *turn) taskStarted(ctx workflow.Context, c *pendingCall, taskID string) {
-	if !t.tasks {
+	if !t.tasks || t.isTask(c) { // a task reports itself (tasks.go)
 		return
 	}
 	t.log.emit(ctx, protocol.TaskStarted, protocol.TaskStartedData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID})
 }
 
 func (t *turn) taskSettled(ctx workflow.Context, c *pendingCall, taskID string, out work.ToolOutcome, cancelled bool) {
-	if !t.tasks {
+	if !t.tasks || t.isTask(c) {
 		return
 	}
 	d := protocol.TaskSettledData{CallID: c.plan.Call.ID, Kind: "tool", Name: c.plan.Call.Name, TaskID: taskID, TurnID: t.in.TurnID}
@@ -228,6 +237,9 @@ func toolActivity(ctx workflow.Context, p work.CallPlan, in work.ExecuteToolInpu
 		StartToCloseTimeout: p.Timeout,
 		HeartbeatTimeout:    p.HeartbeatTimeout,
 		RetryPolicy:         retry,
+		// A task's cancelled work unwinds before the call settles (the
+		// turn gives it taskGrace).
+		WaitForCancellation: p.Task != nil,
 	})
 	return workflow.ExecuteActivity(actx, work.ExecuteToolName, in)
 }
@@ -242,6 +254,11 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []work.CallPlan) []
 	now := workflow.Now(ctx)
 	calls := make([]*pendingCall, len(plans))
 	for i, p := range plans {
+		if (p.Task != nil || tools.IsTaskControl(p.Call.Name)) && t.tasksOn(ctx) && p.Task == nil {
+			// eve__task_wait, eve__task_cancel: the turn answers them.
+			calls[i] = &pendingCall{plan: p, tool: p.Call.Name, stage: stageRun, control: true}
+			continue
+		}
 		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
 		switch c.stage {
 		case stageAsk:
@@ -352,7 +369,7 @@ func (t *turn) concurrently(ctx workflow.Context, stepIdx int, calls []*pendingC
 func delegatedTools(calls []*pendingCall) []string {
 	var names []string
 	for _, c := range calls {
-		if kindOf(c.plan).Async && !c.stage.refused() && !slices.Contains(names, c.plan.Call.Name) {
+		if kindOf(c.plan).Async && c.plan.Task == nil && !c.control && !c.stage.refused() && !slices.Contains(names, c.plan.Call.Name) {
 			names = append(names, c.plan.Call.Name)
 		}
 	}
@@ -372,9 +389,11 @@ func (t *turn) await(ctx workflow.Context, c *pendingCall) bool {
 		if fx, err := r.cancel(); err == nil {
 			t.recordResolved(ctx, fx.resolved)
 		}
+		t.traceWait(ctx, c)
 		c.out = work.FailedOutcome(protocol.CodeToolCancelled, fmt.Sprintf("tool %s was cancelled before anyone answered", c.tool))
 		return false
 	}
+	t.traceWait(ctx, c)
 	out, runs := r.callOutcome(c.tool, c.stage == stageAnswer)
 	if !runs {
 		c.out = out
@@ -389,6 +408,7 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		t.running = map[string]runningCall{}
 	}
 	t.running[c.plan.Call.ID] = runningCall{c: c, stepIdx: t.stepIdx}
+	start, step := workflow.Now(ctx), t.stepIdx
 	// A stub decides after the gate and the person: a denied call or one
 	// still waiting consumes no entry (eve's rule).
 	if d, ok := t.in.Stubs.decide(ctx, c.plan.Call.Name, t.toolInput(c).Input); ok && ctx.Err() == nil {
@@ -398,6 +418,7 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		c.out = execute(ctx, t, c)
 	}
 	delete(t.running, c.plan.Call.ID)
+	t.traceTool(ctx, c, start, step)
 	t.record(ctx, t.board.cancelAsked(c.plan.Call.ID))
 }
 
@@ -408,6 +429,15 @@ func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edited; e != nil {
 			in.Input = e.input // a person's edit (changeEdits)
+		}
+	}
+	if p.Task != nil && c.taskID != "" {
+		in.TaskID = c.taskID
+		if p.Task.Input != nil && (c.req == nil || c.req.edited == nil) {
+			in.Input = p.Task.Input // without taskId
+		}
+		if p.Task.Resumable {
+			in.Resumable, in.TaskState = true, c.taskState
 		}
 	}
 	return in

@@ -13,26 +13,30 @@ package workflows
 // and record histories of the new path under the newest prefix
 // (CONTRIBUTING.md, "A replay-affecting workflow change").
 const (
-	changeResponses    = "eve-approval-responses"
-	changeOffers       = "eve-approval-offers"
-	changeAuto         = "eve-approval-auto"
-	changeInbox        = "eve-inbox"
-	changeLifetime     = "eve-session-lifetime"
-	changeLimits       = "eve-session-limits"
-	changeDeadlines    = "eve-input-deadlines"
-	changeTasks        = "eve-task-events"
-	changeAskApproval  = "execution-ask-approval" // released without the eve- prefix; kept as recorded
-	changeClientInput  = "eve-client-input"
-	changeEdits        = "eve-approval-edits"
-	changeDecisions    = "eve-decision-record"
-	changeAsk          = "eve-call-asks"
-	changeFollowUps    = "eve-input-followups"
-	changeRequestTimes = "eve-input-requested-times"
-	changeOrder        = "eve-message-order"
-	changeStubs        = "eve-tool-stubs"
-	changeDeniedResult = "eve-denied-result"
-	changeSearchWrites = "eve-search-writes"
-	changeFirstMessage = "eve-first-message"
+	changeResponses     = "eve-approval-responses"
+	changeOffers        = "eve-approval-offers"
+	changeAuto          = "eve-approval-auto"
+	changeInbox         = "eve-inbox"
+	changeLifetime      = "eve-session-lifetime"
+	changeLimits        = "eve-session-limits"
+	changeDeadlines     = "eve-input-deadlines"
+	changeTasks         = "eve-task-events"
+	changeAskApproval   = "execution-ask-approval" // released without the eve- prefix; kept as recorded
+	changeClientInput   = "eve-client-input"
+	changeEdits         = "eve-approval-edits"
+	changeDecisions     = "eve-decision-record"
+	changeAsk           = "eve-call-asks"
+	changeFollowUps     = "eve-input-followups"
+	changeRequestTimes  = "eve-input-requested-times"
+	changeOrder         = "eve-message-order"
+	changeStubs         = "eve-tool-stubs"
+	changeWorkflowTools = "eve-workflow-tools"
+	changeNexusTools    = "eve-nexus-tools"
+	changeWorkflowAsk   = "eve-workflow-tool-asks"
+	changeDeniedResult  = "eve-denied-result"
+	changeSearchWrites  = "eve-search-writes"
+	changeTaskCalls     = "eve-tasks"
+	changeFirstMessage  = "eve-first-message"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -84,6 +88,14 @@ var changes = []change{
 		[]string{"v0.5.0-turn-denied-*.json"}},
 	{changeSearchWrites, "0.5.0", "search attributes are written from the workflow's state, only the keys that changed, at most once per workflow task: a session's status, a turn's status and inbox in one upsert; a session starts its turns marked running (their start command carries the attributes)",
 		[]string{"v0.5.0-session-search-writes*.json", "v0.5.0-turn-search-writes*.json"}},
+	{changeWorkflowTools, "0.5.0", "workflow tools (tools.DefineWorkflow): a call starts the app's workflow as a child workflow (id signals.WorkflowToolID) and settles with its result; before it, such a call had no runner",
+		[]string{"v0.5.0-turn-workflow-*.json", "v0.5.0-execution-workflow*.json"}},
+	{changeNexusTools, "0.5.0", "Nexus tools (tools.DefineNexus): a call runs an operation behind a Nexus endpoint and settles with its result; before it, such a call had no runner",
+		[]string{"v0.5.0-turn-nexus-*.json"}},
+	{changeWorkflowAsk, "0.5.0", "a workflow tool's child asks its call's person (tools/wfcall: SignalAsk to the turn) and the turn signals it the settlement (signals.SignalAnswered)",
+		[]string{"v0.5.0-turn-workflow-asks.json"}},
+	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed; resumable tasks take further calls by taskId, and the session keeps them idle between turns (turnInput.Tasks, turnOutput.Tasks: fields a session without tasks never sets, so its commands are unchanged)",
+		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
 	{changeFirstMessage, "0.5.0", "a session started with its first message in its input (signals.SessionInput.First) queues it as turn 0 before anything else: a create answers once the start is recorded, without waiting for the session's first workflow task",
 		[]string{"v0.5.0-session-first-message*.json"}},
 }

@@ -28,6 +28,10 @@ import (
 type Config struct {
 	AgentName string `json:"agentName"`
 	ModelID   string `json:"modelId"`
+	// Traced: the worker that started the session traced it (EVE_OTEL_EXPORTER),
+	// so its turns' turn.started carry data.trace. Recorded with the rest,
+	// so a replay on a worker configured otherwise records the same events.
+	Traced bool `json:"traced,omitempty"`
 	// MaxSteps ends a turn with turn.failed after this many model steps.
 	MaxSteps int `json:"maxSteps"`
 	// LocalModel runs model steps as local activities (lower latency; a

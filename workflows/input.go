@@ -309,6 +309,11 @@ func (t *turn) recordResolved(ctx workflow.Context, resolutions []protocol.Input
 // changeRequestTimes), whose version marker is recorded only when one of
 // them has any, so older histories replay unchanged.
 func (t *turn) park(ctx workflow.Context, stepIdx int, asked []*request) {
+	t.parkFor(ctx, stepIdx, asked, "")
+}
+
+// parkFor is park for the requests a task's work (taskID) asked.
+func (t *turn) parkFor(ctx workflow.Context, stepIdx int, asked []*request, taskID string) {
 	requests := make([]protocol.InputRequest, len(asked))
 	timed := false
 	for i, r := range asked {
@@ -320,7 +325,7 @@ func (t *turn) park(ctx workflow.Context, stepIdx int, asked []*request) {
 			requests[i] = r.requested()
 		}
 	}
-	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: requests, StepRef: t.step(stepIdx)})
+	t.log.emit(ctx, protocol.InputRequested, protocol.InputRequestedData{Requests: requests, StepRef: t.step(stepIdx), TaskID: taskID})
 	t.reportInput(ctx)
 }
 

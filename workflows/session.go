@@ -9,6 +9,7 @@ import (
 
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/conversation"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -63,6 +64,10 @@ type sessionState struct {
 	SessionResolved bool               `json:"sessionResolved,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// Tasks are the idle resumable tasks the session keeps between turns,
+	// TasksNote the [Tasks] note the model read last (workflows/tasks.go).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.
@@ -162,7 +167,11 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	s.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
 	if s.st == nil {
 		var cfg Config
-		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return r.Config.withDefaults() }).Get(&cfg); err != nil {
+		if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			c := r.Config.withDefaults()
+			c.Traced = tracing.FromWorkflow(ctx) != nil
+			return c
+		}).Get(&cfg); err != nil {
 			return fmt.Errorf("record config: %w", err)
 		}
 		s.st = &sessionState{Config: cfg, Deliveries: map[string]int{}}

@@ -42,6 +42,7 @@ func (s *session) control(ctx workflow.Context, req signals.ControlRequest) (sig
 		s.st.Queue = nil
 		s.offered = nil
 		s.st.ApprovedTools = nil
+		s.st.Tasks, s.st.TasksNote = nil, ""
 		s.clear(ctx)
 		return signals.ControlResult{Status: signals.ControlReset, PreviousSessionID: s.id, SessionID: s.id}, nil
 	}
@@ -58,6 +59,7 @@ func (s *session) lastTurn() (int, string) {
 // clear forgets the conversation; the event log stays.
 func (s *session) clear(ctx workflow.Context) {
 	s.st.Conversation = nil
+	s.st.TasksNote = "" // the next [Tasks] note starts the new conversation's
 	s.dropMessages = s.active != nil
 	seq, tid := s.lastTurn()
 	s.emitSession(ctx, protocol.ContextCleared, protocol.ContextClearedData{Sequence: seq, SessionID: s.id, TurnID: tid})
@@ -76,6 +78,7 @@ func (s *session) compact(ctx workflow.Context) {
 // compactStored replaces the stored conversation with a summary (/compact).
 // Turns wait while it runs.
 func (s *session) compactStored(ctx workflow.Context) {
+	s.st.TasksNote = "" // the note returns after compaction
 	seq, tid := s.lastTurn()
 	data := protocol.CompactionData{ModelID: s.st.Config.ModelID, Sequence: seq, SessionID: s.id, TurnID: tid}
 	if s.st.Conversation != nil {

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/auth"
-	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -77,7 +76,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 		Auth:    auth.Auth{Current: current, Initiator: s.initiator},
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
-		Stubs: s.st.Stubs,
+		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {
@@ -104,6 +103,9 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 			s.st.Conversation = out.Conversation
 		}
 		s.st.ApprovedTools = out.ApprovedTools
+		if out.Tasks != nil || out.TasksNote != "" {
+			s.st.Tasks, s.st.TasksNote = out.Tasks, out.TasksNote
+		}
 		if s.st.Stubs != nil && out.StubPositions != nil {
 			s.st.Stubs = &stubState{Rules: s.st.Stubs.Rules, Positions: out.StubPositions}
 		}
@@ -153,8 +155,6 @@ func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turn
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(statusRunning), searchSession.ValueSet(s.id))
 	}
 	cctx = workflow.WithChildOptions(cctx, opts)
-	// Each turn roots its own trace, not a span of a session that lives for days.
-	cctx = workflow.WithValue(cctx, tracing.SpanContextKey, nil)
 	var out turnOutput
 	err := workflow.ExecuteChildWorkflow(cctx, signals.TurnWorkflow, in).Get(ctx, &out)
 	return out, err

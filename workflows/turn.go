@@ -37,6 +37,10 @@ type turnInput struct {
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// Tasks are the session's idle resumable tasks, TasksNote the [Tasks]
+	// note the model read last (tasks.go).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // turnOutput is what the session keeps of a finished turn.
@@ -57,6 +61,10 @@ type turnOutput struct {
 	Taken []string `json:"taken,omitempty"`
 	// StubPositions are the stub rules' positions after the turn.
 	StubPositions map[string]int `json:"stubPositions,omitempty"`
+	// Tasks and TasksNote are the session's resumable tasks and the last
+	// [Tasks] note after the turn (nil, "": the turn ran no task code).
+	Tasks     []heldTask `json:"tasks,omitempty"`
+	TasksNote string     `json:"tasksNote,omitempty"`
 }
 
 // Error codes of turn.failed.
@@ -102,6 +110,17 @@ type turn struct {
 	// running are the calls whose tools run, by call id (they may ask).
 	running map[string]runningCall
 
+	// Tasks (changeTaskCalls, decided at the first task or task-tool
+	// call: tasksDecided): taskList in the order they started,
+	// taskResults settled and not read by the model yet, lastNote the
+	// [Tasks] note the model read last (tasks.go).
+	taskCalls    bool
+	tasksDecided bool
+	taskList     []*taskState
+	taskResults  []taskResult
+	lastNote     string
+	taskUse      int // counts task calls (taskState.used)
+
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
 	// taken the offered messages used; closing: the turn takes no more
@@ -119,6 +138,15 @@ type turn struct {
 	visStatus string
 	visTools  []string
 	visInbox  bool
+
+	// Tracing (trace.go): the turn's workflow id and start, the running
+	// step's start and whether its span is still to emit, the code of
+	// turn.failed.
+	wid       string
+	started   time.Time
+	stepStart time.Time
+	stepOpen  bool
+	failCode  string
 
 	// How the turn ended.
 	finished bool
@@ -139,7 +167,7 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 		return turnOutput{}, err
 	}
 	t.setStatus(ctx, statusRunning, nil)
-	t.log.emit(ctx, protocol.TurnStarted, t.ref())
+	t.log.emit(ctx, protocol.TurnStarted, t.startedData())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
 	if err := t.resolveTurnTools(ctx); err != nil {
@@ -161,7 +189,9 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			if ctx.Err() != nil {
 				return t.cancelled(ctx)
 			}
+			t.lastNote = "" // the note returns after compaction
 		}
+		t.deliverTasks()
 
 		if t.limits {
 			if out, ended := t.holdForLimits(ctx, stepIdx); ended {
@@ -196,6 +226,16 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 				t.readSteering(ctx)
 				continue
 			}
+			if t.mustHold() {
+				// The turn rule: no turn ends while a task works.
+				if !t.holdForTasks(ctx) {
+					return t.cancelled(ctx)
+				}
+				if len(t.steering) > 0 {
+					t.readSteering(ctx)
+				}
+				continue
+			}
 			t.closing = true
 			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
@@ -208,7 +248,13 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			t.park(ctx, stepIdx, asked)
 		}
 		t.concurrently(ctx, stepIdx, calls, func(ctx workflow.Context, c *pendingCall) {
-			if t.await(ctx, c) {
+			switch {
+			case c.control:
+				t.taskControl(ctx, c)
+			case !t.await(ctx, c):
+			case t.isTask(c):
+				t.startTask(ctx, c)
+			default:
 				t.execute(ctx, c)
 			}
 		})
@@ -228,6 +274,8 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		parent:   workflow.GetInfo(ctx).ParentWorkflowExecution,
 		log:      eventLog{rt: r, sessionID: in.SessionID, base: in.EventBase, deliveries: in.DeliveryIDs},
 		stepDone: -1, actions: map[string]*actionState{}}
+	info := workflow.GetInfo(ctx)
+	t.wid, t.started = info.WorkflowExecution.ID, info.WorkflowStartTime
 	t.board = newInputBoard(in, workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
@@ -250,6 +298,9 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	if err := registerActionHandlers(ctx, func(id string) *actionState { return t.actions[id] }); err != nil {
 		return nil, err
 	}
+	if err := t.registerTaskQuery(ctx); err != nil {
+		return nil, err
+	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
 		if from < 0 || from > len(t.log.events) {
 			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.log.events))
@@ -259,6 +310,8 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		return nil, err
 	}
 	t.conv = newTranscript(in)
+	t.lastNote = in.TasksNote
+	t.loadHeldTasks()
 	return t, nil
 }
 
@@ -302,8 +355,10 @@ func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutpu
 		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
 	t.streamed = ""
+	start := workflow.Now(ctx)
 	res, err := runModelStep(ctx, t.cfg, step)
 	t.stepDone = stepIdx
+	t.traceChat(ctx, stepIdx, start, res, err)
 	return res, err
 }
 
@@ -328,11 +383,13 @@ func (t *turn) messageReceived(ctx workflow.Context, dlv, text string) {
 }
 
 func (t *turn) stepStarted(ctx workflow.Context, i int) {
+	t.stepStart, t.stepOpen = workflow.Now(ctx), true
 	t.log.emit(ctx, protocol.StepStarted, protocol.StepStartedData{ModelID: t.cfg.ModelID, StepRef: t.step(i)})
 }
 
 func (t *turn) stepCompleted(ctx workflow.Context, i int, finish string, usage protocol.StepUsage) {
 	t.log.emit(ctx, protocol.StepCompleted, protocol.StepCompletedData{FinishReason: finish, Usage: &usage, StepRef: t.step(i)})
+	t.traceStep(ctx, i, finish, usage)
 }
 
 func (t *turn) actionsRequested(ctx workflow.Context, i int, calls []model.ToolCall) {
@@ -358,7 +415,9 @@ func (t *turn) stepFailed(ctx workflow.Context, i int, msg string) (turnOutput, 
 
 // turnFailed ends the turn with turn.failed.
 func (t *turn) turnFailed(ctx workflow.Context, code, msg string) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnEnded)
 	t.readLeftovers(ctx)
+	t.failCode = code
 	t.log.emit(ctx, protocol.TurnFailed, protocol.TurnFailedData{Code: code, Message: msg, Sequence: t.in.Sequence, TurnID: t.in.TurnID})
 	return t.finish(ctx, signals.TurnStatusFailed, "", msg)
 }
@@ -372,6 +431,7 @@ func (t *turn) resolutionFailed(ctx workflow.Context, err error) (turnOutput, er
 
 // cancelled records the end of a cancelled turn.
 func (t *turn) cancelled(ctx workflow.Context) (turnOutput, error) {
+	t.endTasks(ctx, protocol.TaskCancelTurnCancelled)
 	t.readLeftovers(ctx)
 	t.log.emit(ctx, protocol.TurnCancelled, t.ref())
 	return t.finish(ctx, signals.TurnStatusCancelled, "", "the turn was cancelled")
@@ -417,9 +477,13 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnO
 	if t.in.Stubs != nil {
 		out.StubPositions = t.in.Stubs.Positions
 	}
+	if t.taskCalls || len(t.in.Tasks) > 0 {
+		out.Tasks, out.TasksNote = t.heldTasks(), t.lastNote
+	}
 	t.conv.storePending(dctx, t.in.SessionID, t.in.TurnID)
 	ref := t.conv.ref
 	out.Conversation = &ref
+	t.traceTurn(ctx, status)
 	// The session acts on this result, which commits with the turn's final
 	// workflow task (docs/architecture.md, "Exactly once").
 	return out, nil

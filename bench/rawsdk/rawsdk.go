@@ -48,6 +48,7 @@ const (
 	WorkflowName   = "rawsdk.Turn"
 	ModelActivity  = "rawsdk.Model"
 	ToolActivity   = "rawsdk.Weather"
+	ToolWorkflow   = "rawsdk.WeatherWorkflow"
 	UpdateRespond  = "respond"
 	QueryParked    = "parked"
 	workflowPrefix = "rawsdk-"
@@ -63,6 +64,10 @@ type TurnInput struct {
 	ReportTo    string `json:"reportTo,omitempty"`
 	ReportStart bool   `json:"reportStart,omitempty"`
 	City        string `json:"city"`
+	// ChildTool runs the tool as a child workflow (ToolWorkflow, which runs
+	// the tool activity as a regular activity) instead of an activity: the
+	// shape of an eve workflow tool.
+	ChildTool bool `json:"childTool,omitempty"`
 }
 
 // TurnResult is the workflow's result.
@@ -123,6 +128,16 @@ func RegisterWorker(w worker.Registry) {
 	w.RegisterWorkflowWithOptions(TurnWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(Model, activityOpts(ModelActivity))
 	w.RegisterActivityWithOptions(Weather, activityOpts(ToolActivity))
+	w.RegisterWorkflowWithOptions(WeatherWorkflow, workflow.RegisterOptions{Name: ToolWorkflow})
+}
+
+// WeatherWorkflow is the tool as a workflow (TurnInput.ChildTool): it runs
+// the tool activity as a regular activity and returns its result.
+func WeatherWorkflow(ctx workflow.Context, req WeatherReq) (WeatherResp, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second, DisableEagerExecution: true})
+	var out WeatherResp
+	err := workflow.ExecuteActivity(actx, ToolActivity, req).Get(actx, &out)
+	return out, err
 }
 
 // TurnWorkflow runs one turn.
@@ -191,7 +206,15 @@ func TurnWorkflow(ctx workflow.Context, in TurnInput) (TurnResult, error) {
 		res.Responder = responded.By
 	}
 	var tool WeatherResp
-	if err := call(ToolActivity, *first.ToolCall, &tool); err != nil {
+	if in.ChildTool {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:               workflow.GetInfo(ctx).WorkflowExecution.ID + "/tool",
+			WorkflowExecutionTimeout: time.Minute,
+		})
+		if err := workflow.ExecuteChildWorkflow(cctx, ToolWorkflow, *first.ToolCall).Get(cctx, &tool); err != nil {
+			return TurnResult{}, err
+		}
+	} else if err := call(ToolActivity, *first.ToolCall, &tool); err != nil {
 		return TurnResult{}, err
 	}
 	var final ModelResponse
@@ -238,6 +261,24 @@ func startOptions(kind, taskQueue string, opts []RunOption) client.StartWorkflow
 // RunTurn starts one turn on taskQueue and waits for its result.
 func RunTurn(ctx context.Context, c client.Client, taskQueue string, variant Variant, opts ...RunOption) error {
 	run, err := c.ExecuteWorkflow(ctx, startOptions("turn", taskQueue, opts), WorkflowName, TurnInput{Variant: variant, City: "Lisbon"})
+	if err != nil {
+		return err
+	}
+	var res TurnResult
+	if err := run.Get(ctx, &res); err != nil {
+		return err
+	}
+	if res.Steps != 3 || res.Text == "" {
+		return fmt.Errorf("unexpected turn result %+v", res)
+	}
+	return nil
+}
+
+// RunChildTurn is RunTurn with the tool run as a child workflow
+// (TurnInput.ChildTool): model activity → ExecuteChildWorkflow (the tool
+// activity inside it) → model activity.
+func RunChildTurn(ctx context.Context, c client.Client, taskQueue string, variant Variant, opts ...RunOption) error {
+	run, err := c.ExecuteWorkflow(ctx, startOptions("child-turn", taskQueue, opts), WorkflowName, TurnInput{Variant: variant, City: "Lisbon", ChildTool: true})
 	if err != nil {
 		return err
 	}

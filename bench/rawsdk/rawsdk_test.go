@@ -142,3 +142,21 @@ func TestShapes(t *testing.T) {
 		}
 	}
 }
+
+// The tool as a child workflow: the turn's shape of an eve workflow tool.
+func TestChildTurn(t *testing.T) {
+	srv := devtest.Shared(t)
+	c := devtest.Client(t, srv)
+	tq := devtest.TaskQueue(t)
+	w := worker.New(c, tq, worker.Options{})
+	rawsdk.RegisterWorker(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := rawsdk.RunChildTurn(ctx, c, tq, rawsdk.Regular); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/eve-temporal/eve/internal/httpbody"
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/signals"
 )
 
@@ -172,6 +173,10 @@ type Options struct {
 	// per process, so a cursor works only on the server that issued it,
 	// until it restarts.
 	CursorSecret []byte
+	// Tracing puts each accepted message in its turn's trace (an eve.send
+	// span under the turn's invoke_agent, docs/observability.md); Close
+	// shuts it down. Nil: no spans.
+	Tracing *tracing.Provider
 
 	// Tuning eve's commands leave at their defaults.
 
@@ -297,7 +302,14 @@ func New(opts Options) (*Server, error) {
 
 // Close stops listening to Options.Bus (open streams end with their
 // requests).
-func (s *Server) Close() { s.hub.close() }
+func (s *Server) Close() {
+	s.hub.close()
+	if s.opts.Tracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.opts.Tracing.Shutdown(ctx)
+	}
+}
 
 // Open reports whether the server runs without keys (every caller anonymous).
 func (s *Server) Open() bool { return len(s.keys) == 0 }

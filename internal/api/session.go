@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/internal/httpjson"
 	"github.com/eve-temporal/eve/internal/sessions"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
@@ -213,11 +215,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		accepted(w, protocol.Accepted{SessionID: id})
 		return
 	}
+	began := time.Now()
 	res, err := s.opts.Sessions.CreateAndSendStubbed(ctx, id, caller, updateID, stubs, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
 	if err != nil {
 		s.fail(w, s.temporalError("create a session", id, err))
 		return
 	}
+	s.traceSend(began, res)
 	s.owners.put(res.SessionID, caller)
 	s.hub.wake(res.SessionID)
 	accepted(w, protocol.Accepted{SessionID: res.SessionID, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
@@ -258,11 +262,13 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		d := deriveIDs(caller, id, key)
 		updateID, dlv = d.updateID, d.deliveryID
 	}
+	began := time.Now()
 	res, err := s.opts.Sessions.SendOnce(ctx, id, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
 	if err != nil {
 		s.fail(w, s.temporalError("send the message", id, err))
 		return
 	}
+	s.traceSend(began, res)
 	s.hub.wake(id)
 	accepted(w, protocol.Accepted{SessionID: id, DeliveryID: res.DeliveryID, TurnID: res.TurnID})
 }
@@ -573,4 +579,21 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.control(w, r, signals.ControlRequest{Op: signals.ControlResetOp, Reason: reason})
+}
+
+// traceSend puts an accepted message in the trace of the turn it went to:
+// an eve.send span under the turn's root (ids derived from the turn, as
+// the worker's; docs/observability.md).
+func (s *Server) traceSend(began time.Time, res signals.SendResult) {
+	if s.opts.Tracing == nil || res.TurnID == "" {
+		return
+	}
+	s.opts.Tracing.Tracer.EmitNow(signals.TurnWorkflowID(res.SessionID, res.TurnID), tracing.Span{
+		Key: "send/" + res.DeliveryID, Name: "eve.send", Start: began, End: time.Now(),
+		Attrs: []attribute.KeyValue{
+			attribute.String(tracing.AttrConversation, res.SessionID),
+			attribute.String("eve.turn.id", res.TurnID),
+			attribute.String("eve.delivery.id", res.DeliveryID),
+		},
+	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/eve-temporal/eve/internal/notify"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/toolsapi"
+	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/internal/workerhost"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -212,6 +213,12 @@ func NewHandler(c client.Client, a *agent.Agent, opts api.ServerOptions, bus not
 			return nil, fmt.Errorf("notify: %w", err)
 		}
 	}
+	// The API server's spans (eve.send) go to the workers' backend, as
+	// their own service (docs/observability.md).
+	tp, err := tracing.FromEnv(context.Background(), DefaultAPIServiceName)
+	if err != nil {
+		return nil, err
+	}
 	info := api.AgentInfo(a)
 	info.ModelProvider = ModelProvider(info.ModelID)
 	srv := api.Options{
@@ -222,11 +229,16 @@ func NewHandler(c client.Client, a *agent.Agent, opts api.ServerOptions, bus not
 		Info:     info,
 		Tools:    tools.Handler(),
 		Bus:      bus,
+		Tracing:  tp,
 	}
 	if actions != nil {
 		srv.Actions = actions
 	}
-	return api.New(srv)
+	h, err := api.New(srv)
+	if err != nil && tp != nil {
+		tp.Shutdown(context.Background())
+	}
+	return h, err
 }
 
 // hasSearchAttributes reports whether the workers' namespace (named: an
@@ -246,6 +258,10 @@ func hasSearchAttributes(c client.Client, namespace string, logger *slog.Logger)
 	}
 	return len(missing) == 0
 }
+
+// DefaultAPIServiceName names the API server's traces unless
+// OTEL_SERVICE_NAME does.
+const DefaultAPIServiceName = "eve-api"
 
 // ModelProvider is the provider part of a model id ("anthropic:claude-…"
 // → "anthropic"); ids without one are scripted models.

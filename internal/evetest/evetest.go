@@ -93,6 +93,14 @@ func (e *Env) StartWorkerHost(a *agent.Agent, h agent.Host) (stop func()) {
 // StartWorkerHostWith is StartWorkerHost with the worker's options.
 func (e *Env) StartWorkerHostWith(a *agent.Agent, h agent.Host, opts worker.Options) (stop func()) {
 	e.T.Helper()
+	return e.StartWorkerAnd(a, h, opts, nil)
+}
+
+// StartWorkerAnd is StartWorkerHostWith that registers the app's own
+// workflows and activities (extra) on the worker too, as an app whose
+// tools are its workflows does.
+func (e *Env) StartWorkerAnd(a *agent.Agent, h agent.Host, opts worker.Options, extra func(worker.Registry)) (stop func()) {
+	e.T.Helper()
 	if h.Store == nil {
 		h.Store = e.Server.PayloadStore() // the store e.Client offloads to
 	}
@@ -108,6 +116,9 @@ func (e *Env) StartWorkerHostWith(a *agent.Agent, h agent.Host, opts worker.Opti
 	w := worker.New(e.Client, e.TaskQueue, opts)
 	if err := agent.Register(w, a, h); err != nil {
 		e.T.Fatalf("register agent: %v", err)
+	}
+	if extra != nil {
+		extra(w)
 	}
 	// worker.Start asks the server for the namespace with no deadline of its
 	// own: a server that stopped answering must fail this test, not hang the

@@ -39,6 +39,10 @@ type ModelStepOutput struct {
 	// Conversation is the stored conversation after the step: the input's,
 	// Append, and the model's answer (set when the input's was).
 	Conversation *conversation.Ref `json:"conversation,omitempty"`
+	// Elapsed is how long the model took to answer (milliseconds): the
+	// chat span's duration, which workflow time cannot tell for a local
+	// activity (docs/observability.md). 0 in histories before it.
+	Elapsed int64 `json:"elapsedMs,omitempty"`
 }
 
 // ApprovalInput asks a custom policy about one call.
@@ -70,6 +74,11 @@ type ExecuteToolInput struct {
 	// Client is the calling MCP client's round (tools.Context.Client), set
 	// only for executions of tools.Tool.ClientInput tools MCP started.
 	Client *protocol.ClientRound `json:"client,omitempty"`
+	// TaskID is the task the call serves; TaskState, for a resumable
+	// task's call, the state its last call saved (Resumable).
+	TaskID    string          `json:"taskId,omitempty"`
+	TaskState json.RawMessage `json:"taskState,omitempty"`
+	Resumable bool            `json:"resumable,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
@@ -79,6 +88,9 @@ type ToolOutcome struct {
 	Status string                `json:"status"` // completed or failed
 	Output json.RawMessage       `json:"output"`
 	Error  *protocol.ActionError `json:"error,omitempty"`
+	// TaskState is the state a resumable task's call saved
+	// (tools.Context.SaveTaskState); nil: it saved none.
+	TaskState json.RawMessage `json:"taskState,omitempty"`
 }
 
 // FailedOutcome builds a failed outcome whose output tells the model why.

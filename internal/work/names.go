@@ -60,6 +60,8 @@ const (
 	KindAuthored  = string(tools.KindAuthored)
 	KindClient    = string(tools.KindClient)
 	KindDelegated = string(tools.KindDelegated)
+	KindWorkflow  = string(tools.KindWorkflow)
+	KindNexus     = string(tools.KindNexus)
 )
 
 // Timeouts of the policy and hook activities.

@@ -37,8 +37,12 @@ type CallPlan struct {
 	// Request and OutputSchema are set for client tools.
 	Request      *tools.InputRequest `json:"request,omitempty"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
-	// Deadline is set for delegated tools.
+	// Deadline is set for delegated and workflow tools.
 	Deadline time.Duration `json:"deadline,omitempty"`
+	// Workflow is set for workflow tools: the child workflow to start.
+	Workflow *WorkflowCall `json:"workflow,omitempty"`
+	// Nexus is set for Nexus tools: the operation to run.
+	Nexus *NexusCall `json:"nexus,omitempty"`
 	// MaxOutputBytes is the tool's output limit in force
 	// (tools.Tool.EffectiveMaxOutputBytes). Workflow code checks delegated
 	// completions and client answers against it; 0 (a plan recorded before
@@ -54,11 +58,25 @@ type CallPlan struct {
 	RequestDeadline time.Duration        `json:"requestDeadline,omitempty"`
 	Reminders       *tools.Reminders     `json:"reminders,omitempty"`
 	Escalation      *approval.Escalation `json:"escalation,omitempty"`
+	// Task is set when the call runs as a task (tools.Tool.Task).
+	Task *TaskPlan `json:"task,omitempty"`
 	// Activity options for the call.
 	Local            bool              `json:"local,omitempty"`
 	Timeout          time.Duration     `json:"timeout"`
 	HeartbeatTimeout time.Duration     `json:"heartbeatTimeout,omitempty"`
 	Retry            tools.RetryPolicy `json:"retry"`
+}
+
+// TaskPlan is how a task call runs (tools.Task).
+type TaskPlan struct {
+	// Deadline bounds the task's work (0: none of its own).
+	Deadline time.Duration `json:"deadline,omitempty"`
+	// Resumable: the task takes further calls by taskId (tools.Task).
+	Resumable bool `json:"resumable,omitempty"`
+	// TaskID is the task a resumable task's call continues ("": a new
+	// task); Input is then the call's input without taskId.
+	TaskID string          `json:"taskId,omitempty"`
+	Input  json.RawMessage `json:"input,omitempty"`
 }
 
 // PlanCall is how a call of t runs: the one call-plan builder, used by the
@@ -85,11 +103,22 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 		MaxOutputBytes:   t.EffectiveMaxOutputBytes(),
 		InputDeadline:    t.InputDeadline,
 	}
-	if err := t.ValidateInput(c.Input); err != nil {
+	input := c.Input
+	var task *TaskPlan
+	if t.Task != nil {
+		task = &TaskPlan{Deadline: t.Task.Deadline, Resumable: t.Task.Resumable}
+		if t.Task.Resumable {
+			if id, rest := tools.SplitTaskID(c.Input); id != "" || string(rest) != string(c.Input) {
+				task.TaskID, task.Input, input = id, rest, rest
+			}
+		}
+	}
+	if err := t.ValidateInput(input); err != nil {
 		p.InputError = fmt.Sprintf("invalid input for tool %s: %v. Call it again with input that matches its input schema.", t.Name, err)
 		return p
 	}
 	p.Kind = string(t.Kind())
+	p.Task = task
 	p.ResponsePolicy = t.Approval.HasResponsePolicy()
 	if p.Approval != approval.KindNever {
 		pc := approval.PromptContext{ToolName: c.Name, CallID: c.ID, ToolInput: c.Input}
@@ -109,6 +138,12 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 			return p
 		}
 		p.Deadline = d
+	}
+	if w := t.Workflow; w != nil {
+		p.Workflow = &WorkflowCall{Type: w.Type, TaskQueue: w.TaskQueue, IDReuse: string(w.IDReuse), Retry: t.WorkflowRetry()}
+	}
+	if n := t.Nexus; n != nil {
+		p.Nexus = &NexusCall{Endpoint: n.Endpoint, Service: n.Service, Operation: n.Operation}
 	}
 	if t.Kind().Info().AsksPerson {
 		p.OutputSchema = t.OutputSchema
@@ -136,4 +171,22 @@ func planFollowUps(p *CallPlan, t *tools.Tool, pc approval.PromptContext) {
 	if e, ok := t.Approval.Escalation(); ok {
 		p.Escalation = &e
 	}
+}
+
+// WorkflowCall is the child workflow a workflow tool's call starts
+// (tools.Workflow, as the plan records it; its execution timeout is the
+// plan's Deadline).
+type WorkflowCall struct {
+	Type      string             `json:"type"`
+	TaskQueue string             `json:"taskQueue,omitempty"`
+	IDReuse   string             `json:"idReuse,omitempty"`
+	Retry     *tools.RetryPolicy `json:"retry,omitempty"`
+}
+
+// NexusCall is the operation a Nexus tool's call runs (tools.Nexus, as the
+// plan records it; its schedule-to-close timeout is the plan's Deadline).
+type NexusCall struct {
+	Endpoint  string `json:"endpoint"`
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
 }

@@ -18,6 +18,10 @@ import (
 	"github.com/eve-temporal/eve/payloadstore"
 )
 
+// DefaultServiceName names a worker's traces unless OTEL_SERVICE_NAME
+// does (docs/observability.md).
+const DefaultServiceName = "eve-worker"
+
 // dialed maps the clients Dial made to the payload store they offload to,
 // so New gives a worker's agent the same store.
 var dialed sync.Map // client.Client → payloadstore.Store
@@ -40,17 +44,13 @@ func Dial(ctx context.Context, logger *slog.Logger, tc config.Temporal, metricsA
 	if err != nil {
 		return nil, "", nil, err
 	}
-	tp, err := tracing.FromEnv(ctx)
+	tp, err := tracing.FromEnv(ctx, DefaultServiceName)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	var interceptors []interceptor.ClientInterceptor
 	if tp != nil {
-		ic, err := tracing.Interceptor(tp.Tracer("eve"))
-		if err != nil {
-			return nil, "", nil, err
-		}
-		interceptors = append(interceptors, ic)
+		interceptors = append(interceptors, tracing.Interceptor(tp.Tracer))
 	}
 	shutdown := func() {
 		if tp != nil {

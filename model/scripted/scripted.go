@@ -1,14 +1,18 @@
 // Package scripted is a deterministic model driven by rules in a YAML or JSON
 // file, so demos and tests run without an API key.
 //
-// A rule matches the last user message with a case-insensitive regular
-// expression and lists steps: each step either calls tools or replies. The
-// step a rule is on is the number of tool-calling assistant messages since
-// that user message, so a rule walks its steps as tool results come back; a
-// rule whose last step calls tools repeats it (useful to test max-steps).
+// A rule matches the last user message (not one the runtime wrote, such as
+// a task.result message) with a case-insensitive regular expression and
+// lists steps: each step either calls tools or replies. The step a rule is
+// on is the number of assistant messages since that user message, so a
+// rule walks its steps as tool results come back (and past a reply the
+// runtime held while tasks worked); a rule whose last step calls tools
+// repeats it (useful to test max-steps).
 // Templates in inputs and replies use {{name}} or {{1}} for regexp captures
 // and {{result.TOOL}} or {{result.TOOL.path.to.field}} for tool results
-// ({{results.N.field}} is the Nth result of the latest step, in call order;
+// ({{task.TOOL.field}} reads the latest <task_result> of a TOOL task,
+// {{taskId.TOOL}} the task id in a TOOL call's receipt;
+// {{results.N.field}} is the Nth result of the latest step, in call order;
 // {{note.TOOL}} is the runtime's note on a result, such as a person's edit).
 // A path walks fields of objects and 0-based indexes of arrays
 // ({{result.echo.content.0.text}}); a string renders as itself, anything
@@ -140,7 +144,7 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 	}
 	lastUser := -1
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == model.RoleUser {
+		if req.Messages[i].Role == model.RoleUser && req.Messages[i].Kind == "" {
 			lastUser = i
 			break
 		}
@@ -149,13 +153,19 @@ func (m *Model) Step(ctx context.Context, req model.Request, stream model.Stream
 	if lastUser >= 0 {
 		userText = req.Messages[lastUser].Text
 	}
-	// Which step: tool-calling assistant messages since the user spoke.
+	// Which step: assistant messages since the user spoke (a reply the
+	// runtime held while tasks worked counts as a step too).
 	stepIdx := 0
 	vars := map[string]string{}
 	results := resultSet{}
 	for _, msg := range req.Messages[lastUser+1:] {
-		if msg.Role == model.RoleAssistant && len(msg.ToolCalls) > 0 {
+		if msg.Role == model.RoleAssistant {
 			stepIdx++
+		}
+		if msg.Kind == model.KindTaskResult {
+			for _, r := range readTaskResults(msg.Text) {
+				results[taskKey+r.tool] = r.result
+			}
 		}
 		for i, r := range msg.ToolResults {
 			res := result{out: r.Output, failed: r.IsError}
@@ -297,6 +307,43 @@ func renderValue(v any, vars map[string]string, results resultSet) (any, error) 
 // noteKey prefixes a tool result's note among the results ({{note.TOOL}}).
 const noteKey = "note:"
 
+// taskKey prefixes a task's result among the results ({{task.TOOL}}): the
+// latest <task_result> block of a TOOL task in a task.result message.
+const taskKey = "task:"
+
+// receiptID reads the task id from a task's receipt ({{taskId.TOOL}}).
+var receiptID = regexp.MustCompile(`^Started task (\S+)\.`)
+
+var taskResultBlock = regexp.MustCompile(`<task_result id="([^"]*)" tool="([^"]*)" status="(completed|failed)">([\s\S]*?)</task_result>`)
+
+type taskResult struct {
+	tool   string
+	result result
+}
+
+// readTaskResults reads a task.result message's blocks: a completed
+// task's body is its output (JSON, or text as a string); a failed task's
+// is its error, read as {"error": body}.
+func readTaskResults(text string) []taskResult {
+	var out []taskResult
+	for _, m := range taskResultBlock.FindAllStringSubmatch(text, -1) {
+		body := strings.ReplaceAll(m[4], `<\/task_result`, `</task_result`)
+		var res result
+		switch {
+		case m[3] == "failed":
+			b, _ := json.Marshal(map[string]string{"error": body})
+			res = result{out: b, failed: true}
+		case json.Valid([]byte(body)):
+			res = result{out: json.RawMessage(body)}
+		default:
+			b, _ := json.Marshal(body)
+			res = result{out: b}
+		}
+		out = append(out, taskResult{tool: m[2], result: res})
+	}
+	return out
+}
+
 // resultSet is the tool results since the user's message, by tool name,
 // "#N" (the latest step's Nth) and noteKey+name.
 type resultSet map[string]result
@@ -348,6 +395,27 @@ func expand(key string, vars map[string]string, results resultSet) (string, erro
 		}
 		return lookup(note, "")
 	}
+	if tool, ok := strings.CutPrefix(key, "taskId."); ok {
+		res, ok := results[tool]
+		if !ok {
+			return "", noResult(tool, results)
+		}
+		var receipt string
+		_ = json.Unmarshal(res.out, &receipt)
+		m := receiptID.FindStringSubmatch(receipt)
+		if m == nil {
+			return "", fmt.Errorf("the %s result is no task receipt: %s", tool, res.out)
+		}
+		return m[1], nil
+	}
+	if rest, ok := strings.CutPrefix(key, "task."); ok {
+		tool, path, _ := strings.Cut(rest, ".")
+		res, ok := results[taskKey+tool]
+		if !ok {
+			return "", fmt.Errorf("no <task_result> from a %s task has arrived since the user's message", tool)
+		}
+		return lookup(res, path)
+	}
 	if rest, ok := strings.CutPrefix(key, "result."); ok {
 		tool, path, _ := strings.Cut(rest, ".")
 		res, ok := results[tool]
@@ -367,7 +435,7 @@ func expand(key string, vars map[string]string, results resultSet) (string, erro
 func noResult(tool string, results resultSet) error {
 	var tools []string
 	for k := range results {
-		if !strings.HasPrefix(k, "#") && !strings.HasPrefix(k, noteKey) {
+		if !strings.HasPrefix(k, "#") && !strings.HasPrefix(k, noteKey) && !strings.HasPrefix(k, taskKey) {
 			tools = append(tools, k)
 		}
 	}

@@ -268,6 +268,24 @@ test("an approval answered inline in the session's transcript", async () => {
   await page.context().close();
 });
 
+test("a workflow tool's call links to its child workflow in the Temporal UI", async () => {
+  const acc = await call("alice", "POST", "/eve/v1/session", { message: "provision db" });
+  const started = await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");
+  const page = await open();
+  await signIn(page, "alice");
+  await page.goto(`${BASE}/console/#/session/${acc.sessionId}`);
+  const c = page.locator(`.call[data-call="${started.data.callId}"]`);
+  const link = c.getByRole("link", { name: /child workflow in Temporal UI/ });
+  await link.waitFor({ timeout: WAIT });
+  // The child's workflow id is the task id, <session>/<turn>/tool/<call>.
+  assert.equal(started.data.taskId, `${acc.sessionId}/${started.data.turnId}/tool/${started.data.callId}`);
+  assert.equal(await link.getAttribute("href"), "http://localhost:8233/namespaces/default/workflows/" + encodeURIComponent(started.data.taskId));
+  await c.getByText("result (completed)").waitFor({ timeout: WAIT });
+  // One call, one link (a delegated job's task id is its action id: none).
+  assert.equal(await page.locator(".child-link").count(), 1);
+  await page.context().close();
+});
+
 test("cancel a delegated job", async () => {
   const acc = await call("alice", "POST", "/eve/v1/session", { message: "run the sales report" });
   await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");

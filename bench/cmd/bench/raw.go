@@ -66,6 +66,12 @@ func init() {
 			configs: []string{"fast"}, setup: rawShapeSetup(v.shape, v.variant),
 		})
 	}
+	// The tool as a child workflow (ExecuteChildWorkflow, the tool activity
+	// inside it): the shape of eve's workflow tool (eve-turn/workflow-tool).
+	scenarios = append(scenarios, scenario{
+		name: "raw-child/regular", baseline: "raw-turn/regular", latency: true, hops: true,
+		configs: []string{"fast"}, setup: rawChildSetup,
+	})
 	scenarios = append(scenarios, scenario{
 		name:     "raw-turn/regular+eager-start",
 		baseline: "raw-turn/regular",
@@ -124,4 +130,23 @@ func rawShapeSetup(shape rawsdk.Shape, v rawsdk.Variant) func(ctx context.Contex
 			return 0, rawsdk.RunShape(ctx, env.Client, tq, shape, v, id)
 		}, w.Stop, nil
 	}
+}
+
+// rawChildSetup runs the raw turn with its tool as a child workflow.
+func rawChildSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	tq := env.Queue("raw-child")
+	w := worker.New(env.Client, tq, env.WorkerOptions)
+	rawsdk.RegisterWorker(w)
+	if err := w.Start(); err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, i int) (time.Duration, error) {
+		var opts []rawsdk.RunOption
+		if hopsRequested(ctx) {
+			id := rawsdk.NextWorkflowID("hops")
+			recordHop(ctx, id)
+			opts = append(opts, rawsdk.WithID(id))
+		}
+		return 0, rawsdk.RunChildTurn(ctx, env.Client, tq, rawsdk.Regular, opts...)
+	}, w.Stop, nil
 }

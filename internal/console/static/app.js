@@ -632,6 +632,15 @@ function workflowLink(sessionId, turnId) {
   return h("a", { href: `${config.temporalUIWorkflowURL}/${encodeURIComponent(sessionId + "/" + turnId)}`, target: "_blank", rel: "noopener noreferrer" }, "workflow in Temporal UI ↗");
 }
 
+// childLink links a workflow or Nexus tool's call (its task.started) to its
+// child workflow, whose id is the task id <session>/<turn>/tool/<call>
+// (signals.WorkflowToolID); a delegated job's task id is its action id: no
+// link (the jobs page lists those).
+function childLink(sessionId, d) {
+  if (!config.temporalUIWorkflowURL || !d.taskId || d.taskId !== `${sessionId}/${d.turnId}/tool/${d.callId}`) return null;
+  return h("a", { class: "child-link", href: `${config.temporalUIWorkflowURL}/${encodeURIComponent(d.taskId)}`, target: "_blank", rel: "noopener noreferrer" }, "child workflow in Temporal UI ↗");
+}
+
 function sessionPage(root, { signal, args }) {
   const id = args[0] || "";
   const transcript = h("div", { class: "transcript", role: "log", "aria-label": "Transcript", "aria-live": "polite" });
@@ -695,6 +704,12 @@ function sessionPage(root, { signal, args }) {
         const c = calls.get(r.callId);
         const body = d.error ? h("div", { class: "error", text: `${d.error.code || "error"}: ${d.error.message || ""}` }) : h("pre", { text: json(r.output) });
         if (c) { c.out.replaceChildren(h("span", { class: "muted small", text: `result (${d.status})` }), body); if (d.status === "failed") c.card.classList.add("failed"); }
+        break;
+      }
+      case "task.started": {
+        const c = calls.get(d.callId);
+        const link = childLink(id, d);
+        if (c && link && !c.card.querySelector(".child-link")) c.out.before(h("p", { class: "small" }, link));
         break;
       }
       case "input.requested":
