@@ -474,6 +474,7 @@ func TestRecordHistories(t *testing.T) {
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)
+	recordFirstMessage(t, prefix)
 }
 
 // askTwoTool asks its client two questions at once, then answers both.

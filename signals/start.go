@@ -30,4 +30,12 @@ type SessionInput struct {
 	// Stubs are eve's tool stubs (evals), fixed for the session's life.
 	// Only a caller granted tool stubs may set them (the API server checks).
 	Stubs []protocol.ToolStub `json:"stubs,omitempty"`
+	// First is the session's first message, accepted with its start: the
+	// workflow queues it (delivery First.DeliveryID, turn 0) before it
+	// takes anything else, so the start request, which needs no workflow
+	// task to be answered, makes it durable. Its starter checks it as the
+	// send Update's validator would (sessions.Service.CreateAndSend). Only
+	// workers that know the field read it (eve 0.5.0 with
+	// eve-first-message on).
+	First *SendRequest `json:"first,omitempty"`
 }

@@ -37,6 +37,7 @@ const (
 	changeSearchWrites  = "eve-search-writes"
 	changeTaskCalls     = "eve-tasks"
 	changeSubagents     = "eve-subagents"
+	changeFirstMessage  = "eve-first-message"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -98,4 +99,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
 	{changeSubagents, "0.5.0", "subagents (agent.Agent.Subagents): a subagent's call is a resumable task of kind agent whose first call starts a child session (the session workflow on the subagent's task queue, id signals.SubagentSessionID, parent-close ABANDON) and records agent.started; each call signals the child its message (eve.agent.message) and settles with the child turn's reply (eve.agent.reply); a session answers a parent's message when its turn ends; the session keeps a subagent's task as kind agent between turns",
 		[]string{"v0.5.0-turn-subagent-*.json", "v0.5.0-session-subagent-*.json"}},
+	{changeFirstMessage, "0.5.0", "a session started with its first message in its input (signals.SessionInput.First) queues it as turn 0 before anything else: a create answers once the start is recorded, without waiting for the session's first workflow task",
+		[]string{"v0.5.0-session-first-message*.json"}},
 }

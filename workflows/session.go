@@ -27,6 +27,9 @@ type sessionInput struct {
 	// Stubs are eve's tool stubs, fixed when the session is created (the
 	// API server checked them and the caller's grant).
 	Stubs []protocol.ToolStub `json:"stubs,omitempty"`
+	// First is the first message, accepted with the start
+	// (changeFirstMessage; signals.SessionInput.First).
+	First *signals.SendRequest `json:"first,omitempty"`
 }
 
 // sessionState is everything a session carries across continue-as-new.
@@ -189,6 +192,10 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 			setStatus(ctx, cfg, s.id, statusIdle, nil)
 		}
 		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: signals.Version}})
+		if in.First != nil && workflow.GetVersion(ctx, changeFirstMessage, workflow.DefaultVersion, 1) >= 1 {
+			// Before any Update is handled: the first message is turn 0.
+			s.acceptFirst(*in.First)
+		}
 	}
 	if in.State != nil {
 		s.log.base, s.log.events = s.st.EventBase, s.st.Events

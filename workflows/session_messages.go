@@ -33,6 +33,16 @@ func (s *session) validateSend(ctx workflow.Context, req signals.SendRequest) er
 	return nil
 }
 
+// acceptFirst queues the message a session was started with
+// (changeFirstMessage): its starter checked it as validateSend would, and
+// nothing else is queued yet, so it is turn 0 in either order mode.
+func (s *session) acceptFirst(req signals.SendRequest) {
+	if req.DeliveryID == "" {
+		req.DeliveryID = "dlv_" + s.id
+	}
+	s.enqueue(queuedMessage{Message: req.Message, DeliveryID: req.DeliveryID, Caller: req.Caller})
+}
+
 func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.SendResult, error) {
 	dlv := req.DeliveryID
 	if dlv == "" {

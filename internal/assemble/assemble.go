@@ -223,11 +223,13 @@ func NewHandler(c client.Client, a *agent.Agent, opts api.ServerOptions, bus not
 	info.ModelProvider = ModelProvider(info.ModelID)
 	srv := api.Options{
 		ServerOptions: opts,
-		Sessions:      &sessions.Service{Client: c, TaskQueue: tq, SearchAttributes: hasSearchAttributes(c, opts.TemporalNamespace, logger)},
-		Info:          info,
-		Tools:         tools.Handler(),
-		Bus:           bus,
-		Tracing:       tp,
+		// StartWithMessage: the workers of tq run this build's workflows
+		// (docs/deploy.md, "Rolling a deploy": workers before API hosts).
+		Sessions: &sessions.Service{Client: c, TaskQueue: tq, StartWithMessage: true, SearchAttributes: hasSearchAttributes(c, opts.TemporalNamespace, logger)},
+		Info:     info,
+		Tools:    tools.Handler(),
+		Bus:      bus,
+		Tracing:  tp,
 	}
 	if actions != nil {
 		srv.Actions = actions

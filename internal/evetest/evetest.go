@@ -50,7 +50,7 @@ func NewOn(t testing.TB, srv *devserver.Server) *Env {
 	c := devtest.Client(t, srv)
 	tq := devtest.TaskQueue(t)
 	t.Cleanup(func() { dumpOnFailure(t, c, srv.Namespace, tq) })
-	return &Env{T: t, Server: srv, Client: c, TaskQueue: tq, Sessions: &sessions.Service{Client: c, TaskQueue: tq}, Bus: notify.NewLocal()}
+	return &Env{T: t, Server: srv, Client: c, TaskQueue: tq, Sessions: &sessions.Service{Client: c, TaskQueue: tq, StartWithMessage: true}, Bus: notify.NewLocal()}
 }
 
 // Agent builds an agent from scripted rules (YAML) and tools.

@@ -8,9 +8,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -29,6 +31,15 @@ type Service struct {
 	// they change (a session created with its first message writes none
 	// until its turn ends).
 	SearchAttributes bool
+	// StartWithMessage: CreateAndSend puts the first message in the
+	// session's start request (signals.SessionInput.First) instead of an
+	// Update-with-Start, so a create is answered once Temporal recorded the
+	// start, without waiting for the session's first workflow task (which,
+	// in a burst, queues behind the turns the burst started). Set it only
+	// when every worker of the task queue runs eve 0.5.0 with
+	// eve-first-message or later: an older worker ignores the field and
+	// never runs the message.
+	StartWithMessage bool
 	// turns are the sessions' last known turns, so a respond takes one
 	// round trip when the guess is right (see Respond).
 	turns turnHints
@@ -113,6 +124,15 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 	if req.Caller == nil {
 		req.Caller = initiator
 	}
+	if s.StartWithMessage && !req.Wait && checkFirst(req) == nil {
+		res, err := s.startWithMessage(ctx, id, initiator, updateID, stubs, req)
+		if err == nil || !isAlreadyStarted(err) {
+			return res, err
+		}
+		// The id is taken: a retry of this create (its Update ID and
+		// delivery join the first), a session by that id, or a closed one.
+		// The Update-with-Start below answers each as before.
+	}
 	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator, "running"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
@@ -134,6 +154,55 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 	}
 	s.learnTurn(res)
 	return res, nil
+}
+
+// startWithMessage starts session id with req as its first message, in
+// the start request (StartWithMessage). The workflow queues it as turn 0.
+// updateID is the Update ID a retry would send it with (see
+// CreateAndSendOnce).
+// An id already in use answers Temporal's WorkflowExecutionAlreadyStarted.
+func (s *Service) startWithMessage(ctx context.Context, id string, initiator *auth.Principal, updateID string, stubs []protocol.ToolStub, req signals.SendRequest) (signals.SendResult, error) {
+	switch {
+	case req.DeliveryID != "":
+	case updateID != "":
+		// The delivery id the send Update gives a message without one, so
+		// a retry of this create by Update (the id then exists) joins it.
+		req.DeliveryID = "dlv_" + updateID
+	default:
+		req.DeliveryID = NewID("dlv")
+	}
+	o := s.startOptionsFor(id, initiator, "running")
+	o.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	o.WorkflowExecutionErrorWhenAlreadyStarted = true
+	if _, err := s.Client.ExecuteWorkflow(ctx, o, signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, First: &req}); err != nil {
+		if isAlreadyStarted(err) {
+			return signals.SendResult{}, err
+		}
+		return signals.SendResult{}, s.classify(ctx, id, fmt.Errorf("start session %s with a message: %w", id, err))
+	}
+	res := signals.SendResult{SessionID: id, DeliveryID: req.DeliveryID, TurnID: signals.TurnID(0), Sequence: 0}
+	s.learnTurn(res)
+	return res, nil
+}
+
+func isAlreadyStarted(err error) bool {
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	return errors.As(err, &started)
+}
+
+// checkFirst is the session's send validator (workflows.validateSend) for
+// the first message of a new session: a message it would refuse goes
+// through the Update, which answers the refusal as it always has.
+func checkFirst(req signals.SendRequest) error {
+	switch {
+	case strings.TrimSpace(req.Message) == "":
+		return errors.New("empty message")
+	case len(req.Message) > signals.MaxMessageBytes:
+		return errors.New("message too long")
+	case req.TurnPolicy != "" && req.TurnPolicy != signals.TurnPolicySteer && req.TurnPolicy != signals.TurnPolicyQueue:
+		return errors.New("unknown turn policy")
+	}
+	return nil
 }
 
 // learnTurn notes the turn a sent message went to.

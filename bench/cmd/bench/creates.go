@@ -47,7 +47,11 @@ func init() {
 	fastOnly := []string{"fast"}
 	scenarios = append(scenarios,
 		scenario{name: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: rawStartSetup},
-		scenario{name: "eve-create/http", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup},
+		scenario{name: "eve-create/http", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup("eve-create/http", false, false)},
+		scenario{name: "eve-create/http-update", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, configs: fastOnly, setup: eveCreateSetup("eve-create/http-update", true, false)},
+		// No worker polls its task queue: what the creates cost alone,
+		// without the turns they start competing for the server.
+		scenario{name: "eve-create/http-noworker", baseline: "raw-start/workflow", latency: true, calls: 1, noWarmup: true, reportOnly: true, extra: true, configs: fastOnly, setup: eveCreateSetup("eve-create/http-noworker", false, true)},
 	)
 	reports = append(reports, reportCreates)
 }
@@ -168,21 +172,33 @@ func (m *countingModel) Step(ctx context.Context, req model.Request, stream mode
 	return res, err
 }
 
-func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+// eveCreateSetup: update, the first message by Update-with-Start (an
+// API host whose workers may predate eve-first-message); else in the
+// start request (sessions.Service.StartWithMessage, as eve's own hosts).
+// noWorker: no worker polls (the sessions never run; nothing is drained).
+func eveCreateSetup(name string, update, noWorker bool) func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+	return func(ctx context.Context, env *benchEnv) (runFunc, func(), error) {
+		return eveCreate(ctx, env, name, update, noWorker)
+	}
+}
+
+func eveCreate(ctx context.Context, env *benchEnv, name string, update, noWorker bool) (runFunc, func(), error) {
 	sm, err := scripted.Parse([]byte("rules:\n  - match: \".*\"\n    reply: \"ok\"\n"))
 	if err != nil {
 		return nil, nil, err
 	}
 	m := &countingModel{Model: sm}
-	tq := env.Queue("eve-create")
+	tq := env.Queue(strings.ReplaceAll(name, "/", "-"))
 	w := worker.New(env.Client, tq, env.WorkerOptions)
 	if err := agent.Register(w, &agent.Agent{Name: "bench", Model: m, Tools: tools.NewRegistry(), LocalModel: true}, agent.Host{Store: env.Store, Client: env.Client}); err != nil {
 		return nil, nil, err
 	}
-	if err := w.Start(); err != nil {
+	if noWorker {
+		w = nopWorker{}
+	} else if err := w.Start(); err != nil {
 		return nil, nil, err
 	}
-	h, err := api.New(api.Options{Sessions: &sessions.Service{Client: env.Client, TaskQueue: tq}})
+	h, err := api.New(api.Options{Sessions: &sessions.Service{Client: env.Client, TaskQueue: tq, StartWithMessage: !update}})
 	if err != nil {
 		w.Stop()
 		return nil, nil, err
@@ -208,7 +224,7 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 		})
 		// Every accepted message runs a turn of one model step.
 		t0 := time.Now()
-		for m.steps.Load()-steps0 < int64(r.ok) {
+		for !noWorker && m.steps.Load()-steps0 < int64(r.ok) {
 			if ctx.Err() != nil || time.Since(t0) > 5*time.Minute {
 				r.drainErr = fmt.Sprintf("%d of %d turns finished", m.steps.Load()-steps0, r.ok)
 				break
@@ -216,13 +232,18 @@ func eveCreateSetup(ctx context.Context, env *benchEnv) (runFunc, func(), error)
 			time.Sleep(20 * time.Millisecond)
 		}
 		r.drained = time.Since(t0)
-		recordBurst(ctx, "eve-create/http@"+env.Config, r)
+		recordBurst(ctx, name+"@"+env.Config, r)
 		if r.ok == 0 {
 			return 0, errors.New("no session created: " + r.firstErr)
 		}
 		return r.wall, nil
 	}, cleanup, nil
 }
+
+// nopWorker stands in for a worker that never started.
+type nopWorker struct{ worker.Worker }
+
+func (nopWorker) Stop() {}
 
 // burstBaseline is the raw row a burst row is compared with.
 func burstBaseline(scen string) string {
@@ -300,6 +321,7 @@ func reportCreates(w io.Writer, _ *benchkit.Table) {
 		"  is answers per second (eve: 202 to POST /eve/v1/session/{id} with inputResponses; raw: the respond Update accepted),\n"+
 		"  turns drained in: from the last answer until every resumed turn finished; all done: answers + drain against raw.")
 	fmt.Fprintln(w, "creation burst: each call a new session with its first message (eve: POST /eve/v1/session through HTTP, answered\n"+
-		"  202 once the message is accepted; raw: ExecuteWorkflow of an all-local raw turn). created/s counts 2xx answers (raw:\n"+
-		"  starts) over the burst's wall time. eve must answer only 2xx, 429 or 503 with Retry-After.")
+		"  202 once the start with the message is recorded; http-update: by Update-with-Start, once the session's first workflow\n"+
+		"  task accepted it; http-noworker: no worker polls; raw: ExecuteWorkflow of an all-local raw turn). created/s counts\n"+
+		"  2xx answers (raw: starts) over the burst's wall time. eve must answer only 2xx, 429 or 503 with Retry-After.")
 }
