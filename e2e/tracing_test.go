@@ -274,6 +274,39 @@ func TestTracesInJaeger(t *testing.T) {
 		te.checkReplay(t, wid, len(tr.Spans))
 	})
 
+	t.Run("a turn follows from the previous", func(t *testing.T) {
+		te := newTracedEnv(t, j, false)
+		te.startWorker()
+		ctx := te.Ctx(30 * time.Second)
+		id, err := te.Sessions.Create(ctx, "", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := te.SendAndWait(ctx, id, "what's the weather in Oslo")
+		second := te.SendAndWait(ctx, id, "what's the weather in Rome")
+		firstWID, secondWID := signals.TurnWorkflowID(id, first.TurnID), signals.TurnWorkflowID(id, second.TurnID)
+		root1 := spansNamed(te.trace(t, firstWID, "s1"), "invoke_agent demo")[0]
+		root2 := spansNamed(te.trace(t, secondWID, "s2"), "invoke_agent demo")[0]
+		// Each turn is a trace of its own; the second links to the first's root.
+		if root1.TraceID == root2.TraceID {
+			t.Fatalf("both turns in trace %s", root1.TraceID)
+		}
+		var links []jaegertest.Reference
+		for _, r := range root2.References {
+			if r.RefType == "FOLLOWS_FROM" {
+				links = append(links, r)
+			}
+		}
+		if d := cmp.Diff([]jaegertest.Reference{{RefType: "FOLLOWS_FROM", TraceID: root1.TraceID, SpanID: root1.SpanID}}, links); d != "" {
+			t.Errorf("the second turn's links (-want +got):\n%s", d)
+		}
+		for _, r := range root1.References {
+			if r.RefType == "FOLLOWS_FROM" {
+				t.Errorf("the session's first turn links to %+v", r)
+			}
+		}
+	})
+
 	t.Run("approval waits", func(t *testing.T) {
 		te := newTracedEnv(t, j, false)
 		te.startWorker()

@@ -68,6 +68,9 @@ type sessionState struct {
 	// TasksNote the [Tasks] note the model read last (workflows/tasks.go).
 	Tasks     []heldTask `json:"tasks,omitempty"`
 	TasksNote string     `json:"tasksNote,omitempty"`
+	// LastTurn is the workflow id of the last turn that ran: the next
+	// turn's trace links to it (trace.go). Not a command: replays ignore it.
+	LastTurn string `json:"lastTurn,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.

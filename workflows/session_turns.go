@@ -79,6 +79,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
+		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {
@@ -89,6 +90,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		setStatus(ctx, s.st.Config, s.id, statusRunning, nil)
 	}
 	out, err := s.runChild(ctx, wid, in)
+	s.st.LastTurn = wid
 	read := out.Taken
 	if err != nil {
 		// The turn workflow turns every expected failure into events; this

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/internal/tracing"
@@ -83,11 +84,26 @@ func (t *turn) traceTurn(ctx workflow.Context, status string) {
 			attrs = append(attrs, a)
 		}
 	}
-	s := tracing.Span{Name: tracing.OpInvokeAgent + " " + t.cfg.AgentName, Start: t.started, End: now, Attrs: attrs}
+	s := tracing.Span{Name: tracing.OpInvokeAgent + " " + t.cfg.AgentName, Start: t.started, End: now, Attrs: attrs, Links: t.traceLinks()}
 	if status == "failed" {
 		s.ErrorType, s.Message = t.failCode, t.errMsg
 	}
 	t.emitSpan(ctx, tracing.OpInvokeAgent, s)
+}
+
+// traceLinks are the spans a turn's trace follows from, in other traces:
+// the root of the session's previous turn, and for a subagent's turn the
+// parent's execute_tool span of the call that sent its message. Their ids
+// derive from workflow ids, so no lookup is needed.
+func (t *turn) traceLinks() []trace.SpanContext {
+	var links []trace.SpanContext
+	if t.in.PrevTurn != "" {
+		links = append(links, tracing.SpanContext(t.in.PrevTurn, ""))
+	}
+	if c := t.in.CalledBy; c != nil && c.WorkflowID != "" && c.CallID != "" {
+		links = append(links, tracing.SpanContext(c.WorkflowID, tracing.ToolKey(c.CallID)))
+	}
+	return links
 }
 
 // traceStep emits a step's agent.step span when it ends.

@@ -37,6 +37,11 @@ type turnInput struct {
 	SessionTools []work.DynamicTool `json:"sessionTools,omitempty"`
 	// Stubs are the session's tool stubs and their positions (nil: none).
 	Stubs *stubState `json:"stubs,omitempty"`
+	// PrevTurn is the workflow id of the session's previous turn, and
+	// CalledBy the parent turn's call when a subagent's session runs
+	// this turn: the turn's trace links to both (trace.go).
+	PrevTurn string                `json:"prevTurn,omitempty"`
+	CalledBy *signals.AgentReplyTo `json:"calledBy,omitempty"`
 	// Tasks are the session's idle resumable tasks, TasksNote the [Tasks]
 	// note the model read last (tasks.go).
 	Tasks     []heldTask `json:"tasks,omitempty"`
