@@ -19,6 +19,7 @@ import (
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 	"github.com/eve-temporal/eve/workflows"
 )
@@ -36,6 +37,19 @@ type Agent struct {
 	// Name names the agent in session.started, /eve/v1/info and the memo,
 	// and is an app binary's default task queue (EVE_TASK_QUEUE overrides it).
 	Name string
+	// Description says what the agent does. A parent that lists it in
+	// Subagents shows it to its model as the subagent tool's description;
+	// required then.
+	Description string
+	// Subagents are the agents this one may delegate to (eve's
+	// subagents; docs/subagents.md). Each is a whole agent of its own —
+	// name, description, model, tools, policies, limits: nothing is
+	// inherited — and becomes a model-facing tool of its name, input
+	// {message, taskId?}, whose calls are resumable tasks of kind "agent":
+	// the first starts a child session of the subagent, a later call by
+	// taskId sends the same child another message. The child runs on its
+	// own task queue (QueueOf), where the worker host runs a worker for it.
+	Subagents []*Agent
 	// System is the system prompt of every model step.
 	System string
 	Model  model.Model
@@ -225,6 +239,19 @@ func Tools(a *Agent) (*tools.Registry, error) {
 		disabled[name] = true
 	}
 	var keep []*tools.Tool
+	for _, sub := range a.Subagents {
+		if sub == nil {
+			return nil, errors.New("subagents: a nil agent")
+		}
+		if strings.TrimSpace(sub.Description) == "" {
+			return nil, fmt.Errorf("subagent %q: Description is required: it is the tool description the model decides to delegate by", sub.Name)
+		}
+		if known[sub.Name] {
+			return nil, fmt.Errorf("subagent %q: a tool or another subagent has that name", sub.Name)
+		}
+		known[sub.Name] = true
+		keep = append(keep, tools.DefineSubagent(sub.Name, sub.Description))
+	}
 	for _, t := range static {
 		if !disabled[t.Name] {
 			keep = append(keep, t)
@@ -255,8 +282,28 @@ func builtinNames(ts []*tools.Tool) string {
 	return strings.Join(names, ", ")
 }
 
+// Queue is one agent a worker host serves, and its task queue.
+type Queue struct {
+	TaskQueue string
+	Agent     *Agent
+}
+
+// Queues are the agents a worker host serves for a on taskQueue: a itself,
+// then each subagent at any depth on its own queue
+// (signals.SubagentTaskQueue: the parent's queue, "/", its name). The host
+// runs one worker per queue, each registered with Register.
+func Queues(a *Agent, taskQueue string) []Queue {
+	out := []Queue{{TaskQueue: taskQueue, Agent: a}}
+	for _, sub := range a.Subagents {
+		if sub != nil {
+			out = append(out, Queues(sub, signals.SubagentTaskQueue(taskQueue, sub.Name))...)
+		}
+	}
+	return out
+}
+
 // Register adds eve's workflows and the agent's activities to w, run with
-// what h wires in.
+// what h wires in. A's subagents run on workers of their own (Queues).
 func Register(w worker.Registry, a *Agent, h Host) error {
 	if a == nil || a.Model == nil {
 		return errors.New("register agent: a model is required")

@@ -73,5 +73,10 @@ func Agent() (*agent.Agent, error) {
 	if err := reg.Register(Tools()...); err != nil {
 		return nil, err
 	}
-	return &agent.Agent{Name: "demo", Model: Model(), Tools: reg, LocalModel: true, RegisterWorker: RegisterProvision}, nil
+	researcher, err := Researcher()
+	if err != nil {
+		return nil, err
+	}
+	return &agent.Agent{Name: "demo", Model: Model(), Tools: reg, LocalModel: true, RegisterWorker: RegisterProvision,
+		Subagents: []*agent.Agent{researcher}}, nil
 }

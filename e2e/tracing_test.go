@@ -474,3 +474,46 @@ func TestTracesInJaeger(t *testing.T) {
 		}
 	})
 }
+
+// An operator may export over OTLP/gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc)
+// as well as HTTP: a span from a provider built from those variables
+// reaches Jaeger's gRPC receiver, under the service the variables name.
+func TestTracesOverGRPC(t *testing.T) {
+	j := jaegertest.Start(t)
+	service := fmt.Sprintf("eve-grpc-%d", time.Now().UnixNano())
+	t.Setenv("EVE_OTEL_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", j.OTLPGRPCEndpoint)
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	t.Setenv("OTEL_SERVICE_NAME", service)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := tracing.FromEnv(ctx, "eve-worker")
+	if err != nil || p == nil {
+		t.Fatalf("provider %v, err %v", p, err)
+	}
+	defer p.Shutdown(context.Background())
+	const turnWID = "grpc-session/turn_0"
+	now := time.Now()
+	p.Tracer.EmitNow(turnWID, tracing.Span{Key: "grpc", Name: "sentinel", Start: now, End: now})
+	if err := p.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		tr, ok, err := j.Trace(ctx, tracing.TraceID(turnWID).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && len(tr.Spans) == 1 {
+			if got := tr.Processes[tr.Spans[0].ProcessID].ServiceName; got != service {
+				t.Errorf("service %q, want %q", got, service)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the span sent over gRPC never reached Jaeger")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

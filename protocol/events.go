@@ -35,8 +35,11 @@ const (
 	// TaskStarted and TaskSettled frame a task: a call of a task tool
 	// (tools.AsTask), once each per call, identified by (taskId, callId);
 	// and, in histories recorded before tasks, a delegated call's job.
-	TaskStarted    = "task.started"
-	TaskSettled    = "task.settled"
+	TaskStarted = "task.started"
+	TaskSettled = "task.settled"
+	// AgentStarted announces a subagent's child session, once, on the
+	// parent's stream: follow its streamPath for the child's events.
+	AgentStarted   = "agent.started"
 	ContextCleared = "context.cleared"
 
 	CompactionRequested = "compaction.requested"
@@ -109,6 +112,18 @@ type TaskStartedData struct {
 	Name   string `json:"name"`
 	TaskID string `json:"taskId"`
 	TurnID string `json:"turnId"`
+}
+
+// AgentStartedData is agent.started: the call (and its task) that started
+// a subagent's child session, the subagent's name, the child's session id
+// and the route of its stream.
+type AgentStartedData struct {
+	CallID     string `json:"callId"`
+	TurnID     string `json:"turnId"`
+	TaskID     string `json:"taskId,omitempty"`
+	Name       string `json:"name"`
+	SessionID  string `json:"sessionId"`
+	StreamPath string `json:"streamPath"`
 }
 
 // TaskSettledData is task.settled: the task's call settled, completed

@@ -20,6 +20,9 @@ const (
 	// KindNexus: an operation behind a Nexus endpoint; its result is the
 	// call's (DefineNexus).
 	KindNexus Kind = "nexus"
+	// KindAgent: a subagent, a child session of its own; its final reply
+	// is the call's result (DefineSubagent, agent.Agent.Subagents).
+	KindAgent Kind = "agent"
 )
 
 // KindInfo is what a kind implies, for every place that must know: the
@@ -45,6 +48,7 @@ var kinds = map[Kind]KindInfo{
 	KindDelegated: {Async: true, OutsideSession: true, NeedsDeadline: true},
 	KindWorkflow:  {Async: true, OutsideSession: true, NeedsDeadline: true},
 	KindNexus:     {Async: true, OutsideSession: true, NeedsDeadline: true},
+	KindAgent:     {Async: true},
 }
 
 // Info is the kind's row of the table (the zero KindInfo for an unknown
@@ -62,6 +66,8 @@ func (t *Tool) Kind() Kind {
 		return KindWorkflow
 	case t.Nexus != nil:
 		return KindNexus
+	case t.Subagent != nil:
+		return KindAgent
 	}
 	return KindAuthored
 }

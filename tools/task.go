@@ -59,6 +59,9 @@ func (t *Tool) compileTask() []error {
 	if t.Task.Resumable && t.Delegated != nil {
 		errs = append(errs, errors.New("a delegated tool cannot be a resumable task: each call's state comes back from Execute"))
 	}
+	if t.Task.Resumable && (t.Workflow != nil || t.Nexus != nil) {
+		errs = append(errs, errors.New("a workflow or Nexus tool cannot be a resumable task: each call is a workflow or operation of its own, with no Execute to keep state"))
+	}
 	if t.Task.Deadline < 0 {
 		errs = append(errs, errors.New("Task.Deadline must not be negative"))
 	}

@@ -314,6 +314,9 @@ type Tool struct {
 	// Nexus makes this a Nexus tool: a call runs an operation behind a
 	// Nexus endpoint (see DefineNexus).
 	Nexus *Nexus
+	// Subagent makes this a subagent's tool: a call delegates to a child
+	// session of that agent (see DefineSubagent, agent.Agent.Subagents).
+	Subagent *Subagent
 	// Remote is set on a tool a connection serves (package connections).
 	Remote *Remote
 	// Task makes the tool's calls tasks: a receipt now, the result later
@@ -465,6 +468,8 @@ func (t *Tool) compile() error {
 		errs = append(errs, t.compileWorkflow()...)
 	} else if t.Nexus != nil {
 		errs = append(errs, t.compileNexus()...)
+	} else if t.Subagent != nil {
+		errs = append(errs, t.compileSubagent()...)
 	} else if t.Execute == nil {
 		errs = append(errs, errors.New("Execute is required (or define a client tool with DefineClient)"))
 	}

@@ -41,6 +41,14 @@ func TestWorkflowAndNexusDefinitions(t *testing.T) {
 		{"nexus without operation", DefineNexus("provision", "d", obj, nil, Nexus{Endpoint: "e"}),
 			got{Kind: KindNexus, Info: KindInfo{Async: true, OutsideSession: true, NeedsDeadline: true}, Deadline: DefaultDeadline},
 			[]string{"Nexus.Endpoint, Nexus.Service and Nexus.Operation are required"}},
+		{"workflow as a task", AsTask(DefineWorkflow("provision", "d", obj, nil, Workflow{Type: "Provision"}), Task{}),
+			got{Kind: KindWorkflow, Info: KindInfo{Async: true, OutsideSession: true, NeedsDeadline: true}, Deadline: DefaultDeadline}, nil},
+		{"resumable workflow task", AsTask(DefineWorkflow("provision", "d", obj, nil, Workflow{Type: "Provision"}), Task{Resumable: true}),
+			got{Kind: KindWorkflow, Info: KindInfo{Async: true, OutsideSession: true, NeedsDeadline: true}, Deadline: DefaultDeadline},
+			[]string{"cannot be a resumable task"}},
+		{"resumable nexus task", AsTask(DefineNexus("provision", "d", obj, nil, Nexus{Endpoint: "e", Service: "s", Operation: "o"}), Task{Resumable: true}),
+			got{Kind: KindNexus, Info: KindInfo{Async: true, OutsideSession: true, NeedsDeadline: true}, Deadline: DefaultDeadline},
+			[]string{"cannot be a resumable task"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, _ := c.tool.DeadlineOf(nil)

@@ -139,6 +139,7 @@ var runners = map[tools.Kind]runner{
 	tools.KindDelegated: runDelegated,
 	tools.KindWorkflow:  runWorkflow,
 	tools.KindNexus:     runNexus,
+	tools.KindAgent:     runAgent,
 }
 
 // execute runs a call the gate let through with its kind's runner.

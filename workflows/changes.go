@@ -36,6 +36,7 @@ const (
 	changeDeniedResult  = "eve-denied-result"
 	changeSearchWrites  = "eve-search-writes"
 	changeTaskCalls     = "eve-tasks"
+	changeSubagents     = "eve-subagents"
 	// changeTaskCancelUpdate: the turn's task cancel Update (marker
 	// recorded by its handler, so a history with such an Update says so).
 	changeTaskCancelUpdate = "eve-task-cancel-update"
@@ -98,6 +99,8 @@ var changes = []change{
 		[]string{"v0.5.0-turn-workflow-asks.json"}},
 	{changeTaskCalls, "0.5.0", "tasks (tools.AsTask): a task call's result is a receipt and its work runs in a coroutine of the turn; results reach the model as a task.result message at the next step boundary, with the [Tasks] note; eve__task_wait and eve__task_cancel; the turn parks while tasks work (turn.waiting on tasks); a cancelled or failed turn cancels its tasks; a task's deadline settles it failed; resumable tasks take further calls by taskId, and the session keeps them idle between turns (turnInput.Tasks, turnOutput.Tasks: fields a session without tasks never sets, so its commands are unchanged)",
 		[]string{"v0.5.0-turn-task-*.json", "v0.5.0-session-task-*.json"}},
+	{changeSubagents, "0.5.0", "subagents (agent.Agent.Subagents): a subagent's call is a resumable task of kind agent whose first call starts a child session (the session workflow on the subagent's task queue, id signals.SubagentSessionID, parent-close ABANDON) and records agent.started; each call signals the child its message (eve.agent.message) and settles with the child turn's reply (eve.agent.reply); a session answers a parent's message when its turn ends; the session keeps a subagent's task as kind agent between turns",
+		[]string{"v0.5.0-turn-subagent-*.json", "v0.5.0-session-subagent-*.json"}},
 	{changeTaskCancelUpdate, "0.5.0", "the turn's eve.task.cancel Update (POST /eve/v1/session/{id}/tasks/{taskId}/cancel): its handler stops one working task (task.settled cancelled, cancel.reason task_cancel) and the model reads a failed <task_result> saying it was stopped from outside; its validator refuses unknown and idle or settled tasks, recording nothing",
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 }

@@ -73,6 +73,9 @@ type queuedMessage struct {
 	Message    string          `json:"message"`
 	DeliveryID string          `json:"deliveryId"`
 	Caller     *auth.Principal `json:"caller,omitempty"`
+	// ReplyTo is set on a parent turn's message to its subagent's session
+	// (subagent.go): the turn's outcome answers it.
+	ReplyTo *signals.AgentReplyTo `json:"replyTo,omitempty"`
 }
 
 type session struct {
@@ -239,7 +242,10 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		}
 		msg := s.st.Queue[0]
 		s.st.Queue = s.st.Queue[1:]
-		s.runTurn(ctx, msg)
+		o := s.runTurn(ctx, msg)
+		if msg.ReplyTo != nil {
+			s.replyToParent(ctx, msg.ReplyTo, o)
+		}
 		if s.compactAfterTurn {
 			s.compactAfterTurn = false
 			s.compactStored(ctx)
@@ -291,6 +297,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	}
 	inputsCh := workflow.GetSignalChannel(ctx, signals.SignalTurnInputs)
 	takenCh := workflow.GetSignalChannel(ctx, signals.SignalTurnTaken)
+	agentCh := workflow.GetSignalChannel(ctx, signals.SignalAgentMessage)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -298,6 +305,11 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 				var a signals.TurnTaken
 				c.Receive(ctx, &a)
 				s.turnAnswered(ctx, a)
+			})
+			sel.AddReceive(agentCh, func(c workflow.ReceiveChannel, _ bool) {
+				var m signals.AgentMessage
+				c.Receive(ctx, &m)
+				s.agentMessage(ctx, m)
 			})
 			sel.AddReceive(inputsCh, func(c workflow.ReceiveChannel, _ bool) {
 				var in signals.TurnInputs

@@ -38,7 +38,8 @@ func (s *session) endTurn(ctx workflow.Context) {
 	}
 }
 
-func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
+// runTurn runs msg's turn and answers its outcome.
+func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnOutcome {
 	tid := signals.TurnID(msg.Sequence)
 	wid := signals.TurnWorkflowID(s.id, tid)
 	base := s.log.total()
@@ -64,10 +65,11 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 			s.endTurn(ctx)
 			usage := s.st.Usage
 			s.log.emit(ctx, protocol.SessionWaiting, protocol.SessionWaitingData{ContinuationToken: s.id, Usage: &usage, Wait: "next-user-message"})
+			o := signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.log.total() - 1}
 			if s.waiters[msg.DeliveryID] > 0 {
-				s.outcomes[msg.DeliveryID] = &signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: errorMessage(err), FirstEvent: base, LastEvent: s.log.total() - 1}
+				s.outcomes[msg.DeliveryID] = &o
 			}
-			return
+			return o
 		}
 		s.st.SessionTools, s.st.SessionResolved = ts, true
 	}
@@ -141,6 +143,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) {
 			s.outcomes[dlv] = &o
 		}
 	}
+	return out.Outcome
 }
 
 // runChild runs the turn as a child workflow: its start commits with this

@@ -59,14 +59,20 @@ type taskCall struct {
 // heldTask is an idle resumable task as the session keeps it between
 // turns (turnInput.Tasks, turnOutput.Tasks), in order of last use.
 type heldTask struct {
-	TaskID string          `json:"taskId"`
-	Tool   string          `json:"tool"`
-	State  json.RawMessage `json:"state,omitempty"`
+	TaskID string `json:"taskId"`
+	Tool   string `json:"tool"`
+	// Kind is "agent" for a subagent's task (changeSubagents); empty: a
+	// tool's.
+	Kind  string          `json:"kind,omitempty"`
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // maxHeldTasks bounds the idle resumable tasks a session keeps; the least
 // recently used go first.
 const maxHeldTasks = 100
+
+// taskKindAgent is the kind of a subagent's task.
+const taskKindAgent = "agent"
 
 // taskIdle is the status of a resumable task between calls.
 const taskIdle = protocol.TaskIdle
@@ -149,7 +155,11 @@ func (t *turn) isTask(c *pendingCall) bool { return t.taskCalls && c.plan.Task !
 func (t *turn) loadHeldTasks() {
 	for _, h := range t.in.Tasks {
 		t.taskUse++
-		t.taskList = append(t.taskList, &taskState{TaskInfo: protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: "tool", Status: taskIdle},
+		kind := "tool"
+		if h.Kind != "" {
+			kind = h.Kind
+		}
+		t.taskList = append(t.taskList, &taskState{TaskInfo: protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: kind, Status: taskIdle},
 			resumable: true, state: h.State, used: t.taskUse})
 	}
 }
@@ -169,6 +179,9 @@ func (t *turn) heldTasks() []heldTask {
 	out := make([]heldTask, len(held))
 	for i, ts := range held {
 		out[i] = heldTask{TaskID: ts.TaskID, Tool: ts.Name, State: ts.state}
+		if ts.Kind == taskKindAgent {
+			out[i].Kind = taskKindAgent
+		}
 	}
 	return out
 }
@@ -192,7 +205,11 @@ func (t *turn) startTask(ctx workflow.Context, c *pendingCall) {
 	}
 	var receipt string
 	if ts == nil {
-		ts = &taskState{TaskInfo: protocol.TaskInfo{TaskID: t.newTaskID(c), Name: tool, Kind: "tool"}, resumable: p.Resumable}
+		kind := "tool"
+		if c.plan.Kind == string(tools.KindAgent) {
+			kind = taskKindAgent // a subagent's (subagent.go)
+		}
+		ts = &taskState{TaskInfo: protocol.TaskInfo{TaskID: t.newTaskID(c), Name: tool, Kind: kind}, resumable: p.Resumable}
 		t.taskList = append(t.taskList, ts)
 		receipt = fmt.Sprintf("Started task %s. Its result will arrive in a <task_result> message.", ts.TaskID)
 		if ts.resumable {
@@ -658,7 +675,11 @@ func heldTaskInfos(held []heldTask) []protocol.TaskInfo {
 	}
 	out := make([]protocol.TaskInfo, len(held))
 	for i, h := range held {
-		out[i] = protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: "tool", Status: taskIdle}
+		kind := "tool"
+		if h.Kind != "" {
+			kind = h.Kind
+		}
+		out[i] = protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: kind, Status: taskIdle}
 	}
 	return out
 }

@@ -120,6 +120,9 @@ type turn struct {
 	taskResults  []taskResult
 	lastNote     string
 	taskUse      int // counts task calls (taskState.used)
+	// agentReplies are the subagents' replies to this turn's calls, by
+	// call id (subagent.go).
+	agentReplies map[string]signals.AgentReply
 
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);

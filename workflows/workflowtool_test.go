@@ -302,3 +302,61 @@ func TestTurnNexusTool(t *testing.T) {
 		})
 	}
 }
+
+// A workflow tool can run as a task (tools.AsTask): the call's result is
+// the receipt, the child starts once under the same derived id, and its
+// result reaches the model in a <task_result> of the same turn.
+func TestTurnWorkflowToolAsTask(t *testing.T) {
+	const rules = `
+name: wftask
+rules:
+  - match: '^provision (?P<name>\w+)'
+    steps:
+      - calls: [{tool: provision, input: {name: "{{name}}"}}]
+      - reply: "Provisioning {{name}}."
+      - reply: "provisioned {{task.provision.id}}{{task.provision.error}}"
+`
+	child := &wfChild{wait: time.Minute, result: map[string]any{"id": "res-db"}}
+	h := newHarness(t, func(a *agent.Agent) {
+		m, err := scripted.Parse([]byte(rules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Model = m
+		tool := tools.AsTask(tools.DefineWorkflow("provision", "Provision a resource by running the Provision workflow.",
+			json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+			json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+			tools.Workflow{Type: "Provision", ExecutionTimeout: provisionDeadline}), tools.Task{})
+		if err := a.Tools.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.RegisterWorkflowWithOptions(child.run, workflow.RegisterOptions{Name: "Provision"})
+	h.SetOnChildWorkflowCompletedListener(func(*workflow.Info, converter.EncodedValue, error) {})
+
+	out := h.runTurn(turnInput("provision db"))
+
+	if diff := cmp.Diff([]string{"s1/turn_0/tool/call_1_0"}, child.starts); diff != "" {
+		t.Errorf("child starts (-want +got):\n%s", diff)
+	}
+	if got := out.Outcome.Reply; got != "provisioned res-db" {
+		t.Fatalf("reply %q; events %s", got, join(out.Events))
+	}
+	var started []protocol.TaskStartedData
+	for _, e := range of(out.Events, protocol.TaskStarted) {
+		var d protocol.TaskStartedData
+		decode(t, e, &d)
+		started = append(started, d)
+	}
+	if len(started) != 1 || !strings.HasPrefix(started[0].TaskID, "provision-") || started[0].Kind != "tool" {
+		t.Fatalf("task.started %+v", started)
+	}
+	var receipt string
+	_ = json.Unmarshal(results(t, out.Events)[0].Result.Output, &receipt)
+	if want := "Started task " + started[0].TaskID + ". Its result will arrive in a <task_result> message."; receipt != want {
+		t.Errorf("receipt %q, want %q", receipt, want)
+	}
+	if n := len(of(out.Events, protocol.TurnCompleted)); n != 1 {
+		t.Errorf("%d turn.completed", n)
+	}
+}

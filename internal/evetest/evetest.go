@@ -120,6 +120,17 @@ func (e *Env) StartWorkerAnd(a *agent.Agent, h agent.Host, opts worker.Options, 
 	if extra != nil {
 		extra(w)
 	}
+	// Each subagent runs on a worker of its own, on its task queue.
+	for _, q := range agent.Queues(a, e.TaskQueue)[1:] {
+		sw := worker.New(e.Client, q.TaskQueue, opts)
+		if err := agent.Register(sw, q.Agent, h); err != nil {
+			e.T.Fatalf("register subagent %s: %v", q.Agent.Name, err)
+		}
+		if err := sw.Start(); err != nil {
+			e.T.Fatalf("start subagent %s's worker: %v", q.Agent.Name, err)
+		}
+		e.T.Cleanup(sw.Stop)
+	}
 	// worker.Start asks the server for the namespace with no deadline of its
 	// own: a server that stopped answering must fail this test, not hang the
 	// package until go test's timeout.

@@ -205,9 +205,19 @@ func New(opts Options) (*Service, error) {
 		s.log = slog.Default()
 	}
 	s.driver = &executions.Driver{Client: opts.Client, TaskQueue: opts.TaskQueue, Logger: s.log}
-	reg, err := agent.Tools(opts.Agent)
+	all, err := agent.Tools(opts.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)
+	}
+	// A subagent's tool is not listed: its calls are child sessions of a
+	// session's turn (docs/subagents.md), which the tools API has none of.
+	reg := tools.NewRegistry()
+	for _, t := range all.List() {
+		if t.Kind() != tools.KindAgent {
+			if err := reg.Register(t); err != nil {
+				return nil, fmt.Errorf("toolsapi: %w", err)
+			}
+		}
 	}
 	if err := reg.Register(opts.Tools...); err != nil {
 		return nil, fmt.Errorf("toolsapi: %w", err)

@@ -26,6 +26,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -97,8 +98,9 @@ type Provider struct {
 }
 
 // FromEnv builds a tracer provider from EVE_OTEL_EXPORTER: "" or "none"
-// (off: returns nil), "stdout", or "otlp" (OTLP over HTTP/protobuf; the
-// standard OTEL_EXPORTER_OTLP_* variables configure it). The service is
+// (off: returns nil), "stdout", or "otlp" (OTLP over HTTP/protobuf, or
+// gRPC when OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL is "grpc"; the standard
+// OTEL_EXPORTER_OTLP_* variables configure it). The service is
 // named service unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES)
 // names it.
 func FromEnv(ctx context.Context, service string) (*Provider, error) {
@@ -110,15 +112,19 @@ func FromEnv(ctx context.Context, service string) (*Provider, error) {
 	case "stdout":
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
 	case "otlp":
-		if p := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"); p == "" {
-			p = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-			if p != "" && p != "http/protobuf" {
-				return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: eve exports OTLP over HTTP (http/protobuf); point it at the backend's OTLP/HTTP port (4318)", p)
-			}
-		} else if p != "http/protobuf" {
-			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=%q: eve exports OTLP over HTTP (http/protobuf); point it at the backend's OTLP/HTTP port (4318)", p)
+		// The standard variables choose the protocol, the traces' own first.
+		p, name := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+		if p == "" {
+			p, name = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "OTEL_EXPORTER_OTLP_PROTOCOL"
 		}
-		exp, err = otlptracehttp.New(ctx)
+		switch p {
+		case "", "http/protobuf":
+			exp, err = otlptracehttp.New(ctx)
+		case "grpc":
+			exp, err = otlptracegrpc.New(ctx)
+		default:
+			return nil, fmt.Errorf("%s=%q: eve exports OTLP over HTTP (http/protobuf, the default; the backend's port 4318) or gRPC (grpc; port 4317)", name, p)
+		}
 	default:
 		return nil, fmt.Errorf("EVE_OTEL_EXPORTER=%q: want none, stdout or otlp", v)
 	}

@@ -87,7 +87,8 @@ func TestFromEnv(t *testing.T) {
 	for _, c := range []struct{ exporter, protocol, err string }{
 		{"", "", ""},
 		{"none", "", ""},
-		{"otlp", "grpc", "eve exports OTLP over HTTP"},
+		{"otlp", "grpc", ""},
+		{"otlp", "http/json", "eve exports OTLP over HTTP (http/protobuf"},
 		{"otlp", "http/protobuf", ""},
 		{"zipkin", "", "want none, stdout or otlp"},
 	} {

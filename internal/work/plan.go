@@ -43,6 +43,8 @@ type CallPlan struct {
 	Workflow *WorkflowCall `json:"workflow,omitempty"`
 	// Nexus is set for Nexus tools: the operation to run.
 	Nexus *NexusCall `json:"nexus,omitempty"`
+	// Subagent is set for a subagent's tool: the agent to delegate to.
+	Subagent *tools.Subagent `json:"subagent,omitempty"`
 	// MaxOutputBytes is the tool's output limit in force
 	// (tools.Tool.EffectiveMaxOutputBytes). Workflow code checks delegated
 	// completions and client answers against it; 0 (a plan recorded before
@@ -141,6 +143,9 @@ func PlanCall(t *tools.Tool, c model.ToolCall) CallPlan {
 	}
 	if w := t.Workflow; w != nil {
 		p.Workflow = &WorkflowCall{Type: w.Type, TaskQueue: w.TaskQueue, IDReuse: string(w.IDReuse), Retry: t.WorkflowRetry()}
+	}
+	if a := t.Subagent; a != nil {
+		p.Subagent = &tools.Subagent{Agent: a.Agent, Description: a.Description}
 	}
 	if n := t.Nexus; n != nil {
 		p.Nexus = &NexusCall{Endpoint: n.Endpoint, Service: n.Service, Operation: n.Operation}

@@ -167,7 +167,16 @@ func New(c client.Client, namespace, taskQueue string, a *agent.Agent, h agent.H
 	if err := agent.Register(w, a, h); err != nil {
 		return nil, err
 	}
-	return &Worker{Worker: w, c: c, d: d, h: h, logger: h.Logger}, nil
+	// Each subagent runs on a worker of its own, on its task queue.
+	var subs []worker.Worker
+	for _, q := range agent.Queues(a, taskQueue)[1:] {
+		sw := worker.New(c, q.TaskQueue, Options(l, d))
+		if err := agent.Register(sw, q.Agent, h); err != nil {
+			return nil, fmt.Errorf("subagent %s: %w", q.Agent.Name, err)
+		}
+		subs = append(subs, sw)
+	}
+	return &Worker{Worker: w, subs: subs, c: c, d: d, h: h, logger: h.Logger}, nil
 }
 
 // Options are the SDK worker options of limits l and deployment d (its
@@ -198,6 +207,8 @@ const makeCurrentTimeout = time.Minute
 // makes its build current once it polls.
 type Worker struct {
 	worker.Worker
+	// subs serve the agent's subagents, each on its own task queue.
+	subs   []worker.Worker
 	c      client.Client
 	d      Deployment
 	h      agent.Host
@@ -213,7 +224,11 @@ func (w *Worker) Host() agent.Host { return w.h }
 
 // Start starts polling, then makes the build current when asked to.
 func (w *Worker) Start() error {
+	if err := w.startSubs(); err != nil {
+		return err
+	}
 	if err := w.Worker.Start(); err != nil {
+		w.stopSubs()
 		return err
 	}
 	if !w.d.MakeCurrent {
@@ -231,6 +246,10 @@ func (w *Worker) Start() error {
 // Run is Start, then polls until interruptCh (or a fatal error), then
 // stops.
 func (w *Worker) Run(interruptCh <-chan any) error {
+	if err := w.startSubs(); err != nil {
+		return err
+	}
+	defer w.stopSubs()
 	if !w.d.MakeCurrent {
 		return w.Worker.Run(interruptCh)
 	}
@@ -266,6 +285,30 @@ func (w *Worker) Run(interruptCh <-chan any) error {
 		return failed
 	}
 	return err
+}
+
+// Stop stops the agent's worker and its subagents' workers.
+func (w *Worker) Stop() {
+	w.Worker.Stop()
+	w.stopSubs()
+}
+
+func (w *Worker) startSubs() error {
+	for i, s := range w.subs {
+		if err := s.Start(); err != nil {
+			for _, started := range w.subs[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start a subagent's worker: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *Worker) stopSubs() {
+	for _, s := range w.subs {
+		s.Stop()
+	}
 }
 
 // onlyInbox reports whether every missing attribute is one only the inbox

@@ -33,6 +33,9 @@ type Jaeger struct {
 	// OTLPEndpoint is its OTLP/HTTP receiver, for
 	// OTEL_EXPORTER_OTLP_ENDPOINT (http://127.0.0.1:port).
 	OTLPEndpoint string
+	// OTLPGRPCEndpoint is its OTLP/gRPC receiver (http://127.0.0.1:port,
+	// plaintext), for OTEL_EXPORTER_OTLP_PROTOCOL=grpc.
+	OTLPGRPCEndpoint string
 	// Query is its query API (http://127.0.0.1:port).
 	Query string
 }
@@ -102,6 +105,8 @@ receivers:
     protocols:
       http:
         endpoint: 127.0.0.1:%d
+      grpc:
+        endpoint: 127.0.0.1:%d
 processors:
   batch:
     timeout: 100ms
@@ -135,14 +140,14 @@ func Find() (string, error) { return findBinary() }
 // Run starts the Jaeger binary bin on free loopback ports, its config in
 // dir, and returns once it answers; stop ends it.
 func Run(bin, dir string) (j *Jaeger, stop func(), err error) {
-	var ports [3]int
+	var ports [4]int
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
 			return nil, nil, err
 		}
 	}
 	cfg := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, ports[0], ports[1], ports[2]), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, ports[0], ports[1], ports[2], ports[3]), 0o600); err != nil {
 		return nil, nil, err
 	}
 	logs := &syncBuffer{}
@@ -157,7 +162,7 @@ func Run(bin, dir string) (j *Jaeger, stop func(), err error) {
 		cmd.Process.Kill()
 		<-exited
 	}
-	j = &Jaeger{OTLPEndpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), Query: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
+	j = &Jaeger{OTLPEndpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), OTLPGRPCEndpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[3]), Query: fmt.Sprintf("http://127.0.0.1:%d", ports[0])}
 	// Ready when the query API answers and the receiver accepts.
 	deadline := time.Now().Add(60 * time.Second)
 	for {

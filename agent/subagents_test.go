@@ -1,0 +1,77 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/model/scripted"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// Each declared subagent is a model-facing tool of its name: its
+// description and eve's serve sentence, input {message, taskId?}, a
+// resumable task of kind agent; the host runs it on its own task queue.
+func TestSubagents(t *testing.T) {
+	m, err := scripted.Parse([]byte("name: t\ndefault: hi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	critic := &agent.Agent{Name: "critic", Description: "Reviews a draft.", Model: m}
+	writer := &agent.Agent{Name: "writer", Description: "Writes a draft.", Model: m, Subagents: []*agent.Agent{critic}}
+	root := &agent.Agent{Name: "root", Model: m, Subagents: []*agent.Agent{writer}}
+
+	reg, err := agent.Tools(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, ok := reg.Get("writer")
+	if !ok {
+		t.Fatal("no writer tool")
+	}
+	if tool.Kind() != tools.KindAgent || tool.Task == nil || !tool.Task.Resumable {
+		t.Errorf("writer: kind %s, task %+v", tool.Kind(), tool.Task)
+	}
+	d := tool.ModelDescriptor()
+	if want := "Writes a draft. To send this task more input, call this tool again with its taskId; without taskId, each call starts a new task."; d.Description != want {
+		t.Errorf("description %q", d.Description)
+	}
+	var s struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	if err := json.Unmarshal(d.InputSchema, &s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Properties["taskId"]; !ok || s.Properties["message"] == nil || !cmp.Equal(s.Required, []string{"message"}) {
+		t.Errorf("input schema %s", d.InputSchema)
+	}
+
+	var queues []string
+	for _, q := range agent.Queues(root, "tq") {
+		queues = append(queues, q.TaskQueue+"="+q.Agent.Name)
+	}
+	if diff := cmp.Diff([]string{"tq=root", "tq/writer=writer", "tq/writer/critic=critic"}, queues); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+
+	for _, c := range []struct {
+		name string
+		subs []*agent.Agent
+		want string
+	}{
+		{"no description", []*agent.Agent{{Name: "x", Model: m}}, "Description is required"},
+		{"two of a name", []*agent.Agent{critic, critic}, "another subagent has that name"},
+		{"a built-in's name", []*agent.Agent{{Name: "ask_question", Description: "d", Model: m}}, "has that name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := agent.Tools(&agent.Agent{Name: "root", Model: m, Subagents: c.subs})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package signals
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+
+	"github.com/eve-temporal/eve/auth"
+)
+
+// Subagents (agent.Agent.Subagents): a subagent's call starts a child
+// session of that agent, a session workflow of its own on the subagent's
+// task queue, and sends it the call's message; the child answers the
+// turn that sent it when its turn ends.
+
+// SubagentSessionID is the session id (and workflow id) of the child
+// session a subagent's task runs in: derived from the parent session and
+// the task id (itself derived from the parent's session, turn and call),
+// so a retried workflow task, or a replay on another worker, names the
+// same child and Temporal never starts it twice. It is an ordinary
+// session id ("ses_sub_…"): the session routes (its stream) take it.
+func SubagentSessionID(parentSessionID, taskID string) string {
+	sum := sha256.Sum256([]byte(parentSessionID + "\x00" + taskID))
+	return "ses_sub_" + hex.EncodeToString(sum[:12])
+}
+
+// SubagentTaskQueue is the task queue of a subagent's sessions: its
+// parent's queue and its name. The worker host (eve's worker command,
+// eve.NewWorker) runs one worker per declared subagent on it.
+func SubagentTaskQueue(parentQueue, name string) string { return parentQueue + "/" + name }
+
+// SessionStreamPath is eve's route of a session's stream
+// (/eve/v1/session/:id/stream).
+func SessionStreamPath(sessionID string) string {
+	return "/eve/v1/session/" + url.PathEscape(sessionID) + "/stream"
+}
+
+// SignalAgentMessage (parent turn → child session) delivers a subagent
+// call's message; payload AgentMessage. The child runs it as a turn of its
+// own and answers with SignalAgentReply to ReplyTo when the turn ends.
+const SignalAgentMessage = "eve.agent.message"
+
+// SignalAgentReply (child session → parent turn) carries the child turn's
+// outcome for one call; payload AgentReply.
+const SignalAgentReply = "eve.agent.reply"
+
+// AgentMessage is one message from a parent turn to its subagent's child
+// session.
+type AgentMessage struct {
+	Message string `json:"message"`
+	// DeliveryID names the delivery (the parent's call), so a re-sent
+	// signal joins the first.
+	DeliveryID string `json:"deliveryId"`
+	// ReplyTo is the parent turn's workflow id; CallID the call to answer.
+	ReplyTo string          `json:"replyTo"`
+	CallID  string          `json:"callId"`
+	Caller  *auth.Principal `json:"caller,omitempty"`
+}
+
+// AgentReply is a child session's answer to one AgentMessage: its turn's
+// status (TurnStatusCompleted, …), final reply or error.
+type AgentReply struct {
+	CallID string `json:"callId"`
+	Status string `json:"status"`
+	Reply  string `json:"reply,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// AgentReplyTo is where a child session answers one message.
+type AgentReplyTo struct {
+	WorkflowID string `json:"workflowId"`
+	CallID     string `json:"callId"`
+}
