@@ -183,6 +183,7 @@ bench: $(TEMPORAL_BIN) $(JAEGER_BIN)
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/bench -configs fast -cpu
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -n 1000,10000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -anatomy 300
+	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/parkbench -tasks 1000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/streambench -n 1000,10000 -modes push,pg,poll -first-turn=false
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/stallbench -n 1000
 	cd bench && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) run ./cmd/inboxbench -n 10000

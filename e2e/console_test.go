@@ -30,8 +30,11 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 	jobs := t.TempDir()
 	ts := demo.Tools()
 	for i, tool := range ts {
-		if tool.Name == "run_report" {
+		switch tool.Name {
+		case "run_report":
 			ts[i] = demo.RunReport(jobs)
+		case "deploy":
+			ts[i] = slowDeploy(jobs)
 		}
 	}
 	reg := tools.NewRegistry()
@@ -49,6 +52,29 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 	})
 	t.Cleanup(func() { cancelOpenRequests(t, e) })
 	return e, jobs
+}
+
+// slowDeploy is the demo's deploy task, working (and reporting progress)
+// until the file release-<service> appears in dir, or it is cancelled:
+// the browser suite sees it work and stops it.
+func slowDeploy(dir string) *tools.Tool {
+	t := tools.Func("deploy", "Deploy a service. It runs as a task: the call returns at once and the result arrives later.",
+		func(ctx *tools.Context, in demo.DeployInput) (demo.Deployment, error) {
+			for i := 0; ; i++ {
+				ctx.ReportProgress(float64(i%3), 3, "deploying "+in.Service)
+				if _, err := os.Stat(filepath.Join(dir, "release-"+in.Service)); err == nil {
+					return demo.Deployment{Service: in.Service, URL: "https://" + in.Service + ".demo.eve.dev"}, nil
+				}
+				select {
+				case <-ctx.Done():
+					return demo.Deployment{}, ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		})
+	t.HeartbeatTimeout = 5 * time.Second
+	t.Timeout = 5 * time.Minute
+	return tools.AsTask(t, tools.Task{})
 }
 
 // cancelOpenRequests cancels the turns of every request the test keys'

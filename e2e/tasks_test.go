@@ -66,6 +66,12 @@ rules:
       - calls: [{tool: hold, input: {n: 1}}, {tool: hold, input: {n: 2}}, {tool: hold, input: {n: 3}}]
       - reply: "Three started."
       - reply: "Done: {{task.hold.n}}"
+  - match: '^watch'
+    steps:
+      - calls: [{tool: hold, input: {n: 11}}, {tool: hold, input: {n: 12}}]
+      - reply: "Two started."
+      - reply: "One: {{task.hold.n}}"
+      - reply: "Other: {{task.hold.error}}"
   - match: '^many'
     steps:
       - calls: [` + strings.Join(many, ", ") + `]
@@ -117,7 +123,7 @@ func (tt *taskTools) work(ctx *tools.Context, key string) error {
 		if done {
 			return nil
 		}
-		ctx.Heartbeat()
+		ctx.ReportProgress(1, 0, "working on "+key)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -142,14 +142,41 @@ type TaskSettledData struct {
 }
 
 // TaskInfo is one task as a listing shows it: its call, and its status
-// ("working", or task.settled's status).
+// ("working", "idle" for a resumable task between calls, or
+// task.settled's status). Progress is what a working task's tool last
+// reported (tools.Context.ReportProgress), when the listing read it.
 type TaskInfo struct {
-	CallID string `json:"callId"`
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	TaskID string `json:"taskId"`
-	TurnID string `json:"turnId"`
+	CallID   string    `json:"callId"`
+	Kind     string    `json:"kind"`
+	Name     string    `json:"name"`
+	Progress *Progress `json:"progress,omitempty"`
+	Status   string    `json:"status"`
+	TaskID   string    `json:"taskId"`
+	TurnID   string    `json:"turnId"`
+}
+
+// TaskIdle is a TaskInfo's status for a resumable task between calls.
+const TaskIdle = "idle"
+
+// SessionTasks is GET /eve/v1/session/{id}/tasks: the session's tasks.
+// While a turn runs (TurnID) they are that turn's (working, settled,
+// and the idle resumable tasks it may continue); between turns, the idle
+// resumable tasks the session keeps.
+type SessionTasks struct {
+	SessionID string     `json:"sessionId"`
+	TurnID    string     `json:"turnId,omitempty"`
+	Tasks     []TaskInfo `json:"tasks"`
+}
+
+// TaskCancelResult is POST /eve/v1/session/{id}/tasks/{taskId}/cancel:
+// the task's work was stopped (its task.settled says cancelled,
+// cancel.reason task_cancel).
+type TaskCancelResult struct {
+	OK        bool   `json:"ok"`
+	SessionID string `json:"sessionId"`
+	TaskID    string `json:"taskId"`
+	TurnID    string `json:"turnId"`
+	Status    string `json:"status"`
 }
 
 // TaskWorking is a TaskInfo's status while the task works.

@@ -48,7 +48,34 @@ const (
 	// QueryTurnTasks lists the turn's tasks ([]protocol.TaskInfo), working
 	// and settled, in the order they started.
 	QueryTurnTasks = "eve.turn.tasks"
+	// UpdateTaskCancel stops one working task of the turn from outside the
+	// conversation (POST /eve/v1/session/{id}/tasks/{taskId}/cancel).
+	// Payload TaskCancelRequest, result TaskCancelResult. Its validator
+	// refuses a task the turn does not have (ErrTypeUnknownTask) or that
+	// does not work (ErrTypeTaskNotWorking), recording nothing.
+	UpdateTaskCancel = "eve.task.cancel"
 )
+
+// Failure types of the task cancel Update's validator.
+const (
+	ErrTypeUnknownTask    = "eve.UnknownTask"
+	ErrTypeTaskNotWorking = "eve.TaskNotWorking"
+)
+
+// TaskCancelRequest asks the turn to stop one task's current work.
+type TaskCancelRequest struct {
+	TaskID string `json:"taskId"`
+	// Caller is who asked (authorized by the API server).
+	Caller *auth.Principal `json:"caller,omitempty"`
+}
+
+// TaskCancelResult: the task's call settled cancelled.
+type TaskCancelResult struct {
+	TaskID    string `json:"taskId"`
+	CallID    string `json:"callId"`
+	TurnID    string `json:"turnId"`
+	Resumable bool   `json:"resumable,omitempty"`
+}
 
 // ErrSessionBusy is the application error type of a send refused because
 // too many messages wait for their turn (HTTP 429).
@@ -156,6 +183,9 @@ type SessionSummary struct {
 	// Conversation is the stored conversation (conversation.Load reads it).
 	Conversation *conversation.Ref   `json:"conversation,omitempty"`
 	Usage        protocol.TokenUsage `json:"usage"`
+	// Tasks are the idle resumable tasks the session keeps between turns
+	// (status "idle"), most recently used last.
+	Tasks []protocol.TaskInfo `json:"tasks,omitempty"`
 }
 
 // Answers to input requests. The turn workflow that asked holds its open

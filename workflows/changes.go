@@ -38,6 +38,9 @@ const (
 	changeTaskCalls     = "eve-tasks"
 	changeSubagents     = "eve-subagents"
 	changeFirstMessage  = "eve-first-message"
+	// changeTaskCancelUpdate: the turn's task cancel Update (marker
+	// recorded by its handler, so a history with such an Update says so).
+	changeTaskCancelUpdate = "eve-task-cancel-update"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -101,4 +104,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-*.json", "v0.5.0-session-subagent-*.json"}},
 	{changeFirstMessage, "0.5.0", "a session started with its first message in its input (signals.SessionInput.First) queues it as turn 0 before anything else: a create answers once the start is recorded, without waiting for the session's first workflow task",
 		[]string{"v0.5.0-session-first-message*.json"}},
+	{changeTaskCancelUpdate, "0.5.0", "the turn's eve.task.cancel Update (POST /eve/v1/session/{id}/tasks/{taskId}/cancel): its handler stops one working task (task.settled cancelled, cancel.reason task_cancel) and the model reads a failed <task_result> saying it was stopped from outside; its validator refuses unknown and idle or settled tasks, recording nothing",
+		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 }

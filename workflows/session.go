@@ -290,7 +290,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, signals.QueryState, func() (signals.SessionSummary, error) {
 		return signals.SessionSummary{
 			SessionID: s.id, Initiator: s.initiator, Turns: s.st.NextSeq, Queued: s.waiting(),
-			ActiveTurn: s.active, Conversation: s.st.Conversation, Usage: s.st.Usage,
+			ActiveTurn: s.active, Conversation: s.st.Conversation, Usage: s.st.Usage, Tasks: heldTaskInfos(s.st.Tasks),
 		}, nil
 	}); err != nil {
 		return err

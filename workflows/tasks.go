@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/internal/work"
@@ -74,7 +75,7 @@ const maxHeldTasks = 100
 const taskKindAgent = "agent"
 
 // taskIdle is the status of a resumable task between calls.
-const taskIdle = "idle"
+const taskIdle = protocol.TaskIdle
 
 // taskResult is a settled task's result the model has not read yet.
 type taskResult struct {
@@ -664,4 +665,65 @@ func outputText(out json.RawMessage) string {
 		return "null"
 	}
 	return string(out)
+}
+
+// heldTaskInfos lists the session's idle resumable tasks (the state
+// query's SessionSummary.Tasks).
+func heldTaskInfos(held []heldTask) []protocol.TaskInfo {
+	if len(held) == 0 {
+		return nil
+	}
+	out := make([]protocol.TaskInfo, len(held))
+	for i, h := range held {
+		kind := "tool"
+		if h.Kind != "" {
+			kind = h.Kind
+		}
+		out[i] = protocol.TaskInfo{TaskID: h.TaskID, Name: h.Tool, Kind: kind, Status: taskIdle}
+	}
+	return out
+}
+
+// registerTaskCancel installs the task cancel Update
+// (signals.UpdateTaskCancel, changeTaskCancelUpdate): someone outside the
+// conversation (a person in the console, an app) stops one working task.
+// Its validator refuses a task the turn does not have or that does not
+// work, recording nothing. The task's call settles cancelled
+// (cancel.reason task_cancel) and its work never reports back; the model
+// reads, at its next step boundary, a failed <task_result> saying the
+// task was stopped from outside, so a turn held for it goes on.
+func (t *turn) registerTaskCancel(ctx workflow.Context) error {
+	return workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateTaskCancel,
+		func(ctx workflow.Context, req signals.TaskCancelRequest) (signals.TaskCancelResult, error) {
+			if err := t.checkTaskCancel(req); err != nil {
+				return signals.TaskCancelResult{}, err
+			}
+			workflow.GetVersion(ctx, changeTaskCancelUpdate, workflow.DefaultVersion, 1)
+			ts := t.taskByID(req.TaskID)
+			res := signals.TaskCancelResult{TaskID: ts.TaskID, CallID: ts.CallID, TurnID: t.in.TurnID, Resumable: ts.resumable}
+			t.cancelTask(ctx, ts, protocol.TaskCancelTaskCancel, false)
+			body := fmt.Sprintf("%s was stopped from outside this conversation (a cancel through eve's API); its work has no result.", ts.TaskID)
+			if ts.resumable {
+				body = fmt.Sprintf("%s's current work was stopped from outside this conversation (a cancel through eve's API); it has no result. To give it new work, call %s again with taskId %s.", ts.TaskID, ts.Name, ts.TaskID)
+			}
+			t.taskResults = append(t.taskResults, taskResult{id: ts.TaskID, tool: ts.Name, status: protocol.TaskFailed, body: body})
+			countToolCall(ctx, ts.Name, "task-"+protocol.TaskCancelled)
+			return res, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.TaskCancelRequest) error {
+			return t.checkTaskCancel(req)
+		}})
+}
+
+// checkTaskCancel refuses a cancel of a task the turn does not have, or
+// that does not work.
+func (t *turn) checkTaskCancel(req signals.TaskCancelRequest) error {
+	ts := t.taskByID(req.TaskID)
+	switch {
+	case ts == nil:
+		return temporal.NewApplicationError(fmt.Sprintf("no task %q in turn %s", req.TaskID, t.in.TurnID), signals.ErrTypeUnknownTask)
+	case ts.Status != protocol.TaskWorking || t.closing:
+		return temporal.NewApplicationError(fmt.Sprintf("task %s is %s: it has no work to stop", ts.TaskID, ts.Status), signals.ErrTypeTaskNotWorking)
+	}
+	return nil
 }

@@ -438,3 +438,48 @@ func TestTaskResumable(t *testing.T) {
 		t.Errorf("held tasks after a bad call %+v", bad.Tasks)
 	}
 }
+
+// The turn's eve.task.cancel Update (POST …/tasks/{taskId}/cancel): its
+// validator refuses a task the turn does not have, recording nothing;
+// a working task's call settles cancelled (task_cancel) and the model,
+// held for it, reads that it was stopped from outside.
+func TestTaskCancelUpdate(t *testing.T) {
+	h := taskHarness(t, 0)
+	wid := turnWorkflowID(0)
+	var unknown, known *update[signals.TaskCancelResult]
+	var taskID string
+	var before int
+	h.at(time.Minute, func() {
+		h.parkedOn(wid, "tasks")
+		evs := h.turnEvents(wid)
+		before = len(evs)
+		var d protocol.TaskStartedData
+		decode(t, of(evs, protocol.TaskStarted)[0], &d)
+		taskID = d.TaskID
+		unknown = sendUpdate[signals.TaskCancelResult](h, wid, signals.UpdateTaskCancel, signals.TaskCancelRequest{TaskID: "deploy-zzzzzz", Caller: alice})
+	})
+	h.at(2*time.Minute, func() {
+		if n := len(h.turnEvents(wid)); n != before {
+			t.Errorf("a refused cancel recorded %d events", n-before)
+		}
+		known = sendUpdate[signals.TaskCancelResult](h, wid, signals.UpdateTaskCancel, signals.TaskCancelRequest{TaskID: taskID, Caller: alice})
+	})
+	out := h.runTurn(turnInput("deploy api"))
+
+	if unknown == nil || !unknown.rejected {
+		t.Fatalf("cancel of an unknown task: %+v", unknown)
+	}
+	if known == nil || !known.completed || known.err != nil || known.result.TaskID != taskID || known.result.TurnID != "turn_0" {
+		t.Fatalf("cancel: %+v", known)
+	}
+	if diff := cmp.Diff([]string{"started deploy tool", "waiting tasks", "settled deploy cancelled task_cancel"}, taskEvents(t, out.Events)); diff != "" {
+		t.Errorf("task events (-want +got):\n%s", diff)
+	}
+	want := "api: " + taskID + " was stopped from outside this conversation (a cancel through eve's API); its work has no result."
+	if got := reply(t, out.Events); got != want {
+		t.Errorf("reply %q, want %q", got, want)
+	}
+	if out.Outcome.Status != signals.TurnStatusCompleted {
+		t.Errorf("outcome %+v", out.Outcome)
+	}
+}

@@ -309,6 +309,9 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	if err := t.registerTaskQuery(ctx); err != nil {
 		return nil, err
 	}
+	if err := t.registerTaskCancel(ctx); err != nil {
+		return nil, err
+	}
 	if err := workflow.SetQueryHandler(ctx, signals.QueryTurnEvents, func(from int) ([]protocol.Event, error) {
 		if from < 0 || from > len(t.log.events) {
 			return nil, fmt.Errorf("event index %d out of range [0,%d]", from, len(t.log.events))

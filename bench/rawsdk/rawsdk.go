@@ -68,6 +68,11 @@ type TurnInput struct {
 	// the tool activity as a regular activity) instead of an activity: the
 	// shape of an eve workflow tool.
 	ChildTool bool `json:"childTool,omitempty"`
+	// Task runs the tool as a task: the tool activity is started and not
+	// awaited, the model is called again (it says the work started), then
+	// the turn awaits the tool and calls the model with its result: the
+	// shape of an eve task call (tools.AsTask).
+	Task bool `json:"task,omitempty"`
 }
 
 // TurnResult is the workflow's result.
@@ -112,6 +117,9 @@ type Respond struct {
 
 // Model is the scripted model activity.
 func Model(ctx context.Context, req ModelRequest) (ModelResponse, error) {
+	if req.ToolResult == nil && req.Step > 0 {
+		return ModelResponse{Text: "Started."}, nil // a task's receipt read
+	}
 	if req.ToolResult == nil {
 		return ModelResponse{ToolCall: &WeatherReq{City: req.City}}, nil
 	}
@@ -206,7 +214,18 @@ func TurnWorkflow(ctx workflow.Context, in TurnInput) (TurnResult, error) {
 		res.Responder = responded.By
 	}
 	var tool WeatherResp
-	if in.ChildTool {
+	if in.Task {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second, DisableEagerExecution: true})
+		f := workflow.ExecuteActivity(actx, ToolActivity, *first.ToolCall)
+		var ack ModelResponse
+		if err := call(ModelActivity, ModelRequest{Step: 1, City: in.City}, &ack); err != nil {
+			return TurnResult{}, err
+		}
+		if err := f.Get(actx, &tool); err != nil {
+			return TurnResult{}, err
+		}
+		res.Steps = 4
+	} else if in.ChildTool {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:               workflow.GetInfo(ctx).WorkflowExecution.ID + "/tool",
 			WorkflowExecutionTimeout: time.Minute,
@@ -287,6 +306,24 @@ func RunChildTurn(ctx context.Context, c client.Client, taskQueue string, varian
 		return err
 	}
 	if res.Steps != 3 || res.Text == "" {
+		return fmt.Errorf("unexpected turn result %+v", res)
+	}
+	return nil
+}
+
+// RunTaskTurn is RunTurn with the tool run as a task (TurnInput.Task):
+// model activity → tool activity started, not awaited → model activity →
+// the tool's result awaited → model activity.
+func RunTaskTurn(ctx context.Context, c client.Client, taskQueue string, variant Variant, opts ...RunOption) error {
+	run, err := c.ExecuteWorkflow(ctx, startOptions("task-turn", taskQueue, opts), WorkflowName, TurnInput{Variant: variant, City: "Lisbon", Task: true})
+	if err != nil {
+		return err
+	}
+	var res TurnResult
+	if err := run.Get(ctx, &res); err != nil {
+		return err
+	}
+	if res.Steps != 4 || res.Text == "" {
 		return fmt.Errorf("unexpected turn result %+v", res)
 	}
 	return nil

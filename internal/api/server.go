@@ -326,6 +326,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /eve/v1/session/{id}/compact", s.authed(s.session(s.compact)))
 	m.HandleFunc("POST /eve/v1/session/{id}/reset", s.authed(s.session(s.reset)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stream", s.authed(s.session(s.stream)))
+	m.HandleFunc("GET /eve/v1/session/{id}/tasks", s.authed(s.session(s.sessionTasks)))
+	m.HandleFunc("POST /eve/v1/session/{id}/tasks/{taskId}/cancel", s.authed(s.session(s.cancelTask)))
 	m.HandleFunc("GET /eve/v1/session/{id}/stubs", s.authed(s.session(s.stubs)))
 	m.HandleFunc("GET /eve/v1/session/{id}/export-stubs", s.authed(s.session(s.exportStubs)))
 	m.HandleFunc("GET /eve/v1/inbox", s.authed(s.inbox))

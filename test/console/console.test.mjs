@@ -286,6 +286,32 @@ test("a workflow tool's call links to its child workflow in the Temporal UI", as
   await page.context().close();
 });
 
+test("a session's tasks, with progress, and cancel a working one", async () => {
+  const acc = await call("alice", "POST", "/eve/v1/session", { message: "deploy api" });
+  const started = await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");
+  const taskId = started.data.taskId;
+  const page = await open();
+  await signIn(page, "alice");
+  await page.goto(`${BASE}/console/#/session/${acc.sessionId}`);
+  const row = page.locator(`.tasks-panel tr[data-task="${taskId}"]`);
+  await page.locator(`.tasks-panel tr[data-task="${taskId}"][data-status="working"]`).waitFor({ timeout: WAIT });
+  // The tool's progress, from its heartbeat, shows while it works.
+  await row.locator(".progress", { hasText: "deploying api" }).waitFor({ timeout: WAIT });
+  await shot(page, "tasks");
+  await row.getByRole("button", { name: `Cancel task ${taskId}` }).click();
+  await page.locator(`.tasks-panel tr[data-task="${taskId}"][data-status="cancelled"]`).waitFor({ timeout: WAIT });
+  await row.getByText("cancelled (task_cancel)").waitFor({ timeout: WAIT });
+  const settled = await until("alice", acc.sessionId, (e) => e.type === "task.settled", "task.settled");
+  assert.equal(settled.data.status, "cancelled");
+  assert.equal(settled.data.cancel.reason, "task_cancel");
+  // The model read that the task was stopped, and the turn ended.
+  await until("alice", acc.sessionId, (e) => e.type === "turn.completed", "turn.completed");
+  await page.locator(".msg.assistant", { hasText: "was stopped from outside this conversation" }).waitFor({ timeout: WAIT });
+  // Bob may not cancel alice's tasks, nor list them.
+  await assert.rejects(call("bob", "GET", `/eve/v1/session/${acc.sessionId}/tasks`), /403/);
+  await page.context().close();
+});
+
 test("cancel a delegated job", async () => {
   const acc = await call("alice", "POST", "/eve/v1/session", { message: "run the sales report" });
   await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");

@@ -6,6 +6,7 @@
 //
 //	go run ./cmd/parkbench -n 1000,10000
 //	go run ./cmd/parkbench -anatomy 500
+//	go run ./cmd/parkbench -tasks 1000
 package main
 
 import (
@@ -43,8 +44,18 @@ func main() {
 	conc := flag.Int("c", 32, "sessions parked concurrently")
 	flag.BoolVar(&autoscale, "autoscale", true, "autoscaling workflow and activity task pollers, as eve's workers use (false: the SDK's default, 2 each)")
 	flag.BoolVar(&dumpEvents, "events", false, "print the history events of one park (session and turn)")
+	taskN := flag.Int("tasks", 0, "instead: this many sessions parked on an approval, then as many each with a working task, and what each state costs (tasks.go)")
+	idle := flag.Duration("idle", 10*time.Second, "with -tasks: how long idle CPU is measured")
+	hb := flag.Duration("task-heartbeat", 10*time.Second, "with -tasks: the working tasks' HeartbeatTimeout (they heartbeat every second, which the SDK throttles to 80% of it); 0: no heartbeats")
 	anatomy := flag.Int("anatomy", 0, "instead: park this many raw-SDK workflows of each of the shapes of anatomy.go and show what each piece of a park costs")
 	flag.Parse()
+	if *taskN > 0 {
+		if err := runTasks(*taskN, *cache, *conc, *idle, *hb); err != nil {
+			fmt.Fprintln(os.Stderr, "parkbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *anatomy > 0 {
 		if err := runAnatomy(context.Background(), *anatomy, *conc); err != nil {
 			fmt.Fprintln(os.Stderr, "parkbench:", err)

@@ -658,10 +658,82 @@ function sessionPage(root, { signal, args }) {
     try { await api(`/eve/v1/session/${encodeURIComponent(id)}`, { method: "POST", body: { message: msg.value.trim() } }); msg.value = ""; } catch (e) { err.textContent = e.message; }
   } }, h("label", { for: msgId, class: "live", text: "Message" }), msg, h("button", { type: "submit", class: "primary" }, "Send"));
   const streamState = h("span", { class: "muted small", role: "status", text: "connecting…" });
+
+  // The session's tasks: what the stream says (task.started, task.settled)
+  // merged with GET …/tasks (the running turn's, with progress, or the idle
+  // resumable ones kept between turns). A working one can be cancelled.
+  const tasks = new Map(); // taskId → {taskId, name, status, turnId, reason, progress}
+  const tasksHead = nextId("tasks");
+  const tasksBody = h("div");
+  const tasksPanel = h("section", { class: "card tasks-panel", "aria-labelledby": tasksHead, hidden: true },
+    h("h2", { id: tasksHead, text: "Tasks" }), tasksBody);
+  const progressText = (p) => {
+    if (!p) return "";
+    const n = p.total ? `${p.progress}/${p.total}` : `${p.progress}`;
+    return p.message ? `${n} · ${p.message}` : n;
+  };
+  const renderTasks = () => {
+    tasksPanel.hidden = tasks.size === 0;
+    const rows = [...tasks.values()].map((t) => {
+      const cancel = t.status === "working" ? h("button", { type: "button", class: "danger", "aria-label": `Cancel task ${t.taskId}`, onclick: async () => {
+        err.textContent = "";
+        cancel.disabled = true;
+        try {
+          await api(`/eve/v1/session/${encodeURIComponent(id)}/tasks/${encodeURIComponent(t.taskId)}/cancel`, { method: "POST", body: {} });
+          announce(`Task ${t.taskId} cancelled`);
+          loadTasks();
+        } catch (e) { err.textContent = e.message; cancel.disabled = false; }
+      } }, "Cancel") : null;
+      const status = t.reason ? `${t.status} (${t.reason})` : t.status;
+      return h("tr", { dataset: { task: t.taskId, status: t.status } },
+        h("td", {}, h("strong", { text: t.name }), h("div", { class: "mono small muted", text: t.taskId })),
+        h("td", {}, h("span", { class: `badge task-${t.status}`, text: status })),
+        h("td", { class: "progress small", text: t.status === "working" ? progressText(t.progress) : "" }),
+        h("td", { class: "hide-sm mono small", text: t.turnId || "" }),
+        h("td", {}, cancel));
+    });
+    tasksBody.replaceChildren(h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ...["Task", "Status", "Progress"].map((x) => h("th", { scope: "col", text: x })),
+        h("th", { scope: "col", class: "hide-sm", text: "Turn" }), h("th", { scope: "col" }, h("span", { class: "live", text: "Actions" })))),
+      h("tbody", {}, rows))));
+  };
+  const taskEvent = (type, d) => {
+    // A delegated job's or workflow tool's call reports task events too,
+    // with its action id (a/b/…): those are the turn's calls, not tasks.
+    if (!d.taskId || d.taskId.includes("/")) return;
+    const t = tasks.get(d.taskId) || { taskId: d.taskId, name: d.name };
+    t.name = d.name || t.name;
+    t.turnId = d.turnId;
+    if (type === "task.started") { t.status = "working"; t.reason = ""; t.progress = null; }
+    else { t.status = d.status; t.reason = d.cancel?.reason || ""; t.progress = null; }
+    tasks.set(d.taskId, t);
+  };
+  let taskSeq = 0, taskTimer = 0;
+  const loadTasks = async () => {
+    const my = ++taskSeq;
+    clearTimeout(taskTimer);
+    try {
+      const got = await api(`/eve/v1/session/${encodeURIComponent(id)}/tasks`, { signal });
+      if (my !== taskSeq) return;
+      for (const x of got.tasks || []) {
+        const t = tasks.get(x.taskId) || { taskId: x.taskId };
+        Object.assign(t, { name: x.name, status: x.status, turnId: x.turnId || t.turnId, progress: x.progress || null });
+        if (x.status !== "cancelled") t.reason = "";
+        tasks.set(x.taskId, t);
+      }
+      renderTasks();
+      // Progress moves while tasks work: look again in a while.
+      if ((got.tasks || []).some((x) => x.status === "working")) taskTimer = setTimeout(loadTasks, 2000);
+    } catch (e) {
+      if (!signal.aborted && !(e instanceof APIError && e.status === 403)) taskTimer = setTimeout(loadTasks, 5000);
+    }
+  };
+  const reloadTasks = debounce(loadTasks, 300);
+  signal.addEventListener("abort", () => clearTimeout(taskTimer));
   root.append(
     h("div", { class: "spread" }, h("h1", {}, "Session ", h("span", { class: "mono", text: id })),
       h("div", { class: "row" }, h("button", { type: "button", onclick: control("compact") }, "Compact"), h("button", { type: "button", class: "danger", onclick: control("cancel") }, "Cancel turn"))),
-    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), err, transcript, composer);
+    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), err, tasksPanel, transcript, composer);
 
   const assistants = new Map(); // turn/step → message element
   const calls = new Map(); // callId → card
@@ -706,7 +778,15 @@ function sessionPage(root, { signal, args }) {
         if (c) { c.out.replaceChildren(h("span", { class: "muted small", text: `result (${d.status})` }), body); if (d.status === "failed") c.card.classList.add("failed"); }
         break;
       }
+      case "task.settled":
+        taskEvent(ev.type, d);
+        renderTasks();
+        reloadTasks();
+        break;
       case "task.started": {
+        taskEvent(ev.type, d);
+        renderTasks();
+        reloadTasks();
         const c = calls.get(d.callId);
         const link = childLink(id, d);
         if (c && link && !c.card.querySelector(".child-link")) c.out.before(h("p", { class: "small" }, link));
@@ -750,6 +830,8 @@ function sessionPage(root, { signal, args }) {
         break;
     }
   };
+
+  loadTasks();
 
   // The session's stream (ndjson) read with fetch; reconnects from its cursor.
   (async () => {
