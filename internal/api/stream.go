@@ -35,6 +35,26 @@ const fastWindow = 2 * time.Second
 // worker; while none runs, the stream keeps heartbeating).
 const readTimeout = 10 * time.Second
 
+// openReads is how many reads, readTimeout each, a stream's first read
+// makes before it answers 503: eve's clients do not retry a stream that
+// fails to open, so a worker slow to answer (a loaded machine, a cold
+// cache replaying a long history) is waited for, within bounds.
+const openReads = 3
+
+// openRead is a stream's first read of the session's log.
+func (s *Server) openRead(ctx context.Context, id string, start int) (sessions.Page, error) {
+	for i := 1; ; i++ {
+		rctx, cancel := context.WithTimeout(ctx, readTimeout)
+		page, err := s.opts.Sessions.Read(rctx, id, start)
+		timedOut := rctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil || !timedOut || i == openReads {
+			return page, err
+		}
+		s.log.Debug("api: stream's first read timed out; reading again", "session", id, "attempt", i)
+	}
+}
+
 // streamRetryAfter is the Retry-After (seconds) of a stream refused by the
 // per-principal cap.
 const streamRetryAfter = 5
@@ -73,11 +93,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
 	_, err := s.authorize(rctx, id, ActionStream, SessionAccess{Caller: caller})
+	cancel()
 	var page sessions.Page
 	if err == nil {
-		page, err = s.opts.Sessions.Read(rctx, id, start)
+		page, err = s.openRead(ctx, id, start)
 	}
-	cancel()
 	var he *httpError
 	if errors.As(err, &he) {
 		s.fail(w, he)
