@@ -113,6 +113,9 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		}
 		d.Requests, d.CallID = fresh, in.CallID
 		t.log.emit(ctx, protocol.InputRequested, d)
+		// The turn holds for people (eve's relay: hold on input), so a
+		// client reads the request as the end of a segment.
+		t.turnWaiting(ctx, "input")
 	case protocol.ApprovalCandidate, protocol.ApprovalSettled:
 		key := in.Type + "\x00" + string(in.Data)
 		if t.relayedSeen[key] {
