@@ -35,14 +35,18 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateRespond,
 		func(ctx workflow.Context, req signals.RespondRequest) (signals.RespondResult, error) {
 			parks := t.parks
-			var res signals.RespondResult
-			if own, down, children, retired := t.splitRelayed(req.Responses); len(down) > 0 || len(retired) > 0 {
+			var routed []protocol.InputResolution
+			var retired []string
+			if own, down, children, rt := t.splitRelayed(req.Responses); len(down) > 0 || len(rt) > 0 {
 				// Answers to what a child asked go down (proxy.go).
-				res.Resolutions, res.Duplicates = t.routeDown(ctx, req, down, children), retired
+				routed, retired = t.routeDown(ctx, req, down, children), rt
 				req.Responses = own
 			}
 			tk := t.board.take(req, false, admitEdit(ctx))
-			res.Resolutions, res.Duplicates = append(res.Resolutions, tk.resolved...), append(res.Duplicates, tk.duplicates...)
+			res := signals.RespondResult{Resolutions: tk.resolved, Duplicates: tk.duplicates}
+			if routed != nil || retired != nil {
+				res.Resolutions, res.Duplicates = append(routed, tk.resolved...), append(retired, tk.duplicates...)
+			}
 			t.record(ctx, tk.effects)
 			settled, refused := t.judge(ctx, tk.judged)
 			// What the policies refused is only the Update's answer: no
