@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -16,6 +17,10 @@ const researcherRules = `
 name: researcher
 default: "I research topics; send me one."
 rules:
+  - match: '(?m)^Caller message:\s*fetch (?P<topic>\S.*?)[?.!]*$'
+    steps:
+      - calls: [{tool: fetch_paper, input: {topic: "{{topic}}"}}]
+      - reply: "Fetched: {{result.fetch_paper}}"
   - match: '(?m)^Caller message:\s*(?P<topic>\S.*?)[?.!]*$'
     steps:
       - calls: [{tool: lookup_sources, input: {topic: "{{topic}}"}}]
@@ -46,6 +51,25 @@ func LookupSources() *tools.Tool {
 		})
 }
 
+// FetchPaper is the researcher's approval-gated tool: a person approves
+// every fetch. Asked from the demo agent ("ask researcher fetch <topic>"),
+// the approval is proxied to the root session's stream and answered there
+// (docs/subagents.md, "People in the loop from any depth").
+func FetchPaper() *tools.Tool {
+	t := tools.Func("fetch_paper", "Fetch the full text of a paper on a topic. A person approves every fetch.",
+		func(_ *tools.Context, in SourcesInput) (string, error) {
+			return fmt.Sprintf("the paper on %s (12 pages)", strings.TrimSpace(in.Topic)), nil
+		})
+	t.Approval = approval.Always().WithPrompt(func(c approval.PromptContext) string {
+		var in SourcesInput
+		if c.Input(&in) != nil {
+			return ""
+		}
+		return fmt.Sprintf("Let the researcher fetch a paper on %s?", strings.TrimSpace(in.Topic))
+	})
+	return t
+}
+
 // Researcher is the demo's declared subagent: an agent of its own (name,
 // description, model, tools) that the demo agent delegates to with
 // "ask researcher <topic>"; "tell <taskId> <message>" continues the same
@@ -57,6 +81,9 @@ func Researcher() (*agent.Agent, error) {
 	}
 	reg := tools.NewRegistry()
 	if err := reg.Register(LookupSources()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(FetchPaper()); err != nil {
 		return nil, err
 	}
 	return &agent.Agent{Name: "researcher", Description: "Researches a topic with its own sources and reports what it found.",

@@ -93,6 +93,10 @@ type InputRequestedData struct {
 	// TaskID is set when a task's work asked (tools.Context.Ask from a
 	// task tool's call): the task the request serves.
 	TaskID string `json:"taskId,omitempty"`
+	// CallID is set on a request proxied from a subagent (eve's relay):
+	// the parent's call whose child session asked. The requests keep the
+	// child's ids and the step reference is the child's.
+	CallID string `json:"callId,omitempty"`
 }
 
 type InputResolvedData struct {

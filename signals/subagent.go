@@ -3,6 +3,7 @@ package signals
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 
 	"github.com/eve-temporal/eve/auth"
@@ -70,4 +71,26 @@ type AgentReply struct {
 type AgentReplyTo struct {
 	WorkflowID string `json:"workflowId"`
 	CallID     string `json:"callId"`
+}
+
+// SignalAgentInput (child turn → parent turn) relays a subagent's people
+// in the loop: the child turn's input.requested, approval.candidate,
+// approval.settled and input.resolved, so the parent records them on its
+// own stream (as eve proxies a descendant's requests to the root) and
+// routes the answers it is given back down to ChildTurn with
+// SignalRespond. A parent that is itself a subagent's turn relays them
+// further up, so a request from any depth reaches the root.
+const SignalAgentInput = "eve.agent.input"
+
+// AgentInput is one relayed event of a child turn.
+type AgentInput struct {
+	// CallID is the parent's call the child works for (its AgentReplyTo).
+	CallID string `json:"callId"`
+	// ChildSession and ChildTurn name the child's session and the turn
+	// workflow that asked (where answers go).
+	ChildSession string `json:"childSession"`
+	ChildTurn    string `json:"childTurn"`
+	// Type is the event's type, Data its data as the child recorded it.
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
 }

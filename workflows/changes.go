@@ -41,6 +41,8 @@ const (
 	// changeTaskCancelUpdate: the turn's task cancel Update (marker
 	// recorded by its handler, so a history with such an Update says so).
 	changeTaskCancelUpdate = "eve-task-cancel-update"
+	// changeProxyInput: a subagent's people in the loop reach the root.
+	changeProxyInput = "eve-subagent-proxy-input"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -106,4 +108,6 @@ var changes = []change{
 		[]string{"v0.5.0-session-first-message*.json"}},
 	{changeTaskCancelUpdate, "0.5.0", "the turn's eve.task.cancel Update (POST /eve/v1/session/{id}/tasks/{taskId}/cancel): its handler stops one working task (task.settled cancelled, cancel.reason task_cancel) and the model reads a failed <task_result> saying it was stopped from outside; its validator refuses unknown and idle or settled tasks, recording nothing",
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
+	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
+		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
 }

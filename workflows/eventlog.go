@@ -21,6 +21,9 @@ type eventLog struct {
 	deliveries []string
 	// bytes is the size of the events' data.
 	bytes int
+	// relay, when set, sees every event emitted (a subagent's turn relays
+	// its people in the loop to its parent: proxy.go).
+	relay func(ctx workflow.Context, typ string, data any)
 }
 
 // emit records an event and tells the streams.
@@ -29,6 +32,9 @@ func (l *eventLog) emit(ctx workflow.Context, typ string, data any) {
 	idx := l.total()
 	l.record(protocol.NewEvent(typ, data, protocol.EventID(now, l.sessionID, idx), now, l.deliveries))
 	l.rt.notify(ctx, l.sessionID, l.total())
+	if l.relay != nil {
+		l.relay(ctx, typ, data)
+	}
 }
 
 // record appends events recorded elsewhere (a finished turn's).

@@ -35,8 +35,18 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, signals.UpdateRespond,
 		func(ctx workflow.Context, req signals.RespondRequest) (signals.RespondResult, error) {
 			parks := t.parks
+			var routed []protocol.InputResolution
+			var retired []string
+			if own, down, children, rt := t.splitRelayed(req.Responses); len(down) > 0 || len(rt) > 0 {
+				// Answers to what a child asked go down (proxy.go).
+				routed, retired = t.routeDown(ctx, req, down, children), rt
+				req.Responses = own
+			}
 			tk := t.board.take(req, false, admitEdit(ctx))
 			res := signals.RespondResult{Resolutions: tk.resolved, Duplicates: tk.duplicates}
+			if routed != nil || retired != nil {
+				res.Resolutions, res.Duplicates = append(routed, tk.resolved...), append(retired, tk.duplicates...)
+			}
 			t.record(ctx, tk.effects)
 			settled, refused := t.judge(ctx, tk.judged)
 			// What the policies refused is only the Update's answer: no
@@ -53,6 +63,15 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 			return res, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req signals.RespondRequest) error {
+			if own, down, _, retired := t.splitRelayed(req.Responses); len(down) > 0 || len(retired) > 0 {
+				// What a child asked is the child's to check (proxy.go).
+				if err := t.relayedCheck(req.Responses); err != nil {
+					return err
+				}
+				if req.Responses = own; len(own) == 0 {
+					return nil
+				}
+			}
 			if err := t.board.check(req); err != nil {
 				return editFailure(err)
 			}
@@ -121,6 +140,13 @@ func (t *turn) registerInputHandlers(ctx workflow.Context) error {
 // signal never fails the workflow. Policies run in a coroutine of their
 // own, so the turn's other signals keep arriving.
 func (t *turn) respondSignal(ctx workflow.Context, req signals.RespondRequest) {
+	if own, down, children, _ := t.splitRelayed(req.Responses); len(down) > 0 {
+		// Answers to what a child asked go down (proxy.go).
+		t.routeDown(ctx, req, down, children)
+		if req.Responses = own; len(own) == 0 {
+			return
+		}
+	}
 	tk := t.board.take(req, true, admitEdit(ctx))
 	for _, bad := range tk.invalid {
 		workflow.GetLogger(ctx).Warn("invalid input response signal", "requestId", bad.requestID, "error", bad.err.Error())

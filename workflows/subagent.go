@@ -132,12 +132,22 @@ func (t *turn) listenAgentReplies(ctx workflow.Context) {
 	}
 	t.agentReplies = map[string]signals.AgentReply{}
 	ch := workflow.GetSignalChannel(ctx, signals.SignalAgentReply)
+	inputs := workflow.GetSignalChannel(ctx, signals.SignalAgentInput)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.Go(dctx, func(ctx workflow.Context) {
 		for {
-			var r signals.AgentReply
-			ch.Receive(ctx, &r)
-			t.agentReplies[r.CallID] = r
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
+				var r signals.AgentReply
+				c.Receive(ctx, &r)
+				t.agentReplies[r.CallID] = r
+			})
+			sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
+				var in signals.AgentInput
+				c.Receive(ctx, &in)
+				t.takeAgentInput(ctx, in) // proxy.go
+			})
+			sel.Select(ctx)
 		}
 	})
 }

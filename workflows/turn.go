@@ -128,6 +128,16 @@ type turn struct {
 	// agentReplies are the subagents' replies to this turn's calls, by
 	// call id (subagent.go).
 	agentReplies map[string]signals.AgentReply
+	// Proxied input (proxy.go, changeProxyInput): relays are the requests
+	// a child turn asked through this turn, by request id; relayedSeen the
+	// relayed approval events recorded; proxyOn whether this subagent's
+	// turn relays its own (decided at its first such event).
+	relays       map[string]*relayed
+	relayedSeen  map[string]bool
+	proxyOn      bool
+	proxyDecided bool
+	relayQueue   []signals.AgentInput
+	relaySending bool
 
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
@@ -284,6 +294,9 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		stepDone: -1, actions: map[string]*actionState{}}
 	info := workflow.GetInfo(ctx)
 	t.wid, t.started = info.WorkflowExecution.ID, info.WorkflowStartTime
+	if in.CalledBy != nil && in.CalledBy.WorkflowID != "" {
+		t.log.relay = t.relayUp
+	}
 	t.board = newInputBoard(in, workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
 	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
 	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
@@ -477,6 +490,7 @@ func (t *turn) finish(ctx workflow.Context, status, reply, errMsg string) (turnO
 	countTurn(ctx, status)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
+	t.drainRelays(dctx) // proxy.go
 	out := turnOutput{
 		Events:        t.log.events,
 		Usage:         t.usage,

@@ -1,0 +1,224 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// People in the loop from any depth (changeProxyInput; docs/subagents.md),
+// as eve proxies a descendant's requests (dist/src/subagents/adapter.js,
+// hitl-proxy.js):
+//
+//   - A subagent's turn (turnInput.CalledBy set) relays its input.requested,
+//     approval.candidate, approval.settled and input.resolved to the parent
+//     turn that called it (signals.SignalAgentInput, a fire-and-forget
+//     SignalExternalWorkflow command: it commits with the workflow task
+//     that recorded the event, so a retried task relays nothing twice).
+//   - The parent records the requests on its own stream once (by request
+//     id; the child's ids, the child's step reference, the parent's
+//     callId) and keeps, per request id, the child turn that asked. A
+//     parent that is itself a subagent's turn relays what it recorded to
+//     its own parent, so a request from any depth reaches the root.
+//   - An answer given to the parent (the respond Update or Signal) for a
+//     relayed request goes down to the child turn as an eve.respond
+//     signal; the child decides it by its own policies. A tool approval
+//     stays open on the parent until the child relays approval.settled and
+//     input.resolved, which the parent records (eve's resolvedByChild); a
+//     question is resolved on the parent when the answer goes down.
+
+// relayed is a request a child turn asked through this turn.
+type relayed struct {
+	child   string // the child turn's workflow id (answers go there)
+	kind    string
+	retired bool // settled (or answered, for a question): no more answers
+}
+
+// relayUp relays this subagent turn's people-in-the-loop events to its
+// parent turn (eventLog.relay).
+func (t *turn) relayUp(ctx workflow.Context, typ string, data any) {
+	switch typ {
+	case protocol.InputRequested, protocol.ApprovalCandidate, protocol.ApprovalSettled, protocol.InputResolved:
+	default:
+		return
+	}
+	if !t.proxyDecided {
+		t.proxyDecided = true
+		t.proxyOn = workflow.GetVersion(ctx, changeProxyInput, workflow.DefaultVersion, 1) >= 1
+	}
+	if !t.proxyOn {
+		return
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	t.relayQueue = append(t.relayQueue, signals.AgentInput{
+		CallID: t.in.CalledBy.CallID, ChildSession: t.in.SessionID, ChildTurn: t.wid, Type: typ, Data: raw})
+	if t.relaySending {
+		return
+	}
+	// One sender, in order (the parent records approval.settled before
+	// input.resolved); the turn does not end before it is done
+	// (drainRelays): a workflow that completes drops its pending signals.
+	t.relaySending = true
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	workflow.Go(dctx, func(ctx workflow.Context) {
+		for len(t.relayQueue) > 0 {
+			in := t.relayQueue[0]
+			if err := workflow.SignalExternalWorkflow(ctx, t.in.CalledBy.WorkflowID, "", signals.SignalAgentInput, in).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Info("the parent turn is gone; a relayed event is dropped", "parent", t.in.CalledBy.WorkflowID, "type", in.Type, "error", err)
+			}
+			t.relayQueue = t.relayQueue[1:]
+		}
+		t.relaySending = false
+	})
+}
+
+// drainRelays waits until the relayed events are sent (the turn's end).
+func (t *turn) drainRelays(ctx workflow.Context) {
+	if t.relaySending {
+		_ = workflow.Await(ctx, func() bool { return !t.relaySending })
+	}
+}
+
+// takeAgentInput records a child turn's relayed event on this turn's
+// stream, once.
+func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
+	if workflow.GetVersion(ctx, changeProxyInput, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	if t.relays == nil {
+		t.relays, t.relayedSeen = map[string]*relayed{}, map[string]bool{}
+	}
+	switch in.Type {
+	case protocol.InputRequested:
+		var d protocol.InputRequestedData
+		if json.Unmarshal(in.Data, &d) != nil {
+			return
+		}
+		var fresh []protocol.InputRequest
+		for _, r := range d.Requests {
+			if t.relays[r.RequestID] == nil {
+				t.relays[r.RequestID] = &relayed{child: in.ChildTurn, kind: r.Kind}
+				fresh = append(fresh, r)
+			}
+		}
+		if len(fresh) == 0 {
+			return
+		}
+		d.Requests, d.CallID = fresh, in.CallID
+		t.log.emit(ctx, protocol.InputRequested, d)
+		// The turn holds for people (eve's relay: hold on input), so a
+		// client reads the request as the end of a segment.
+		t.turnWaiting(ctx, "input")
+	case protocol.ApprovalCandidate, protocol.ApprovalSettled:
+		key := in.Type + "\x00" + string(in.Data)
+		if t.relayedSeen[key] {
+			return
+		}
+		t.relayedSeen[key] = true
+		t.log.emit(ctx, in.Type, json.RawMessage(in.Data))
+	case protocol.InputResolved:
+		// The child's resolutions of its tool approvals (eve's
+		// resolvedForParent); a question was resolved here when its
+		// answer went down.
+		var d protocol.InputResolvedData
+		if json.Unmarshal(in.Data, &d) != nil {
+			return
+		}
+		var keep []protocol.InputResolution
+		for _, res := range d.Resolutions {
+			r := t.relays[res.RequestID]
+			if r == nil || r.retired || res.Kind != protocol.KindToolApproval {
+				continue
+			}
+			if res.Outcome != protocol.OutcomeInvalid {
+				r.retired = true
+			}
+			keep = append(keep, res)
+		}
+		if len(keep) == 0 {
+			return
+		}
+		d.Resolutions = keep
+		t.log.emit(ctx, protocol.InputResolved, d)
+	}
+}
+
+// splitRelayed parts a batch of answers into this turn's own and those for
+// requests its children asked (by child turn, in the order first
+// answered), and the repeats of answers to relayed requests that are
+// retired.
+func (t *turn) splitRelayed(rs []protocol.InputResponse) (own []protocol.InputResponse, down map[string][]protocol.InputResponse, children []string, retired []string) {
+	for _, resp := range rs {
+		r := t.relays[resp.RequestID]
+		switch {
+		case r == nil:
+			own = append(own, resp)
+		case r.retired:
+			retired = append(retired, resp.RequestID)
+		default:
+			if down == nil {
+				down = map[string][]protocol.InputResponse{}
+			}
+			if _, ok := down[r.child]; !ok {
+				children = append(children, r.child)
+			}
+			down[r.child] = append(down[r.child], resp)
+		}
+	}
+	return own, down, children, retired
+}
+
+// relayedCheck validates the relayed part of a batch (the rest is the
+// board's): an answer to a relayed request appears once in a batch. The
+// child checks the answer itself.
+func (t *turn) relayedCheck(rs []protocol.InputResponse) error {
+	seen := map[string]bool{}
+	for i, resp := range rs {
+		if t.relays[resp.RequestID] == nil {
+			continue
+		}
+		if seen[resp.RequestID] {
+			return fmt.Errorf("response %d (requestId %q): answered twice in one batch", i+1, resp.RequestID)
+		}
+		seen[resp.RequestID] = true
+	}
+	return nil
+}
+
+// routeDown sends the answers to relayed requests down to the child turns
+// that asked, as the responder's (one eve.respond signal per child, which
+// commits with this workflow task). A question is resolved here at once
+// (input.resolved, eve's routeAnswer); a tool approval waits for the
+// child's relayed settlement. It returns the resolutions it recorded.
+func (t *turn) routeDown(ctx workflow.Context, req signals.RespondRequest, down map[string][]protocol.InputResponse, children []string) []protocol.InputResolution {
+	var resolved []protocol.InputResolution
+	for _, child := range children {
+		rs := down[child]
+		err := workflow.SignalExternalWorkflow(ctx, child, "", signals.SignalRespond,
+			signals.RespondRequest{Responses: rs, Responder: req.Responder}).Get(ctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("a relayed answer could not reach the child turn that asked", "child", child, "error", err.Error())
+			continue
+		}
+		for _, resp := range rs {
+			r := t.relays[resp.RequestID]
+			if r.kind == protocol.KindToolApproval {
+				continue
+			}
+			r.retired = true
+			rc := resp
+			resolved = append(resolved, protocol.InputResolution{Kind: r.kind, Outcome: protocol.OutcomeAnswered, RequestID: resp.RequestID, Response: &rc})
+		}
+	}
+	if len(resolved) > 0 {
+		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolved, StepRef: t.step(t.stepIdx)})
+	}
+	return resolved
+}
