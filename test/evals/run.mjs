@@ -5,8 +5,11 @@
 // Temporal dev server from EVE_TEMPORAL_BIN, default ../../bin/temporal),
 // waits for /eve/v1/health, and runs every eval, strict, with the JUnit
 // report in build/evals/junit.xml (EVE_EVALS_JUNIT overrides) and eve's
-// artifacts in .eve/evals/. The exit code is the runner's, and 1 when a
-// stubbed delegated call spooled a job (its real body ran).
+// artifacts in .eve/evals/. Then the same evals against `eve serve` beside
+// a worker (cmd/worker) and a dev server (test/node/stack.mjs), the
+// production topology, with their report in junit-serve.xml. The exit
+// code is the runner's, and 1 when a stubbed delegated call spooled a job
+// (its real body ran).
 
 import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, mkdirSync, readdirSync, existsSync } from "node:fs";
@@ -14,6 +17,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { startStack, cleanupBinaries } from "../node/stack.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "..", "..");
@@ -80,6 +84,7 @@ try {
     code = 1;
   }
   if (code === 0) console.log(`eve eval passed against eve dev; JUnit report: ${path.relative(process.cwd(), junit)}`);
+  if (code === 0) code = await againstServe();
 } catch (err) {
   console.error(err.message);
 } finally {
@@ -97,3 +102,28 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(code);
+
+// againstServe runs the evals against `eve serve` (open mode on loopback,
+// whose caller may stub tools as eve dev's does) and a worker.
+async function againstServe() {
+  const stack = await startStack({ leaseSeconds: 10 });
+  try {
+    const report = path.join(path.dirname(junit), "junit-serve.xml");
+    const r = spawnSync(process.execPath, [eveCLI, "eval", "--url", stack.url, "--strict", "--junit", report], {
+      cwd: here, stdio: "inherit", env: { ...process.env, NO_COLOR: "1" },
+    });
+    let status = r.status ?? 1;
+    const jobs = path.join(path.dirname(stack.payloadStore.slice("file:".length)), "jobs");
+    const spooled = existsSync(jobs) ? readdirSync(jobs) : [];
+    if (spooled.length > 0) {
+      console.error(`a stubbed delegated call ran for real against eve serve: jobs spooled ${spooled.join(", ")}`);
+      status = 1;
+    }
+    if (status === 0) console.log(`eve eval passed against eve serve; JUnit report: ${path.relative(process.cwd(), report)}`);
+    else console.error("eve serve's stack log (last 60 lines):\n" + stack.logs.join("").split("\n").slice(-60).join("\n"));
+    return status;
+  } finally {
+    await stack.stop();
+    cleanupBinaries();
+  }
+}
