@@ -68,14 +68,23 @@ func connectionServers(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
+// givenPorts are the ports freePort handed out in this process: the
+// kernel may offer a port again once its listener closed.
+var givenPorts sync.Map
+
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := givenPorts.LoadOrStore(port, true); !taken {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // startServer runs a node server until the test ends and waits until its

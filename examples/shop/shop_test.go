@@ -160,13 +160,22 @@ func start() (*stack, func(), error) {
 	}
 }
 
+// givenPorts are the ports freePort handed out: the kernel may offer a
+// port again once its listener closed, and a stack of three needs three.
+var givenPorts sync.Map
+
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if _, taken := givenPorts.LoadOrStore(port, true); !taken {
+			return port, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func ctx(t *testing.T) context.Context {

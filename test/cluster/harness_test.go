@@ -105,14 +105,23 @@ func (p *proc) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// givenPorts are the ports freePort handed out in this process: the
+// kernel may offer a port again once its listener closed.
+var givenPorts sync.Map
+
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if _, taken := givenPorts.LoadOrStore(port, true); !taken {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // freeLowPort is a free port below 32768: Temporal's SQL schema keeps

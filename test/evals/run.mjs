@@ -26,7 +26,21 @@ const goBin = process.env.GO || "go";
 const eveCLI = path.join(here, "node_modules", "eve", "bin", "eve.js");
 const junit = process.env.EVE_EVALS_JUNIT || path.join(repoRoot, "build", "evals", "junit.xml");
 
-function freePort() {
+// The ports freePort handed out: the kernel may offer a port again once its
+// listener closed, and this needs several at once.
+const givenPorts = new Set();
+
+async function freePort() {
+  for (;;) {
+    const port = await anyPort();
+    if (!givenPorts.has(port)) {
+      givenPorts.add(port);
+      return port;
+    }
+  }
+}
+
+function anyPort() {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);

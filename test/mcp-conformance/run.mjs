@@ -29,7 +29,21 @@ const extensionScenarios = [
   "tasks-required-task-error", "tasks-mrtr-composition",
 ];
 
-function freePort() {
+// The ports freePort handed out: the kernel may offer a port again once its
+// listener closed, and this needs several at once.
+const givenPorts = new Set();
+
+async function freePort() {
+  for (;;) {
+    const port = await anyPort();
+    if (!givenPorts.has(port)) {
+      givenPorts.add(port);
+      return port;
+    }
+  }
+}
+
+function anyPort() {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);

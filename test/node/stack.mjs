@@ -15,7 +15,21 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, "..", "..");
 
+// The ports freePort handed out: the kernel may offer a port again once its
+// listener closed, and a stack needs several at once.
+const givenPorts = new Set();
+
 export async function freePort() {
+  for (;;) {
+    const port = await anyPort();
+    if (!givenPorts.has(port)) {
+      givenPorts.add(port);
+      return port;
+    }
+  }
+}
+
+async function anyPort() {
   return await new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

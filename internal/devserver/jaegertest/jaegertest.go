@@ -66,7 +66,23 @@ func findBinary() (string, error) {
 	}
 }
 
+// givenPorts are the ports freePort handed out: the kernel may offer a
+// port again once its listener closed, and Jaeger needs four at once.
+var givenPorts sync.Map
+
 func freePort() (int, error) {
+	for {
+		port, err := anyPort()
+		if err != nil {
+			return 0, err
+		}
+		if _, taken := givenPorts.LoadOrStore(port, true); !taken {
+			return port, nil
+		}
+	}
+}
+
+func anyPort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
