@@ -210,7 +210,8 @@ func TestPollInterval(t *testing.T) {
 }
 
 // Errors of the sessions service map to statuses: an ended session is 410
-// session_ended with how and why it closed and what to do; unknown is 404.
+// session_ended with how and why it closed and what to do; unknown is 404;
+// a namespace Temporal says it does not find is 503.
 func TestSessionErrorStatuses(t *testing.T) {
 	s := newTestServer(t, nil)
 	ended := &sessions.EndedError{SessionID: "ses_1", Status: sessions.StatusTerminated, Reason: "Workflow history size exceeds limit."}
@@ -224,6 +225,9 @@ func TestSessionErrorStatuses(t *testing.T) {
 		{&sessions.EndedError{SessionID: "ses_1", Status: sessions.StatusTimedOut}, http.StatusGone, CodeSessionEnded, []string{"timed out. It takes no more"}},
 		{serviceerror.NewNotFound("workflow execution already completed"), http.StatusGone, CodeSessionEnded, []string{"ses_1 has ended"}},
 		{fmt.Errorf("%w: ses_1", sessions.ErrNotFound), http.StatusNotFound, CodeSessionNotFound, []string{"ses_1 not found"}},
+		// Temporal's answer to a namespace lookup that failed under load,
+		// too: temporary, never a 500.
+		{fmt.Errorf("start session ses_1: %w", serviceerror.NewNamespaceNotFound("default")), http.StatusServiceUnavailable, CodeUnavailable, []string{`namespace "default" is not found`, "retry after Retry-After", "--namespace"}},
 	} {
 		var he *httpError
 		if !errors.As(s.temporalError("send the message", "ses_1", c.err), &he) || he.status != c.status || he.code != c.code {

@@ -478,6 +478,16 @@ func (s *Server) mapTemporalError(what, id string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return errorf(499, "cancelled", "the request was cancelled")
 	}
+	var nsNotFound *serviceerror.NamespaceNotFound
+	if errors.As(err, &nsNotFound) {
+		// Temporal also answers this when its namespace lookup failed (a
+		// persistence timeout under load; its nsregistry says so in a
+		// TODO). Either may be the case, so 503 with Retry-After and a
+		// message for both; a real misconfiguration fails every request
+		// and `eve doctor` names it.
+		s.log.Warn("api: Temporal answered that the namespace is not found", "what", what, "session", id, "namespace", nsNotFound.Namespace, "err", err)
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "could not %s: Temporal answered that namespace %q is not found. Temporal answers this too when its store is overloaded: retry after Retry-After (with the same Idempotency-Key header); if it persists, check the namespace eve serve uses (--namespace, `eve doctor`)", what, nsNotFound.Namespace)
+	}
 	var unavailable *serviceerror.Unavailable
 	var canceled *serviceerror.Canceled
 	if errors.As(err, &unavailable) || errors.As(err, &canceled) {

@@ -81,6 +81,30 @@ function portOpen(port) {
   });
 }
 
+// stateRoot is /dev/shm (a tmpfs) when it is there and writable, else the
+// system's temp dir: see startStack.
+function stateRoot() {
+  try {
+    const probe = mkdtempSync(path.join("/dev/shm", "eve-node-probe-"));
+    rmSync(probe, { recursive: true, force: true });
+    return "/dev/shm";
+  } catch {
+    return tmpdir();
+  }
+}
+
+// When a test of this file failed (node --test runs each file in its own
+// process and sets exitCode), print the stack's last warnings and errors,
+// so a CI log says what the servers saw. stdout, since CI keeps it.
+function dumpOnFailure(logs, stateDir) {
+  process.once("exit", (code) => {
+    if (!code && !process.exitCode) return;
+    const lines = logs.join("").split("\n").filter((l) => /error|warn|panic|fatal/i.test(l));
+    if (lines.length === 0) return;
+    process.stdout.write(`--- the stack's last warnings and errors (state dir ${stateDir}) ---\n${lines.slice(-40).join("\n")}\n`);
+  });
+}
+
 let built;
 /**
  * Builds eve and the worker (cmd/eve, cmd/worker) once per test file into a
@@ -162,10 +186,12 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
   // The stack's state, removed when it stops: the dev server's SQLite file
   // and one payload store shared by `eve serve` and the worker (large
   // payloads and conversations). A file, not the dev server's in-memory
-  // default: an in-memory server loses its database now and then under load,
-  // and every request then fails with "Namespace default is not found"
-  // (temporalio/temporal#3784; it failed a CI run of this suite).
-  const stateDir = mkdtempSync(path.join(tmpdir(), "eve-node-state-"));
+  // default (temporalio/temporal#3784), on a tmpfs where there is one
+  // (stateRoot): a CI run whose disk was busy stalled the server's SQLite,
+  // and Temporal reports a namespace lookup that timed out as "Namespace
+  // default is not found", which failed every request for a minute.
+  const stateDir = mkdtempSync(path.join(stateRoot(), "eve-node-state-"));
+  dumpOnFailure(logs, stateDir);
   const payloadStore = `file:${path.join(stateDir, "payloads")}`;
   const tport = await freePort();
   const temporal = `127.0.0.1:${tport}`;

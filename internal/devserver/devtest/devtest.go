@@ -13,7 +13,7 @@
 //	}
 //
 // or start a private one (stopped by t.Cleanup), e.g. to restart it (its
-// state is kept in a SQLite file in t.TempDir(), so it survives the restart):
+// state is kept in a SQLite file, so it survives the restart):
 //
 //	srv := devtest.Start(t, devserver.Options{})
 //
@@ -54,7 +54,7 @@ var (
 
 // Main runs the package's tests (m.Run) and then stops the shared server, if
 // a test started one, and exits. Call it from TestMain. opts adjust the shared
-// server's options (default: a SQLite file in a temporary directory,
+// server's options (default: a SQLite file in a temporary directory of stateRoot,
 // devserver.TuningFast, free ports).
 //
 // The file, not the dev server's in-memory default: an in-memory server
@@ -101,7 +101,7 @@ func Shared(t testing.TB) *devserver.Server {
 			t.Fatalf("devtest: %v", err)
 		}
 		if opts.DBFile == "" {
-			sharedDir, sharedErr = os.MkdirTemp("", "eve-devtest-")
+			sharedDir, sharedErr = os.MkdirTemp(stateRoot(), "eve-devtest-")
 			opts.DBFile = filepath.Join(sharedDir, "temporal.db")
 		}
 		if sharedErr == nil {
@@ -139,10 +139,39 @@ func logTo(opts *devserver.Options) error {
 	return nil
 }
 
+// stateRoot is where test servers keep their SQLite files: /dev/shm (a
+// tmpfs) where there is one, so a commit never waits on the disk. A CI run
+// whose disk was busy writing back the build caches stalled a dev server's
+// SQLite for seconds, and Temporal reports a namespace lookup that timed
+// out as "Namespace default is not found" (its nsregistry says so in a
+// TODO). The state still survives a restart of the server.
+func stateRoot() string {
+	const shm = "/dev/shm"
+	if fi, err := os.Stat(shm); err == nil && fi.IsDir() {
+		if f, err := os.CreateTemp(shm, "eve-devtest-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return shm
+		}
+	}
+	return os.TempDir()
+}
+
+// stateDir is a directory of stateRoot removed when the test ends.
+func stateDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(stateRoot(), "eve-devtest-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // Start starts a private dev server for this test and stops it in t.Cleanup.
 // A zero opts.Tuning (TuningDefault) is taken as devserver.TuningFast, since
 // tests want speed; use StartDefault for the server's own untuned defaults.
-// An empty opts.DBFile is a SQLite file in t.TempDir(), for the reason Main
+// An empty opts.DBFile is a SQLite file in stateDir, for the reason Main
 // gives; StartInMemory is the dev server's in-memory default.
 func Start(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
@@ -150,7 +179,7 @@ func Start(t testing.TB, opts devserver.Options) *devserver.Server {
 		opts.Tuning = devserver.TuningFast
 	}
 	if opts.DBFile == "" {
-		opts.DBFile = filepath.Join(t.TempDir(), "temporal.db")
+		opts.DBFile = filepath.Join(stateDir(t), "temporal.db")
 	}
 	return start(t, opts)
 }
@@ -161,7 +190,7 @@ func StartDefault(t testing.TB, opts devserver.Options) *devserver.Server {
 	t.Helper()
 	opts.Tuning = devserver.TuningDefault
 	if opts.DBFile == "" {
-		opts.DBFile = filepath.Join(t.TempDir(), "temporal.db")
+		opts.DBFile = filepath.Join(stateDir(t), "temporal.db")
 	}
 	return start(t, opts)
 }
