@@ -108,12 +108,14 @@ type DecisionSession struct {
 }
 
 // DecisionSessions lists, a Visibility page at a time, the sessions of
-// this service's task queue (its agent) that may hold decisions made in
-// [since, until]: every run (continued-as-new runs too) open at some time
+// this service's task queue (its agent) and of its subagents' queues
+// (signals.SubagentTaskQueue: the queue, "/", the name) that may hold
+// decisions made in [since, until]: every run (continued-as-new runs too) open at some time
 // in the range. Ids may repeat across runs and pages; the caller
 // de-duplicates.
 func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, cursor []byte) ([]DecisionSession, []byte, error) {
-	q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND TaskQueue = ` + quote(s.TaskQueue) +
+	q := `WorkflowType = ` + quote(signals.SessionWorkflow) +
+		` AND (TaskQueue = ` + quote(s.TaskQueue) + ` OR TaskQueue STARTS_WITH ` + quote(signals.SubagentTaskQueue(s.TaskQueue, "")) + `)` +
 		` AND (ExecutionStatus = "Running" OR CloseTime >= ` + quote(since.UTC().Format(time.RFC3339Nano)) + `)`
 	if !until.IsZero() {
 		q += ` AND StartTime <= ` + quote(until.UTC().Format(time.RFC3339Nano))
