@@ -136,6 +136,10 @@ func TestSubagentInboxDepth2(t *testing.T) {
 	if !strings.Contains(string(r.Body), `"rootSessionId":"`+root+`","path":[{"agent":"mid","sessionId":"`+mid.SessionID+`"},{"agent":"researcher","sessionId":"`+researcher.SessionID+`"}],"depth":2`) {
 		t.Errorf("GET /eve/v1/inbox: %s", r.Body)
 	}
+	if out := inboxCLI(t, e, "key-alice", "list", "--root", root); !strings.Contains(out, inboxID+"  tool-approval fetch_paper by alice") ||
+		!strings.Contains(out, "in subagent mid → researcher (depth 2) of "+root) {
+		t.Errorf("eve inbox list --root:\n%s", out)
+	}
 	waitInbox(t, e, alice, client.InboxFilter{Root: mid.SessionID}) // mid is not a root
 	waitInbox(t, e, alice, client.InboxFilter{SessionID: researcher.SessionID}, inboxID)
 	// bob sees nothing of it (no item, so no count), with or without the
