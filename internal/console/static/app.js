@@ -702,36 +702,41 @@ function childStatus(type, d) {
   return null;
 }
 
-// childrenTree shows a session's subagents' child sessions as a tree
+// childrenTree shows session id's subagents' child sessions as a tree
 // (docs/subagents.md): a node per agent.started, each child's own children
-// from its stream, all followed live; each links to its live transcript.
-function childrenTree(signal) {
+// from its stream, all followed live; each links to its live transcript
+// (which links back to its parent).
+function childrenTree(id, signal) {
   const head = nextId("children");
   const top = h("ul", { class: "tree", role: "tree", "aria-labelledby": head });
   const panel = h("section", { class: "card children-panel", "aria-labelledby": head, hidden: true }, h("h2", { id: head, text: "Subagents" }), top);
   const seen = new Set();
-  const add = (list, d, depth) => {
+  const add = (list, d, depth, parent) => {
     if (!d.sessionId || seen.has(d.sessionId)) return;
     seen.add(d.sessionId);
     panel.hidden = false;
     const status = h("span", { class: "badge", text: "started" });
     const kids = h("ul", { role: "group" });
     const li = h("li", { role: "treeitem", dataset: { session: d.sessionId, agent: d.name || "", depth: String(depth), status: "started" } },
-      h("a", { href: `#/session/${encodeURIComponent(d.sessionId)}` }, h("strong", { text: d.name || "subagent" })), " ",
+      h("a", { href: `#/session/${encodeURIComponent(d.sessionId)}${qs({ parent, agent: d.name })}` }, h("strong", { text: d.name || "subagent" })), " ",
       h("span", { class: "mono small muted", text: d.sessionId }), " ", status, kids);
     list.append(li);
     followStream(d.sessionId, signal, (ev) => {
       const x = ev.data || {};
-      if (ev.type === "agent.started") add(kids, x, depth + 1);
+      if (ev.type === "agent.started") add(kids, x, depth + 1, d.sessionId);
       const s = childStatus(ev.type, x);
       if (s) { status.textContent = s; li.dataset.status = s; }
     }, { fatal: (e) => { status.textContent = `unreadable (${e.status})`; li.dataset.status = "unreadable"; } });
   };
-  return { panel, started: (d) => add(top, d, 1) };
+  return { panel, started: (d) => add(top, d, 1, id) };
 }
 
-function sessionPage(root, { signal, args }) {
+function sessionPage(root, { signal, args, params }) {
   const id = args[0] || "";
+  // Opened from a parent's tree of subagents: a link back up.
+  const parent = params?.get("parent") || "";
+  const up = parent ? h("p", { class: "small parent-link" }, `subagent ${params.get("agent") || ""} of `,
+    h("a", { class: "mono", href: `#/session/${encodeURIComponent(parent)}`, text: parent })) : "";
   const transcript = h("div", { class: "transcript", role: "log", "aria-label": "Transcript", "aria-live": "polite" });
   const err = h("p", { class: "error", role: "alert" });
   const control = (what) => async () => {
@@ -818,12 +823,12 @@ function sessionPage(root, { signal, args }) {
     }
   };
   const reloadTasks = debounce(loadTasks, 300);
-  const tree = childrenTree(signal);
+  const tree = childrenTree(id, signal);
   signal.addEventListener("abort", () => clearTimeout(taskTimer));
   root.append(
     h("div", { class: "spread" }, h("h1", {}, "Session ", h("span", { class: "mono", text: id })),
       h("div", { class: "row" }, h("button", { type: "button", onclick: control("compact") }, "Compact"), h("button", { type: "button", class: "danger", onclick: control("cancel") }, "Cancel turn"))),
-    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), err, tasksPanel, tree.panel, transcript, composer);
+    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), up, err, tasksPanel, tree.panel, transcript, composer);
 
   const assistants = new Map(); // turn/step → message element
   const calls = new Map(); // callId → card
