@@ -26,6 +26,9 @@ type InboxFilter struct {
 	Tenant    string
 	DueBefore time.Time
 	Escalated bool
+	// Root lists only the requests of this session and of its subagents'
+	// child sessions at any depth (InboxItem.RootSessionID).
+	Root string
 	// Limit is how many turns' requests one page holds (default 100, at
 	// most 1000).
 	Limit int
@@ -45,7 +48,7 @@ type InboxItem = protocol.InboxItem
 // for it): follow NextCursor until it is empty.
 func (c *Client) Inbox(ctx context.Context, f InboxFilter) (InboxPage, error) {
 	q := query(map[string]string{"tool": f.Tool, "session": f.SessionID, "requester": f.Requester, "kind": f.Kind,
-		"cursor": f.Cursor, "tenant": f.Tenant}, f.Limit)
+		"cursor": f.Cursor, "tenant": f.Tenant, "root": f.Root}, f.Limit)
 	if !f.DueBefore.IsZero() {
 		q.Set("dueBefore", f.DueBefore.UTC().Format(time.RFC3339))
 	}

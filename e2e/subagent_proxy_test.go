@@ -13,13 +13,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
-	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
-	"github.com/eve-temporal/eve/tools"
 )
 
 // People in the loop from any depth (docs/subagents.md): the demo's
@@ -133,38 +130,8 @@ func TestSubagentProxiedApproval(t *testing.T) {
 // answer given to the root goes down through mid, and the settlement comes
 // back up through mid to the root.
 func TestSubagentProxiedApprovalDepth2(t *testing.T) {
-	researcher, err := demo.Researcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mid, err := scripted.Parse([]byte(`
-name: mid
-rules:
-  - match: '(?m)^Caller message:\s*(?P<m>\S.*?)$'
-    steps:
-      - calls: [{tool: researcher, input: {message: "{{m}}"}}]
-      - calls: [{tool: eve__task_wait, input: {}}]
-      - reply: "mid: {{task.researcher}}"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boss, err := scripted.Parse([]byte(`
-name: boss
-rules:
-  - match: '^delegate (?P<m>.+)$'
-    steps:
-      - calls: [{tool: mid, input: {message: "{{m}}"}}]
-      - calls: [{tool: eve__task_wait, input: {}}]
-      - reply: "boss: {{task.mid}}"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := evetest.New(t)
-	env.StartWorker(&agent.Agent{Name: "boss", Model: boss, Tools: tools.NewRegistry(), LocalModel: true,
-		Subagents: []*agent.Agent{{Name: "mid", Description: "Passes work to the researcher.", Model: mid, Tools: tools.NewRegistry(), LocalModel: true,
-			Subagents: []*agent.Agent{researcher}}}})
+	env.StartWorker(depth2Agent(t))
 	ctx := env.Ctx(2 * time.Minute)
 	id, err := env.Sessions.Create(ctx, "", alice)
 	if err != nil {

@@ -72,6 +72,13 @@ type Decision struct {
 	// call's action.result; the decision.recorded event is recorded
 	// before the call runs.
 	Stub *ActionStub `json:"stub,omitempty"`
+	// RootSessionID, Path and Depth name where a decision made in a
+	// subagent's child session sits: its root session, the chain of
+	// subagents down to SessionID, and its depth (absent: a root session's
+	// own decision).
+	RootSessionID string        `json:"rootSessionId,omitempty"`
+	Path          []SubagentHop `json:"path,omitempty"`
+	Depth         int           `json:"depth,omitempty"`
 }
 
 // DecisionsIncomplete is the last line of a decision export across

@@ -34,6 +34,13 @@ type InboxItem struct {
 	// group (absent: it has not).
 	EscalatedAt *time.Time `json:"escalatedAt,omitempty"`
 	EscalatedTo string     `json:"escalatedTo,omitempty"`
+	// RootSessionID, Path and Depth place a subagent's request under its
+	// root session (docs/subagents.md): the root, the chain of subagents
+	// from the root's child down to SessionID, and its length. Absent for
+	// a root session's own request.
+	RootSessionID string        `json:"rootSessionId,omitempty"`
+	Path          []SubagentHop `json:"path,omitempty"`
+	Depth         int           `json:"depth,omitempty"`
 }
 
 // InboxPage is a page of the inbox; NextCursor (empty on the last page)

@@ -27,6 +27,9 @@ type InboxMemo struct {
 	Owner     *auth.Principal `json:"owner,omitempty"`
 	Requester *auth.Principal `json:"requester,omitempty"`
 	Items     []InboxEntry    `json:"items"`
+	// Origin places a subagent's turn under its root session (nil: a
+	// root session's turn, or a child started before eve-subagent-origin).
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // InboxEntry is one open request of a parked turn.

@@ -25,6 +25,11 @@ func SubagentSessionID(parentSessionID, taskID string) string {
 	return "ses_sub_" + hex.EncodeToString(sum[:12])
 }
 
+// MemoOrigin is the memo key of a subagent's child session's place under
+// its root session (a protocol.SubagentOrigin), set by the parent turn
+// that starts it.
+const MemoOrigin = "eveOrigin"
+
 // SubagentTaskQueue is the task queue of a subagent's sessions: its
 // parent's queue and its name. The worker host (eve's worker command,
 // eve.NewWorker) runs one worker per declared subagent on it.

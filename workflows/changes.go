@@ -43,6 +43,8 @@ const (
 	changeTaskCancelUpdate = "eve-task-cancel-update"
 	// changeProxyInput: a subagent's people in the loop reach the root.
 	changeProxyInput = "eve-subagent-proxy-input"
+	// changeSubagentOrigin: a child session knows its root and path.
+	changeSubagentOrigin = "eve-subagent-origin"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -110,4 +112,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
+	{changeSubagentOrigin, "0.5.0", "a parent turn starts a subagent's child session with its origin (the root session and the path of subagents down to it) in its input and memo (signals.MemoOrigin); the child session passes it to each turn, whose inbox memo and decision.recorded name the root, path and depth",
+		[]string{"v0.5.0-turn-subagent-origin-*.json"}},
 }

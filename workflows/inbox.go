@@ -58,7 +58,7 @@ func publishInboxMemo(ctx workflow.Context, b *inputBoard) {
 
 // inboxMemo is the memo of the open requests.
 func (b *inputBoard) inboxMemo() signals.InboxMemo {
-	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}}
+	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}, Origin: b.origin}
 	for _, r := range b.requests {
 		if !r.state.closed() {
 			memo.Items = append(memo.Items, r.inboxEntry())
@@ -89,7 +89,7 @@ func (b *inputBoard) inboxAttributes() (open bool, requester string, kinds []str
 }
 
 func upsertInbox(ctx workflow.Context, b *inputBoard) {
-	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}}
+	memo := signals.InboxMemo{SessionID: b.session.ID, TurnID: b.turnID, Owner: b.session.Auth.Initiator, Requester: b.requester, Items: []signals.InboxEntry{}, Origin: b.origin}
 	var kinds []string
 	var tools []string
 	var parked = workflow.Now(ctx)

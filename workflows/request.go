@@ -629,6 +629,9 @@ func (r *request) decisionRecord(res protocol.InputResolution, now time.Time) pr
 		s := stamp(at)
 		d.EscalatedAt = &s
 	}
+	if o := r.b.origin; o != nil {
+		d.RootSessionID, d.Path, d.Depth = o.RootSessionID, o.Path, o.Depth()
+	}
 	return d
 }
 
@@ -724,11 +727,14 @@ type inputBoard struct {
 	sequence  int
 	// responses: eve 0.3's approval model (changeResponses).
 	responses bool
+	// origin: the session is a subagent's child (turnInput.Origin).
+	origin *protocol.SubagentOrigin
 }
 
 func newInputBoard(in turnInput, responses bool) *inputBoard {
 	b := &inputBoard{byID: map[string]*request{}, approved: append([]string(nil), in.ApprovedTools...),
-		session: auth.Session{ID: in.SessionID, Auth: in.Auth}, turnID: in.TurnID, sequence: in.Sequence, responses: responses}
+		session: auth.Session{ID: in.SessionID, Auth: in.Auth}, turnID: in.TurnID, sequence: in.Sequence, responses: responses,
+		origin: in.Origin}
 	if c := in.Auth.Current; c != nil && c.Type != auth.TypeAnonymous {
 		b.requester = c
 	}

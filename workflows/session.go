@@ -30,6 +30,9 @@ type sessionInput struct {
 	// First is the first message, accepted with the start
 	// (changeFirstMessage; signals.SessionInput.First).
 	First *signals.SendRequest `json:"first,omitempty"`
+	// Origin places a subagent's child session under its root session
+	// (changeSubagentOrigin): set by the parent turn that starts it.
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // sessionState is everything a session carries across continue-as-new.
@@ -71,6 +74,9 @@ type sessionState struct {
 	// LastTurn is the workflow id of the last turn that ran: the next
 	// turn's trace links to it (trace.go). Not a command: replays ignore it.
 	LastTurn string `json:"lastTurn,omitempty"`
+	// Origin is the session's place under its root session (nil: a root
+	// session); each turn reads it (turnInput.Origin).
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.
@@ -184,6 +190,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		if len(in.Stubs) > 0 {
 			s.st.Stubs = &stubState{Rules: in.Stubs}
 		}
+		s.st.Origin = in.Origin
 		if cfg.SessionLifetime > 0 && workflow.GetVersion(ctx, changeLifetime, workflow.DefaultVersion, 1) >= 1 {
 			s.st.ExpiresAt = workflow.Now(ctx).Add(cfg.SessionLifetime)
 		}

@@ -105,14 +105,20 @@ func (t *turn) startChild(ctx workflow.Context, c *pendingCall, childID string) 
 	if t.in.Auth.Initiator != nil {
 		opts.Memo[memoInitiator] = t.in.Auth.Initiator
 	}
+	in := sessionInput{SessionID: childID, Initiator: t.in.Auth.Initiator}
+	if workflow.GetVersion(ctx, changeSubagentOrigin, workflow.DefaultVersion, 1) >= 1 {
+		// The child's place under the root, so its requests and decisions
+		// name their root session and depth (docs/subagents.md).
+		in.Origin = t.in.Origin.Child(t.in.SessionID, p.Subagent.Agent, childID)
+		opts.Memo[signals.MemoOrigin] = in.Origin
+	}
 	if t.cfg.SearchAttributes {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(statusIdle), searchSession.ValueSet(childID))
 	}
 	// Disconnected: cancelling the call (eve__task_cancel, a cancelled
 	// turn) must not cancel the child session, which outlives the call.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	fut := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(dctx, opts), signals.SessionWorkflow,
-		sessionInput{SessionID: childID, Initiator: t.in.Auth.Initiator})
+	fut := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(dctx, opts), signals.SessionWorkflow, in)
 	if err := fut.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return work.FailedOutcome(protocol.CodeToolExecution, fmt.Sprintf("the subagent %s could not start its session %s: %s", c.tool, childID, errorMessage(err))), false
 	}

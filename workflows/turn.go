@@ -46,6 +46,10 @@ type turnInput struct {
 	// note the model read last (tasks.go).
 	Tasks     []heldTask `json:"tasks,omitempty"`
 	TasksNote string     `json:"tasksNote,omitempty"`
+	// Origin is the session's place under its root session when it is a
+	// subagent's child (changeSubagentOrigin): the turn's inbox memo and
+	// decision records name it.
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // turnOutput is what the session keeps of a finished turn.

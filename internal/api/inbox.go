@@ -36,7 +36,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	caller := Caller(r.Context())
 	v := r.URL.Query()
 	q := sessions.InboxQuery{Tool: v.Get("tool"), SessionID: v.Get("session"), Requester: v.Get("requester"), Kind: v.Get("kind")}
-	if err := checkFilters(v, "tool", "requester", "kind", "tenant"); err != nil {
+	if err := checkFilters(v, "tool", "requester", "kind", "tenant", "root"); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -177,6 +177,9 @@ func inboxItem(m signals.InboxMemo, e signals.InboxEntry) protocol.InboxItem {
 	}
 	if m.Requester != nil {
 		it.RequesterPrincipalID, it.RequesterPrincipalType = m.Requester.ID, m.Requester.Type
+	}
+	if o := m.Origin; o != nil {
+		it.RootSessionID, it.Path, it.Depth = o.RootSessionID, o.Path, o.Depth()
 	}
 	return it
 }

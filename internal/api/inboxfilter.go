@@ -17,12 +17,18 @@ const TenantAttribute = "tenantId"
 // on).
 type inboxFilter struct {
 	tenant    string
+	root      string
 	dueBefore time.Time
 	escalated bool
 }
 
 func inboxFilterOf(v url.Values) (inboxFilter, error) {
-	f := inboxFilter{tenant: v.Get("tenant")}
+	f := inboxFilter{tenant: v.Get("tenant"), root: v.Get("root")}
+	if f.root != "" {
+		if err := signals.CheckSessionID(f.root); err != nil {
+			return f, errorf(http.StatusBadRequest, CodeInvalidID, "root: %v", err)
+		}
+	}
 	if err := queryTimes(v, map[string]*time.Time{"dueBefore": &f.dueBefore}); err != nil {
 		return f, err
 	}
@@ -36,8 +42,12 @@ func inboxFilterOf(v url.Values) (inboxFilter, error) {
 	return f, nil
 }
 
-// turn: the tenant is the requester's tenantId attribute.
+// turn: the tenant is the requester's tenantId attribute; the root is the
+// session's own id or, for a subagent's child, its root session's.
 func (f inboxFilter) turn(m signals.InboxMemo) bool {
+	if f.root != "" && m.SessionID != f.root && (m.Origin == nil || m.Origin.RootSessionID != f.root) {
+		return false
+	}
 	return f.tenant == "" || m.Requester.Attr(TenantAttribute) == f.tenant
 }
 

@@ -64,6 +64,14 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 					if it.EscalatedAt != nil {
 						due += " escalated to " + it.EscalatedTo
 					}
+					if it.RootSessionID != "" {
+						// A subagent's request: where it sits under its root.
+						var names []string
+						for _, h := range it.Path {
+							names = append(names, h.Agent)
+						}
+						due += fmt.Sprintf(" in subagent %s (depth %d) of %s", strings.Join(names, " → "), it.Depth, it.RootSessionID)
+					}
 					fmt.Fprintf(out, "%s  %s %s by %s, open %s%s: %s\n", it.ID, it.Kind, it.ToolName, it.RequesterPrincipalID,
 						time.Since(it.OpenedAt).Round(time.Second), due, it.Request.Prompt)
 				}
@@ -80,6 +88,7 @@ session-limit prompts of every parked turn that the key's principal may settle.`
 	list.Flags().StringVar(&filter.Kind, "kind", "", "tool-approval, question or session-limit")
 	list.Flags().DurationVar(&filter.MinAge, "min-age", 0, "only requests open at least this long")
 	list.Flags().StringVar(&filter.Tenant, "tenant", "", "only requests whose requester has this tenantId")
+	list.Flags().StringVar(&filter.Root, "root", "", "only this root session's requests and its subagents' at any depth")
 	list.Flags().BoolVar(&filter.Escalated, "escalated", false, "only escalated approvals")
 	list.Flags().DurationVar(&dueWithin, "due-within", 0, "only requests whose deadline is within this long (e.g. 1h)")
 	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")

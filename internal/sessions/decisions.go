@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/eve-temporal/eve/auth"
@@ -108,17 +109,25 @@ type DecisionSession struct {
 }
 
 // DecisionSessions lists, a Visibility page at a time, the sessions of
-// this service's task queue (its agent) that may hold decisions made in
-// [since, until]: every run (continued-as-new runs too) open at some time
+// this service's task queue (its agent) and of its subagents' queues
+// (signals.SubagentTaskQueue: the queue, "/", the name) that may hold
+// decisions made in [since, until]: every run (continued-as-new runs too) open at some time
 // in the range. Ids may repeat across runs and pages; the caller
-// de-duplicates.
+// de-duplicates. A Visibility store that refuses STARTS_WITH (older
+// servers) lists the agent's own queue only.
 func (s *Service) DecisionSessions(ctx context.Context, since, until time.Time, cursor []byte) ([]DecisionSession, []byte, error) {
-	q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND TaskQueue = ` + quote(s.TaskQueue) +
-		` AND (ExecutionStatus = "Running" OR CloseTime >= ` + quote(since.UTC().Format(time.RFC3339Nano)) + `)`
+	rest := ` AND (ExecutionStatus = "Running" OR CloseTime >= ` + quote(since.UTC().Format(time.RFC3339Nano)) + `)`
 	if !until.IsZero() {
-		q += ` AND StartTime <= ` + quote(until.UTC().Format(time.RFC3339Nano))
+		rest += ` AND StartTime <= ` + quote(until.UTC().Format(time.RFC3339Nano))
 	}
-	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 500, NextPageToken: cursor})
+	own := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND TaskQueue = ` + quote(s.TaskQueue)
+	withSubagents := `WorkflowType = ` + quote(signals.SessionWorkflow) +
+		` AND (TaskQueue = ` + quote(s.TaskQueue) + ` OR TaskQueue STARTS_WITH ` + quote(signals.SubagentTaskQueue(s.TaskQueue, "")) + `)`
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: withSubagents + rest, PageSize: 500, NextPageToken: cursor})
+	var inv *serviceerror.InvalidArgument
+	if errors.As(err, &inv) {
+		resp, err = s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: own + rest, PageSize: 500, NextPageToken: cursor})
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions from Visibility: %w", err)
 	}

@@ -555,6 +555,7 @@ function inboxCard(it, reload) {
       it.escalatedAt ? h("span", { class: "badge", text: "escalated" }) : null,
       h("a", { href: `#/session/${encodeURIComponent(it.sessionId)}` }, "session")),
   );
+  if (it.rootSessionId) card.append(originLine(it));
   if (input !== undefined && req.kind === "tool-approval") {
     card.append(h("h3", { text: "Input" }), inputFields(it.inputSchema, input),
       h("details", {}, h("summary", {}, "Input as JSON"), h("pre", { text: json(input) })));
@@ -641,8 +642,101 @@ function childLink(sessionId, d) {
   return h("a", { class: "child-link", href: `${config.temporalUIWorkflowURL}/${encodeURIComponent(d.taskId)}`, target: "_blank", rel: "noopener noreferrer" }, "child workflow in Temporal UI ↗");
 }
 
-function sessionPage(root, { signal, args }) {
+// originLine says where a subagent's request or decision sits: its root
+// session and the chain of subagents down to it (rootSessionId, path,
+// depth of an inbox item or a decision).
+function originLine(x) {
+  const names = (x.path || []).map((p) => p.agent).join(" → ");
+  return h("p", { class: "small origin", dataset: { root: x.rootSessionId, depth: String(x.depth || 0) } },
+    `subagent ${names} (depth ${x.depth || 0}) of `,
+    h("a", { class: "mono", href: `#/session/${encodeURIComponent(x.rootSessionId)}`, text: x.rootSessionId }));
+}
+
+// followStream reads a session's stream (ndjson) with fetch, live, and
+// reconnects from its cursor; on.open runs when a read starts, on.fatal on
+// a refusal (4xx but 429), which ends it.
+async function followStream(id, signal, handle, on = {}) {
+  let next = 0, failures = 0;
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(`/eve/v1/session/${encodeURIComponent(id)}/stream?startIndex=${next}&streamControlVersion=1`, { headers: headers(), signal, cache: "no-store" });
+      if (!res.ok) {
+        const body = await res.json().catch(() => null);
+        throw new APIError(res.status, body);
+      }
+      on.open?.();
+      failures = 0;
+      await lines(res, (line) => {
+        if (!line.trim()) return;
+        let ev;
+        try { ev = JSON.parse(line); } catch { return; }
+        if (ev.$eve) return; // stream control (lease ended): reconnect
+        next++;
+        handle(ev);
+      });
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof APIError && e.status >= 400 && e.status < 500 && e.status !== 429) {
+        on.fatal?.(e);
+        return;
+      }
+      failures++;
+      on.retry?.();
+    }
+    await wait(backoff(failures), signal);
+  }
+}
+
+// childStatus is what a child's event says of it in the tree (null: no
+// change).
+function childStatus(type, d) {
+  switch (type) {
+    case "turn.started": return "working";
+    case "turn.waiting": return d.on === "input" ? "waiting for input" : "working";
+    case "input.resolved": return "working";
+    case "turn.completed": return "idle";
+    case "turn.failed": return "failed";
+    case "turn.cancelled": return "cancelled";
+    case "session.completed": return "ended";
+  }
+  return null;
+}
+
+// childrenTree shows session id's subagents' child sessions as a tree
+// (docs/subagents.md): a node per agent.started, each child's own children
+// from its stream, all followed live; each links to its live transcript
+// (which links back to its parent).
+function childrenTree(id, signal) {
+  const head = nextId("children");
+  const top = h("ul", { class: "tree", role: "tree", "aria-labelledby": head });
+  const panel = h("section", { class: "card children-panel", "aria-labelledby": head, hidden: true }, h("h2", { id: head, text: "Subagents" }), top);
+  const seen = new Set();
+  const add = (list, d, depth, parent) => {
+    if (!d.sessionId || seen.has(d.sessionId)) return;
+    seen.add(d.sessionId);
+    panel.hidden = false;
+    const status = h("span", { class: "badge", text: "started" });
+    const kids = h("ul", { role: "group" });
+    const li = h("li", { role: "treeitem", dataset: { session: d.sessionId, agent: d.name || "", depth: String(depth), status: "started" } },
+      h("a", { href: `#/session/${encodeURIComponent(d.sessionId)}${qs({ parent, agent: d.name })}` }, h("strong", { text: d.name || "subagent" })), " ",
+      h("span", { class: "mono small muted", text: d.sessionId }), " ", status, kids);
+    list.append(li);
+    followStream(d.sessionId, signal, (ev) => {
+      const x = ev.data || {};
+      if (ev.type === "agent.started") add(kids, x, depth + 1, d.sessionId);
+      const s = childStatus(ev.type, x);
+      if (s) { status.textContent = s; li.dataset.status = s; }
+    }, { fatal: (e) => { status.textContent = `unreadable (${e.status})`; li.dataset.status = "unreadable"; } });
+  };
+  return { panel, started: (d) => add(top, d, 1, id) };
+}
+
+function sessionPage(root, { signal, args, params }) {
   const id = args[0] || "";
+  // Opened from a parent's tree of subagents: a link back up.
+  const parent = params?.get("parent") || "";
+  const up = parent ? h("p", { class: "small parent-link" }, `subagent ${params.get("agent") || ""} of `,
+    h("a", { class: "mono", href: `#/session/${encodeURIComponent(parent)}`, text: parent })) : "";
   const transcript = h("div", { class: "transcript", role: "log", "aria-label": "Transcript", "aria-live": "polite" });
   const err = h("p", { class: "error", role: "alert" });
   const control = (what) => async () => {
@@ -729,11 +823,12 @@ function sessionPage(root, { signal, args }) {
     }
   };
   const reloadTasks = debounce(loadTasks, 300);
+  const tree = childrenTree(id, signal);
   signal.addEventListener("abort", () => clearTimeout(taskTimer));
   root.append(
     h("div", { class: "spread" }, h("h1", {}, "Session ", h("span", { class: "mono", text: id })),
       h("div", { class: "row" }, h("button", { type: "button", onclick: control("compact") }, "Compact"), h("button", { type: "button", class: "danger", onclick: control("cancel") }, "Cancel turn"))),
-    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), err, tasksPanel, transcript, composer);
+    h("p", {}, h("a", { href: "#/sessions" }, "← all sessions"), " · ", streamState), up, err, tasksPanel, tree.panel, transcript, composer);
 
   const assistants = new Map(); // turn/step → message element
   const calls = new Map(); // callId → card
@@ -792,6 +887,9 @@ function sessionPage(root, { signal, args }) {
         if (c && link && !c.card.querySelector(".child-link")) c.out.before(h("p", { class: "small" }, link));
         break;
       }
+      case "agent.started":
+        tree.started(d);
+        break;
       case "input.requested":
         for (const rq of d.requests || []) {
           const card = h("div", { class: "card inline-request", dataset: { request: rq.requestId } },
@@ -833,41 +931,12 @@ function sessionPage(root, { signal, args }) {
 
   loadTasks();
 
-  // The session's stream (ndjson) read with fetch; reconnects from its cursor.
-  (async () => {
-    let next = 0, failures = 0;
-    while (!signal.aborted) {
-      try {
-        const res = await fetch(`/eve/v1/session/${encodeURIComponent(id)}/stream?startIndex=${next}&streamControlVersion=1`, { headers: headers(), signal, cache: "no-store" });
-        if (!res.ok) {
-          const body = await res.json().catch(() => null);
-          throw new APIError(res.status, body);
-        }
-        streamState.textContent = "live";
-        setState(root, "loaded");
-        failures = 0;
-        await lines(res, (line) => {
-          if (!line.trim()) return;
-          let ev;
-          try { ev = JSON.parse(line); } catch { return; }
-          if (ev.$eve) return; // stream control (lease ended): reconnect
-          next++;
-          handle(ev);
-        });
-      } catch (e) {
-        if (signal.aborted) return;
-        if (e instanceof APIError && e.status >= 400 && e.status < 500 && e.status !== 429) {
-          streamState.textContent = "";
-          err.textContent = `${e.message} (${e.status})`;
-          setState(root, "error");
-          return;
-        }
-        failures++;
-        streamState.textContent = "reconnecting…";
-      }
-      await wait(backoff(failures), signal);
-    }
-  })();
+  // The session's own stream: the transcript, live.
+  followStream(id, signal, handle, {
+    open: () => { streamState.textContent = "live"; setState(root, "loaded"); },
+    retry: () => { streamState.textContent = "reconnecting…"; },
+    fatal: (e) => { streamState.textContent = ""; err.textContent = `${e.message} (${e.status})`; setState(root, "error"); },
+  });
 }
 
 // ---------- Delegated jobs ----------
@@ -975,7 +1044,8 @@ function decisionsPage(root, { signal }) {
         h("tbody", {}, rows.map((d) => h("tr", {},
           h("td", {}, d.decidedAt ? timeEl("age", d.decidedAt) : "—"),
           h("td", {}, h("strong", { text: d.toolName || d.kind || "" }), h("div", { class: "small muted", text: d.prompt || "" }),
-            d.sessionId ? h("a", { class: "small", href: `#/session/${encodeURIComponent(d.sessionId)}`, text: "session" }) : null),
+            d.sessionId ? h("a", { class: "small", href: `#/session/${encodeURIComponent(d.sessionId)}`, text: "session" }) : null,
+            d.rootSessionId ? originLine(d) : null),
           h("td", {}, h("span", { class: "badge", text: d.outcome || "" }), d.editedInput ? h("div", { class: "small", text: "edited" }) : null),
           h("td", { text: d.requester?.id || "—" }),
           h("td", { class: "hide-sm", text: d.decider?.id || "—" }),
