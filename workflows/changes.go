@@ -43,6 +43,10 @@ const (
 	changeTaskCancelUpdate = "eve-task-cancel-update"
 	// changeProxyInput: a subagent's people in the loop reach the root.
 	changeProxyInput = "eve-subagent-proxy-input"
+	// changeSubagentCancel: a stopped subagent call cancels the child's turn.
+	changeSubagentCancel = "eve-subagent-cancel"
+	// changeSubagentJoin: a call to a working child joins its turn.
+	changeSubagentJoin = "eve-subagent-join"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -110,4 +114,8 @@ var changes = []change{
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
+	{changeSubagentCancel, "0.5.0", "a subagent's call that is stopped (eve__task_cancel, the task cancel API, its turn cancelled or failed) withdraws the requests its child proxied that are still open (input.resolved, outcome cancelled) and signals the child session eve.agent.cancel, which cancels the child's turn that reads the call's message (its conversation stays) or drops the message if it still waits; a parent records a child's resolution of a proxied question too, not only a tool approval's",
+		[]string{"v0.5.0-turn-subagent-cancel*.json", "v0.5.0-session-subagent-cancel*.json"}},
+	{changeSubagentJoin, "0.5.0", "a subagent's call by taskId while the task works joins the child's current turn: the parent runs it at once (not queued behind the working call) and the child session offers its message to the running turn as a steering message from the call's caller; the turn that reads it answers every call it read with its reply; one that ends first leaves it to a turn of its own",
+		[]string{"v0.5.0-turn-subagent-joined*.json", "v0.5.0-session-subagent-joined*.json"}},
 }
