@@ -83,15 +83,25 @@ func (t *turn) takeChildResolution(ctx workflow.Context, res protocol.InputResol
 }
 
 // agentCancel stops the child session's work on a parent's call
-// (signals.SignalAgentCancel): the turn that reads the call's message is
-// cancelled as the session cancel API cancels it, or the message, still
-// queued, is dropped.
+// (signals.SignalAgentCancel): the turn that reads the call's message (or
+// that the message is joining) is cancelled as the session cancel API
+// cancels it, or the message, still queued, is dropped.
 func (s *session) agentCancel(ctx workflow.Context, m signals.AgentCancel) {
 	seq, ok := s.st.Deliveries[m.DeliveryID]
-	if !ok {
+	p := s.pendingOf(m.DeliveryID) // a message that joins the running turn (subagent_join.go)
+	if !ok && p == nil {
 		return
 	}
 	if workflow.GetVersion(ctx, changeSubagentCancel, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	if p != nil && s.active != nil {
+		// Offered to the running turn, not yet taken: it never gets a turn
+		// of its own (as a reset drops it), and the turn it joins stops.
+		p.dropped, p.Sequence = true, s.active.Sequence
+		if s.cancelTurn != nil {
+			s.cancelTurn()
+		}
 		return
 	}
 	if s.active != nil && s.active.Sequence == seq {
