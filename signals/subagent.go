@@ -63,6 +63,20 @@ type AgentMessage struct {
 	Caller  *auth.Principal `json:"caller,omitempty"`
 }
 
+// SignalAgentCancel (parent turn → child session) stops the work of one
+// call: the child cancels the turn that reads the call's message (its
+// conversation stays, so a later call by taskId continues it), or drops
+// the message if it still waits in the queue; payload AgentCancel. Sent
+// when the call is cancelled (eve__task_cancel, the task cancel API, the
+// calling turn cancelled or failed). A repeat changes nothing.
+const SignalAgentCancel = "eve.agent.cancel"
+
+// AgentCancel names the call whose work stops, by its message's delivery.
+type AgentCancel struct {
+	DeliveryID string `json:"deliveryId"`
+	CallID     string `json:"callId"`
+}
+
 // AgentReply is a child session's answer to one AgentMessage: its turn's
 // status (TurnStatusCompleted, …), final reply or error.
 type AgentReply struct {

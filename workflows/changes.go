@@ -45,6 +45,10 @@ const (
 	changeProxyInput = "eve-subagent-proxy-input"
 	// changeSubagentOrigin: a child session knows its root and path.
 	changeSubagentOrigin = "eve-subagent-origin"
+	// changeSubagentCancel: a stopped subagent call cancels the child's turn.
+	changeSubagentCancel = "eve-subagent-cancel"
+	// changeSubagentJoin: a call to a working child joins its turn.
+	changeSubagentJoin = "eve-subagent-join"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -114,4 +118,8 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
 	{changeSubagentOrigin, "0.5.0", "a parent turn starts a subagent's child session with its origin (the root session and the path of subagents down to it) in its input and memo (signals.MemoOrigin); the child session passes it to each turn, whose inbox memo and decision.recorded name the root, path and depth",
 		[]string{"v0.5.0-turn-subagent-origin-*.json"}},
+	{changeSubagentCancel, "0.5.0", "a subagent's call that is stopped (eve__task_cancel, the task cancel API, its turn cancelled or failed) withdraws the requests its child proxied that are still open (input.resolved, outcome cancelled) and signals the child session eve.agent.cancel, which cancels the child's turn that reads the call's message (its conversation stays) or drops the message if it still waits; a parent records a child's resolution of a proxied question too, not only a tool approval's",
+		[]string{"v0.5.0-turn-subagent-cancel*.json", "v0.5.0-session-subagent-cancel*.json"}},
+	{changeSubagentJoin, "0.5.0", "a subagent's call by taskId while the task works joins the child's current turn: the parent runs it at once (not queued behind the working call) and the child session offers its message to the running turn as a steering message from the call's caller; the turn that reads it answers every call it read with its reply; one that ends first leaves it to a turn of its own",
+		[]string{"v0.5.0-turn-subagent-joined*.json", "v0.5.0-session-subagent-joined*.json"}},
 }

@@ -36,6 +36,10 @@ type relayed struct {
 	child   string // the child turn's workflow id (answers go there)
 	kind    string
 	retired bool // settled (or answered, for a question): no more answers
+	// call is this turn's call whose child asked, n the order it came in
+	// (a stopped call withdraws its open requests: subagent_cancel.go).
+	call string
+	n    int
 }
 
 // relayUp relays this subagent turn's people-in-the-loop events to its
@@ -79,10 +83,11 @@ func (t *turn) relayUp(ctx workflow.Context, typ string, data any) {
 	})
 }
 
-// drainRelays waits until the relayed events are sent (the turn's end).
+// drainRelays waits until the relayed events, and the cancels sent to
+// children (subagent_cancel.go), are sent (the turn's end).
 func (t *turn) drainRelays(ctx workflow.Context) {
-	if t.relaySending {
-		_ = workflow.Await(ctx, func() bool { return !t.relaySending })
+	if t.relaySending || t.stopping > 0 {
+		_ = workflow.Await(ctx, func() bool { return !t.relaySending && t.stopping == 0 })
 	}
 }
 
@@ -104,7 +109,7 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		var fresh []protocol.InputRequest
 		for _, r := range d.Requests {
 			if t.relays[r.RequestID] == nil {
-				t.relays[r.RequestID] = &relayed{child: in.ChildTurn, kind: r.Kind}
+				t.relays[r.RequestID] = &relayed{child: in.ChildTurn, kind: r.Kind, call: in.CallID, n: len(t.relays)}
 				fresh = append(fresh, r)
 			}
 		}
@@ -134,7 +139,7 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		var keep []protocol.InputResolution
 		for _, res := range d.Resolutions {
 			r := t.relays[res.RequestID]
-			if r == nil || r.retired || res.Kind != protocol.KindToolApproval {
+			if r == nil || r.retired || (res.Kind != protocol.KindToolApproval && !t.takeChildResolution(ctx, res)) {
 				continue
 			}
 			if res.Outcome != protocol.OutcomeInvalid {

@@ -133,6 +133,9 @@ type session struct {
 	vis     bool
 	pending []*pendingMessage
 	acked   []queuedMessage
+	// joins are the parent's messages offered to the running turn
+	// (subagent_join.go), until the turn that reads each is known.
+	joins []*pendingMessage
 }
 
 // expired reports a session past its lifetime with nothing left to do: no
@@ -263,6 +266,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		if msg.ReplyTo != nil {
 			s.replyToParent(ctx, msg.ReplyTo, o)
 		}
+		s.replyJoined(ctx, msg.Sequence, o) // subagent_join.go
 		if s.compactAfterTurn {
 			s.compactAfterTurn = false
 			s.compactStored(ctx)
@@ -315,6 +319,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	inputsCh := workflow.GetSignalChannel(ctx, signals.SignalTurnInputs)
 	takenCh := workflow.GetSignalChannel(ctx, signals.SignalTurnTaken)
 	agentCh := workflow.GetSignalChannel(ctx, signals.SignalAgentMessage)
+	stopCh := workflow.GetSignalChannel(ctx, signals.SignalAgentCancel)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -327,6 +332,11 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 				var m signals.AgentMessage
 				c.Receive(ctx, &m)
 				s.agentMessage(ctx, m)
+			})
+			sel.AddReceive(stopCh, func(c workflow.ReceiveChannel, _ bool) {
+				var m signals.AgentCancel
+				c.Receive(ctx, &m)
+				s.agentCancel(ctx, m) // subagent_cancel.go
 			})
 			sel.AddReceive(inputsCh, func(c workflow.ReceiveChannel, _ bool) {
 				var in signals.TurnInputs

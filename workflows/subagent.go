@@ -64,6 +64,7 @@ func runAgent(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteT
 		ReplyTo: self, CallID: p.Call.ID, Caller: t.in.Auth.Current}
 	if err := workflow.SignalExternalWorkflow(ctx, childID, "", signals.SignalAgentMessage, m).Get(ctx, nil); err != nil {
 		if ctx.Err() != nil {
+			t.stopChild(ctx, p.Call.ID, childID, m.DeliveryID) // subagent_cancel.go
 			return cancelledOutcome(c.tool)
 		}
 		// The child session ended (its lifetime) or is gone: the task ends
@@ -74,6 +75,7 @@ func runAgent(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteT
 		return taskRefusal(protocol.CodeUnknownTask, fmt.Sprintf(`No task "%s" is available to %s: it may have ended or belong to another tool. Start a new one by calling %s without taskId.`, c.taskID, c.tool, c.tool))
 	}
 	if err := workflow.Await(ctx, func() bool { _, ok := t.agentReplies[p.Call.ID]; return ok }); err != nil {
+		t.stopChild(ctx, p.Call.ID, childID, m.DeliveryID) // subagent_cancel.go
 		return cancelledOutcome(c.tool)
 	}
 	r := t.agentReplies[p.Call.ID]
@@ -173,7 +175,7 @@ func subagentPrompt(name, description, message string) string {
 // it waits in the queue for a turn of its own, whose outcome answers the
 // parent (replyToParent). A re-sent message joins the first.
 func (s *session) agentMessage(ctx workflow.Context, m signals.AgentMessage) {
-	if _, dup := s.st.Deliveries[m.DeliveryID]; dup {
+	if _, dup := s.st.Deliveries[m.DeliveryID]; dup || s.pendingOf(m.DeliveryID) != nil {
 		return
 	}
 	to := &signals.AgentReplyTo{WorkflowID: m.ReplyTo, CallID: m.CallID}
@@ -181,7 +183,11 @@ func (s *session) agentMessage(ctx workflow.Context, m signals.AgentMessage) {
 		s.replyToParent(ctx, to, signals.TurnOutcome{Status: signals.TurnStatusFailed, Error: "the subagent's session has ended"})
 		return
 	}
-	s.enqueue(queuedMessage{Message: m.Message, DeliveryID: m.DeliveryID, Caller: m.Caller, ReplyTo: to})
+	qm := queuedMessage{Message: m.Message, DeliveryID: m.DeliveryID, Caller: m.Caller, ReplyTo: to}
+	if s.joinTurn(ctx, qm) { // subagent_join.go
+		return
+	}
+	s.enqueue(qm)
 }
 
 // replyToParent answers a parent turn's message with its turn's outcome. A

@@ -42,9 +42,12 @@ type taskState struct {
 	state json.RawMessage
 	// used orders tasks by their last call (the [Tasks] note's idle list).
 	used int
-	// current is the call it works on; queued the calls waiting for it.
+	// current is the call it works on; queued the calls waiting for it;
+	// joined the calls that joined the current call's work (a subagent's
+	// call to a working child joins its turn: subagent_join.go).
 	current *taskCall
 	queued  []*taskCall
+	joined  []*taskCall
 }
 
 // taskCall is one call a task serves.
@@ -52,8 +55,9 @@ type taskCall struct {
 	c      pendingCall // the call as its work runs (its receipt stays with the step)
 	ctx    workflow.Context
 	cancel workflow.CancelFunc
-	// cancelled: its work never reports back; done: its work returned.
-	cancelled, done bool
+	// cancelled: its work never reports back; done: its work returned;
+	// joining: it joined the current call's work (subagent_join.go).
+	cancelled, done, joining bool
 }
 
 // heldTask is an idle resumable task as the session keeps it between
@@ -225,12 +229,14 @@ func (t *turn) startTask(ctx workflow.Context, c *pendingCall) {
 	call.c.taskID = ts.TaskID
 	call.ctx, call.cancel = workflow.WithCancel(ctx)
 	if ts.Status == protocol.TaskWorking {
-		ts.queued = append(ts.queued, call) // a resumable task serves one call at a time
+		if !t.joinCall(ctx, ts, call) {
+			ts.queued = append(ts.queued, call) // a resumable task serves one call at a time
+		}
 	} else {
 		t.beginCall(ts, call)
 	}
 	workflow.Go(call.ctx, func(ctx workflow.Context) {
-		if err := workflow.Await(ctx, func() bool { return ts.current == call || call.cancelled }); err != nil || call.cancelled {
+		if err := workflow.Await(ctx, func() bool { return ts.current == call || call.joining || call.cancelled }); err != nil || call.cancelled {
 			return
 		}
 		out := t.runTask(ctx, &call.c, ts)
@@ -310,7 +316,7 @@ func (t *turn) settleTask(ctx workflow.Context, ts *taskState, call *taskCall, o
 		d.Status, d.Error = protocol.TaskFailed, &protocol.TaskError{Message: msg}
 		res.status, res.body = protocol.TaskFailed, msg
 	}
-	t.nextCall(ts, d.Status)
+	t.endCall(ts, call, d.Status)
 	t.taskResults = append(t.taskResults, res)
 	countToolCall(ctx, ts.Name, "task-"+d.Status)
 	t.log.emit(ctx, protocol.TaskSettled, d)
@@ -321,7 +327,9 @@ func (t *turn) settleTask(ctx workflow.Context, ts *taskState, call *taskCall, o
 // the work never reports back. A resumable task becomes idle and keeps
 // its state.
 func (t *turn) cancelTask(ctx workflow.Context, ts *taskState, reason string, all bool) {
-	calls := []*taskCall{ts.current}
+	// The calls that joined the current one share its work: they stop too.
+	calls := append([]*taskCall{ts.current}, ts.joined...)
+	ts.joined = nil
 	if all {
 		calls = append(calls, ts.queued...)
 		ts.queued = nil
@@ -347,7 +355,7 @@ func (t *turn) endTasks(ctx workflow.Context, reason string) {
 	var calls []*taskCall
 	for _, ts := range t.taskList {
 		if ts.Status == protocol.TaskWorking {
-			calls = append(calls, ts.current)
+			calls = append(append(calls, ts.current), ts.joined...)
 			t.cancelTask(dctx, ts, reason, true)
 		}
 	}

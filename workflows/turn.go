@@ -142,6 +142,9 @@ type turn struct {
 	proxyDecided bool
 	relayQueue   []signals.AgentInput
 	relaySending bool
+	// stopping counts the cancels on their way to children
+	// (subagent_cancel.go): the turn does not end before they are sent.
+	stopping int
 
 	// steering are messages the model reads before its next step (the
 	// first steerReceived of them already have their message.received);
