@@ -43,6 +43,8 @@ const (
 	changeTaskCancelUpdate = "eve-task-cancel-update"
 	// changeProxyInput: a subagent's people in the loop reach the root.
 	changeProxyInput = "eve-subagent-proxy-input"
+	// changeSubagentUsage: a child's usage counts against its parent.
+	changeSubagentUsage = "eve-subagent-usage"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -110,4 +112,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
+	{changeSubagentUsage, "0.5.0", "usage roll-up: a subagent's session reports its turns' token usage (its own subagents' included) with each reply to a parent (signals.AgentReply.Usage; what no delivered reply carried yet is kept, sessionState.Unreported), and the parent turn adds it to its own usage as the reply arrives: its session limits, turn.waiting, its output and so session.waiting count it",
+		[]string{"v0.5.0-turn-subagent-usage*.json", "v0.5.0-session-subagent-usage*.json"}},
 }

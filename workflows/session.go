@@ -71,6 +71,10 @@ type sessionState struct {
 	// LastTurn is the workflow id of the last turn that ran: the next
 	// turn's trace links to it (trace.go). Not a command: replays ignore it.
 	LastTurn string `json:"lastTurn,omitempty"`
+	// Unreported is the usage of a subagent's session its parent has not
+	// been told of yet (subagent_usage.go); nil in a session no parent
+	// called.
+	Unreported *protocol.TokenUsage `json:"unreported,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.
