@@ -69,10 +69,12 @@ func TestSubagentHistoryFlat(t *testing.T) {
 	if short.childTurns != 2 || long.childTurns != 200 {
 		t.Fatalf("child turns %d and %d, want 2 and 200", short.childTurns, long.childTurns)
 	}
-	// The same events; their sizes differ only by a few digits (times,
-	// token counts).
+	// The same events, give or take one workflow task (its three events:
+	// how a loaded server batches a signal with the next task), and the
+	// same bytes within 5% (times, token counts, that task). The child's
+	// conversation, were it to leak in, is tens of KB.
 	flat := func(what string, a, b, ea, eb int64) {
-		if ea != eb || b-a > a/50 || a-b > a/50 {
+		if eb-ea > 3 || ea-eb > 3 || b-a > a/20 || a-b > a/20 {
 			t.Errorf("%s: %d bytes / %d events after 2 child turns, %d / %d after 200: not flat", what, a, ea, b, eb)
 		}
 	}
