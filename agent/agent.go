@@ -50,6 +50,15 @@ type Agent struct {
 	// taskId sends the same child another message. The child runs on its
 	// own task queue (QueueOf), where the worker host runs a worker for it.
 	Subagents []*Agent
+	// AgentTool gives the agent eve's built-in tool "agent": the model
+	// delegates a focused subtask to a copy of this agent — same model,
+	// system prompt, tools, policies and limits, a fresh conversation —
+	// with input {message, taskId?}, as it would to a subagent
+	// (docs/subagents.md). The copy cannot delegate again: it has no
+	// "agent" tool and no subagents. Root-only, as eve's: a subagent
+	// cannot have it, and no subagent may be named "agent". (eve gives
+	// root agents the tool by default; here it is opted into.)
+	AgentTool bool
 	// System is the system prompt of every model step.
 	System string
 	Model  model.Model
@@ -239,9 +248,22 @@ func Tools(a *Agent) (*tools.Registry, error) {
 		disabled[name] = true
 	}
 	var keep []*tools.Tool
+	if a.AgentTool {
+		if known[AgentToolName] {
+			return nil, fmt.Errorf("AgentTool: a tool is named %q, the name of eve's built-in agent tool: rename the tool or drop AgentTool", AgentToolName)
+		}
+		known[AgentToolName] = true
+		keep = append(keep, agentTool())
+	}
 	for _, sub := range a.Subagents {
 		if sub == nil {
 			return nil, errors.New("subagents: a nil agent")
+		}
+		if sub.Name == AgentToolName {
+			return nil, fmt.Errorf("subagent %q: the name is reserved for eve's built-in agent tool (Agent.AgentTool): rename the subagent", sub.Name)
+		}
+		if sub.AgentTool {
+			return nil, fmt.Errorf("subagent %q: AgentTool is root-only: a subagent cannot delegate to a copy of itself", sub.Name)
 		}
 		if strings.TrimSpace(sub.Description) == "" {
 			return nil, fmt.Errorf("subagent %q: Description is required: it is the tool description the model decides to delegate by", sub.Name)
@@ -289,11 +311,15 @@ type Queue struct {
 }
 
 // Queues are the agents a worker host serves for a on taskQueue: a itself,
-// then each subagent at any depth on its own queue
+// the copy its AgentTool delegates to (named "agent"), then each subagent
+// at any depth on its own queue
 // (signals.SubagentTaskQueue: the parent's queue, "/", its name). The host
 // runs one worker per queue, each registered with Register.
 func Queues(a *Agent, taskQueue string) []Queue {
 	out := []Queue{{TaskQueue: taskQueue, Agent: a}}
+	if a.AgentTool {
+		out = append(out, Queue{TaskQueue: signals.SubagentTaskQueue(taskQueue, AgentToolName), Agent: a.copyForAgentTool()})
+	}
 	for _, sub := range a.Subagents {
 		if sub != nil {
 			out = append(out, Queues(sub, signals.SubagentTaskQueue(taskQueue, sub.Name))...)

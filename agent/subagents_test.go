@@ -75,3 +75,87 @@ func TestSubagents(t *testing.T) {
 		})
 	}
 }
+
+// AgentTool: eve's built-in "agent" tool delegates to a copy of the agent
+// that cannot delegate again (no agent tool, no subagents), served on the
+// queue <tq>/agent; root-only.
+func TestAgentTool(t *testing.T) {
+	m, err := scripted.Parse([]byte("name: t\ndefault: hi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := tools.NewRegistry()
+	if err := own.Register(tools.Func("lookup", "Looks up.", func(*tools.Context, struct{}) (string, error) { return "", nil })); err != nil {
+		t.Fatal(err)
+	}
+	critic := &agent.Agent{Name: "critic", Description: "Reviews a draft.", Model: m}
+	root := &agent.Agent{Name: "root", Model: m, System: "Be kind.", Tools: own, MaxSteps: 7, AgentTool: true, Subagents: []*agent.Agent{critic}}
+
+	reg, err := agent.Tools(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, ok := reg.Get("agent")
+	if !ok {
+		t.Fatal("no agent tool")
+	}
+	d := tool.ModelDescriptor()
+	if want := agent.AgentToolDescription + " To send this task more input, call this tool again with its taskId; without taskId, each call starts a new task."; d.Description != want {
+		t.Errorf("description %q", d.Description)
+	}
+	if tool.Kind() != tools.KindAgent || tool.Subagent == nil || tool.Subagent.Agent != "agent" || tool.Subagent.Description != "" {
+		t.Errorf("agent tool: kind %s, subagent %+v", tool.Kind(), tool.Subagent)
+	}
+
+	type queue struct {
+		Queue, Name, System string
+		AgentTool           bool
+		Subagents, MaxSteps int
+		Tools               []string
+	}
+	var got []queue
+	for _, q := range agent.Queues(root, "tq") {
+		r, err := agent.Tools(q.Agent)
+		if err != nil {
+			t.Fatalf("%s: %v", q.TaskQueue, err)
+		}
+		var names []string
+		for _, x := range r.List() {
+			names = append(names, x.Name)
+		}
+		got = append(got, queue{q.TaskQueue, q.Agent.Name, q.Agent.System, q.Agent.AgentTool, len(q.Agent.Subagents), q.Agent.MaxSteps, names})
+	}
+	want := []queue{
+		{"tq", "root", "Be kind.", true, 1, 7, []string{"agent", "critic", "lookup", "ask_question"}},
+		// The copy: the same prompt, tools and settings, no way to delegate.
+		{"tq/agent", "agent", "Be kind.", false, 0, 7, []string{"lookup", "ask_question"}},
+		{"tq/critic", "critic", "", false, 0, 0, []string{"ask_question"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+	if root.Name != "root" || !root.AgentTool || len(root.Subagents) != 1 {
+		t.Errorf("the copy changed the root: %+v", root)
+	}
+
+	for _, c := range []struct {
+		name string
+		a    *agent.Agent
+		want string
+	}{
+		{"a subagent with it", &agent.Agent{Name: "root", Model: m, Subagents: []*agent.Agent{{Name: "w", Description: "d", Model: m, AgentTool: true}}}, "AgentTool is root-only"},
+		{"a subagent named agent", &agent.Agent{Name: "root", Model: m, Subagents: []*agent.Agent{{Name: "agent", Description: "d", Model: m}}}, "reserved for eve's built-in agent tool"},
+		{"a tool named agent", &agent.Agent{Name: "root", Model: m, AgentTool: true, Tools: func() *tools.Registry {
+			r := tools.NewRegistry()
+			_ = r.Register(tools.Func("agent", "Mine.", func(*tools.Context, struct{}) (string, error) { return "", nil }))
+			return r
+		}()}, `a tool is named "agent"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := agent.Tools(c.a)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/eve-temporal/eve/auth"
+	"github.com/eve-temporal/eve/protocol"
 )
 
 // Subagents (agent.Agent.Subagents): a subagent's call starts a child
@@ -84,6 +85,12 @@ type AgentReply struct {
 	Status string `json:"status"`
 	Reply  string `json:"reply,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Usage is the token usage the child session spent since its last
+	// delivered reply: this turn's, its own subagents' included, and any
+	// turn no reply carried yet. The parent counts it as its own (its
+	// session limits, turn.waiting, session.waiting). Nil from a child
+	// recorded before the change eve-subagent-usage.
+	Usage *protocol.TokenUsage `json:"usage,omitempty"`
 }
 
 // AgentReplyTo is where a child session answers one message.

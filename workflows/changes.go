@@ -49,6 +49,8 @@ const (
 	changeSubagentCancel = "eve-subagent-cancel"
 	// changeSubagentJoin: a call to a working child joins its turn.
 	changeSubagentJoin = "eve-subagent-join"
+	// changeSubagentUsage: a child's usage counts against its parent.
+	changeSubagentUsage = "eve-subagent-usage"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -122,4 +124,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-cancel*.json", "v0.5.0-session-subagent-cancel*.json"}},
 	{changeSubagentJoin, "0.5.0", "a subagent's call by taskId while the task works joins the child's current turn: the parent runs it at once (not queued behind the working call) and the child session offers its message to the running turn as a steering message from the call's caller; the turn that reads it answers every call it read with its reply; one that ends first leaves it to a turn of its own",
 		[]string{"v0.5.0-turn-subagent-joined*.json", "v0.5.0-session-subagent-joined*.json"}},
+	{changeSubagentUsage, "0.5.0", "usage roll-up: a subagent's session reports its turns' token usage (its own subagents' included) with each reply to a parent (signals.AgentReply.Usage; what no delivered reply carried yet is kept, sessionState.Unreported), and the parent turn adds it to its own usage as the reply arrives: its session limits, turn.waiting, its output and so session.waiting count it",
+		[]string{"v0.5.0-turn-subagent-usage*.json", "v0.5.0-session-subagent-usage*.json"}},
 }

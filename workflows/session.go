@@ -77,6 +77,10 @@ type sessionState struct {
 	// Origin is the session's place under its root session (nil: a root
 	// session); each turn reads it (turnInput.Origin).
 	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
+	// Unreported is the usage of a subagent's session its parent has not
+	// been told of yet (subagent_usage.go); nil in a session no parent
+	// called.
+	Unreported *protocol.TokenUsage `json:"unreported,omitempty"`
 }
 
 // queuedMessage is a message waiting for its turn.

@@ -117,6 +117,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		s.st.Usage.OutputTokens += out.Usage.OutputTokens
 		s.st.Usage.CacheReadTokens += out.Usage.CacheReadTokens
 		s.st.Usage.CacheWriteTokens += out.Usage.CacheWriteTokens
+		s.noteTurnUsage(msg, out.Usage) // subagent_usage.go
 		if limits && out.GrantedAt != nil {
 			// A person granted a fresh window during the turn.
 			s.st.BudgetBase = before

@@ -148,6 +148,7 @@ func (t *turn) listenAgentReplies(ctx workflow.Context) {
 			sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
 				var r signals.AgentReply
 				c.Receive(ctx, &r)
+				t.countAgentUsage(ctx, r) // subagent_usage.go
 				t.agentReplies[r.CallID] = r
 			})
 			sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
@@ -196,8 +197,10 @@ func (s *session) replyToParent(ctx workflow.Context, to *signals.AgentReplyTo, 
 	if workflow.GetVersion(ctx, changeSubagents, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	r := signals.AgentReply{CallID: to.CallID, Status: o.Status, Reply: o.Reply, Error: o.Error}
+	r := signals.AgentReply{CallID: to.CallID, Status: o.Status, Reply: o.Reply, Error: o.Error, Usage: s.replyUsage(ctx)}
 	if err := workflow.SignalExternalWorkflow(ctx, to.WorkflowID, "", signals.SignalAgentReply, r).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Info("the parent turn of a subagent's message is gone; its reply is dropped", "parent", to.WorkflowID, "error", err)
+		return
 	}
+	s.usageReported(r) // subagent_usage.go
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -27,6 +28,22 @@ type Info struct {
 	// Production selects mode "production" (default "development").
 	Production bool
 	Tools      []ToolInfo
+	// Subagents are the agent's subagents at any depth, each before its
+	// own (eve's subagents.local: one flat list, each naming its parent).
+	Subagents []SubagentInfo
+}
+
+// SubagentInfo is one subagent of Info.
+type SubagentInfo struct {
+	Name        string
+	Description string
+	// Path is where the subagent sits from the root agent:
+	// "subagents/<name>", nested as "subagents/<a>/subagents/<b>" (eve's
+	// directory layout), and ParentPath its parent's ("" for the root).
+	Path, ParentPath string
+	// Tools counts the subagent's own tools, Instructions its system
+	// prompts (0 or 1).
+	Tools, Instructions int
 }
 
 // ToolInfo is one tool of Info.
@@ -55,7 +72,32 @@ func AgentInfo(a *agent.Agent) Info {
 			})
 		}
 	}
+	info.Subagents = subagentInfos(a, "")
 	return info
+}
+
+// subagentInfos lists a's subagents, each followed by its own.
+func subagentInfos(a *agent.Agent, parent string) []SubagentInfo {
+	var out []SubagentInfo
+	for _, sub := range a.Subagents {
+		if sub == nil {
+			continue
+		}
+		path := "subagents/" + sub.Name
+		if parent != "" {
+			path = parent + "/" + path
+		}
+		si := SubagentInfo{Name: sub.Name, Description: sub.Description, Path: path, ParentPath: parent}
+		if sub.Tools != nil {
+			si.Tools = len(sub.Tools.List())
+		}
+		if sub.System != "" {
+			si.Instructions = 1
+		}
+		out = append(out, si)
+		out = append(out, subagentInfos(sub, path)...)
+	}
+	return out
 }
 
 // health: GET /eve/v1/health. 200 {ok, status:"ready", workflowId} when
@@ -132,6 +174,10 @@ func (s *Server) infoBody() jsonObj {
 		tool["requiresApproval"] = t.RequiresApproval
 		tools = append(tools, tool)
 	}
+	subagents := []jsonObj{}
+	for _, sa := range in.Subagents {
+		subagents = append(subagents, subagentEntry(sa, moduleSource))
+	}
 	sandbox := moduleSource("sandbox:none", "sandbox")
 	sandbox["revisionHash"] = signals.Version
 	mode := "development"
@@ -155,11 +201,44 @@ func (s *Server) infoBody() jsonObj {
 		"sandbox":       sandbox,
 		"schedules":     []any{},
 		"skills":        jsonObj{"dynamic": []any{}, "static": []any{}},
-		"subagents":     jsonObj{"local": []any{}, "total": 0},
+		"subagents":     jsonObj{"local": subagents, "total": len(subagents)},
 		"tools":         jsonObj{"dynamic": []any{}, "static": tools},
 		"version":       5,
 		"workspace":     jsonObj{"resourceRoot": nil, "rootEntries": []any{}},
 	}
+}
+
+// rootNodeID is eve's node id of the root agent (ROOT_COMPILED_AGENT_NODE_ID).
+const rootNodeID = "__root__"
+
+// nodeID is eve's node id of the subagent at path: its logical path under
+// the root, each level after the first joined with "::"
+// (createCompiledSubagentNodeId).
+func nodeID(path string) string {
+	if path == "" {
+		return rootNodeID
+	}
+	return strings.ReplaceAll(path, "/subagents/", "::subagents/")
+}
+
+// subagentEntry is one entry of subagents.local, eve's shape: the subagent's
+// source (its logical path relative to its parent's root, as eve's
+// subagents/<name> directory), name, description, node ids, paths and the
+// summary of what it declares.
+func subagentEntry(sa SubagentInfo, moduleSource func(id, path string) jsonObj) jsonObj {
+	logical := "subagents/" + sa.Name
+	e := moduleSource(logical, logical)
+	e["name"] = sa.Name
+	if sa.Description != "" {
+		e["description"] = sa.Description
+	}
+	e["entryPath"] = sa.Path
+	e["rootPath"] = sa.Path
+	e["nodeId"] = nodeID(sa.Path)
+	e["parentNodeId"] = nodeID(sa.ParentPath)
+	e["summary"] = jsonObj{"channels": 0, "connections": 0, "hooks": 0, "instructions": sa.Instructions,
+		"memories": 0, "schedules": 0, "skills": 0, "tools": sa.Tools}
+	return e
 }
 
 func rawOrEmpty(raw json.RawMessage) any {
