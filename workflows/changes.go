@@ -43,6 +43,9 @@ const (
 	changeTaskCancelUpdate = "eve-task-cancel-update"
 	// changeProxyInput: a subagent's people in the loop reach the root.
 	changeProxyInput = "eve-subagent-proxy-input"
+	// changeParkWrites: an answered park is not written to search
+	// attributes (recorded where a workflow first leaves waiting-input).
+	changeParkWrites = "eve-park-writes"
 )
 
 // change is one row of the table: an id, the release that brought it,
@@ -110,4 +113,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
+	{changeParkWrites, "0.5.0", "a workflow whose open requests were answered (waiting-input to running) does not upsert that: its search attributes keep waiting-input until its next other change (idle, a new park, waiting-tasks), the turn's inbox memo says it has no open request (the inbox drops it) and the session's status memo (signals.MemoStatus, written from then on) says running: one billable upsert fewer per park in each of the two workflows",
+		[]string{"v0.5.0-session-park-writes*.json", "v0.5.0-turn-park-writes*.json"}},
 }

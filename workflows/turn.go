@@ -306,7 +306,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	switch {
 	case t.vis:
 		t.visStatus, t.visInbox = statusRunning, inbox
-		writeVisibility(ctx, t.visState, inbox)
+		writeVisibility(ctx, t.visState, inbox, false)
 		if inbox {
 			publishInboxMemo(ctx, t.board)
 		}
