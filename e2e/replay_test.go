@@ -472,6 +472,7 @@ func TestRecordHistories(t *testing.T) {
 	recordDenied(t, prefix)
 	recordSearchWrites(t, prefix)
 	recordParkWrites(t, prefix)
+	recordTurnVersions(t, prefix)
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)

@@ -300,3 +300,39 @@ func recordParkWrites(t *testing.T, prefix string) {
 		save("turn-park-writes-again", id+"/turn_2")
 	}
 }
+
+// TestRecordTurnVersions records only the histories of changeTurnVersions,
+// which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordTurnVersions
+func TestRecordTurnVersions(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordTurnVersions(t, prefix)
+}
+
+// recordTurnVersions: turns that take their versions from their input, with
+// the search attributes and the inbox on: one parks and is approved, one
+// answers at once.
+func recordTurnVersions(t *testing.T, prefix string) {
+	t.Helper()
+	env := searchEnv(t, true)
+	save := func(name, wid string) {
+		if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, d := startParked(t, env, "refund ch_9 9")
+	respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+	env.WaitIdle(id)
+	env.SendAndWait(env.Ctx(30*time.Second), id, "what's the weather in Rome")
+	env.WaitIdle(id)
+	save("turn-versions-approved", id+"/turn_0")
+	save("turn-versions-regular", id+"/turn_1")
+	save("turn-versions-session", id)
+}
