@@ -471,6 +471,8 @@ func TestRecordHistories(t *testing.T) {
 	recordOrder(t, prefix)
 	recordDenied(t, prefix)
 	recordSearchWrites(t, prefix)
+	recordParkWrites(t, prefix)
+	recordTurnVersions(t, prefix)
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)

@@ -18,6 +18,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/visibility"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -98,13 +99,47 @@ func waitQueried(t *testing.T, env *evetest.Env, query string, wids ...string) {
 	}
 }
 
+// waitSessionListed waits until each listing (by {status, tool}) shows session id
+// as want says ("status [tools]", or "" for not listed), bounded.
+func waitSessionListed(t *testing.T, env *evetest.Env, id string, want map[[2]string]string) {
+	t.Helper()
+	ctx := env.Ctx(30 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := map[[2]string]string{}
+		for q := range want {
+			listed, _, err := env.Sessions.List(ctx, sessions.ListQuery{Status: q[0], Tool: q[1], PageSize: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[q] = ""
+			for _, l := range listed {
+				if l.SessionID == id {
+					got[q] = fmt.Sprintf("%s %v", l.Status, l.Tools)
+				}
+			}
+		}
+		diff := cmp.Diff(want, got)
+		if diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listings of %s (-want +got):\n%s", id, diff)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // Search attributes follow the workflows' state with one write per change
-// (changeSearchWrites): a session created with its message and marked
-// running by its creator writes waiting-input when its turn parks, running
-// when it resumes, idle when it ends; its turn starts marked running and
-// writes its status with the inbox's attributes once when it parks and once
-// when it resumes. Unmarked (an API server that did not check the
-// attributes), the session writes running itself, once.
+// (changeSearchWrites), an answered park aside (changeParkWrites): a session
+// created with its message and marked running by its creator writes
+// waiting-input when its turn parks and idle when it ends (not running when
+// it resumes: its status memo says so); its turn starts marked running and
+// writes its status with the inbox's attributes once, when it parks.
+// Unmarked (an API server that did not check the attributes), the session
+// writes running itself, once. The listing and the inbox read the memos:
+// the resumed session lists as running, not waiting-input, and the turn
+// leaves the inbox.
 func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -112,11 +147,11 @@ func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 		session, turn []string
 	}{
 		{"marked at start", true,
-			[]string{"[EveStatus EveTools] waiting-input", "[EveStatus EveTools] running", "[EveStatus] idle"},
-			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input", "[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] running"}},
+			[]string{"[EveStatus EveTools] waiting-input", "[EveStatus EveTools] idle"},
+			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input"}},
 		{"unmarked", false,
-			[]string{"[EveSessionId EveStatus] running", "[EveStatus EveTools] waiting-input", "[EveStatus EveTools] running", "[EveStatus] idle"},
-			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input", "[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] running"}},
+			[]string{"[EveSessionId EveStatus] running", "[EveStatus EveTools] waiting-input", "[EveStatus EveTools] idle"},
+			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := searchEnv(t, c.marked)
@@ -124,10 +159,19 @@ func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 			turn := id + "/turn_0"
 			waitQueried(t, env, fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id), id, turn)
 			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id), turn)
+			waitSessionListed(t, env, id, map[[2]string]string{
+				{"waiting-input", "refund_charge"}: "waiting-input [refund_charge]",
+				{"running", ""}:                    "",
+				{"idle", ""}:                       "",
+			})
 			respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
 			env.WaitIdle(id)
 			waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q`, id), id)
-			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id))
+			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id))
+			waitSessionListed(t, env, id, map[[2]string]string{
+				{"idle", ""}: "idle []", {"", ""}: "idle []",
+				{"running", ""}: "", {"waiting-input", ""}: "", {"", "refund_charge"}: "",
+			})
 			ctx := env.Ctx(30 * time.Second)
 			if diff := cmp.Diff(c.session, upserts(t, ctx, env.Client, id)); diff != "" {
 				t.Errorf("session's upserts (-want +got):\n%s", diff)
@@ -203,4 +247,92 @@ func TestSearchAttributesAcrossContinueAsNew(t *testing.T) {
 	env.WaitIdle(id)
 	waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id), id)
 	waitQueried(t, env, fmt.Sprintf(`EveStatus = "running" AND EveSessionId = %q AND WorkflowType = "eve.Session"`, id))
+}
+
+// TestRecordParkWrites records only the histories of changeParkWrites,
+// which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordParkWrites
+func TestRecordParkWrites(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordParkWrites(t, prefix)
+}
+
+// recordParkWrites: a session marked at its start parks and is approved
+// (the answered park unwritten), runs a regular turn, then parks and is
+// approved again (after the session's status memo); one unmarked parks and
+// is approved.
+func recordParkWrites(t *testing.T, prefix string) {
+	t.Helper()
+	for _, marked := range []bool{true, false} {
+		env := searchEnv(t, marked)
+		save := func(name, wid string) {
+			if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, d := startParked(t, env, "refund ch_7 7")
+		respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+		env.WaitIdle(id)
+		if !marked {
+			save("session-park-writes-unmarked", id)
+			continue
+		}
+		ctx := env.Ctx(60 * time.Second)
+		env.SendAndWait(ctx, id, "what's the weather in Rome")
+		res, err := env.Sessions.Send(ctx, id, signals.SendRequest{Message: "refund ch_8 8", Wait: true})
+		if err != nil || res.Outcome == nil || res.Outcome.Status != signals.TurnStatusWaiting {
+			t.Fatalf("second park: %+v %v", res.Outcome, err)
+		}
+		var req protocol.InputRequestedData
+		reqs := evetest.Of(env.Events(ctx, id), protocol.InputRequested)
+		reqs[len(reqs)-1].Decode(&req)
+		respond(t, env, id, protocol.InputResponse{RequestID: req.Requests[0].RequestID, OptionID: "approve"})
+		env.WaitIdle(id)
+		save("session-park-writes", id)
+		save("turn-park-writes-approved", id+"/turn_0")
+		save("turn-park-writes-again", id+"/turn_2")
+	}
+}
+
+// TestRecordTurnVersions records only the histories of changeTurnVersions,
+// which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordTurnVersions
+func TestRecordTurnVersions(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordTurnVersions(t, prefix)
+}
+
+// recordTurnVersions: turns that take their versions from their input, with
+// the search attributes and the inbox on: one parks and is approved, one
+// answers at once.
+func recordTurnVersions(t *testing.T, prefix string) {
+	t.Helper()
+	env := searchEnv(t, true)
+	save := func(name, wid string) {
+		if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, d := startParked(t, env, "refund ch_9 9")
+	respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+	env.WaitIdle(id)
+	env.SendAndWait(env.Ctx(30*time.Second), id, "what's the weather in Rome")
+	env.WaitIdle(id)
+	save("turn-versions-approved", id+"/turn_0")
+	save("turn-versions-regular", id+"/turn_1")
+	save("turn-versions-session", id)
 }

@@ -67,3 +67,16 @@ type InboxEscalation struct {
 // session's stream still carries, so a huge input can never make the turn's
 // memo exceed Temporal's blob limit.
 const MaxInboxEntryBytes = 16 << 10
+
+// MemoStatus is the memo key of a session's current status (a
+// StatusMemo), set once its EveStatus search attribute may lag behind:
+// a session whose turn resumed keeps EveStatus = "waiting-input" until the
+// turn ends (one billable upsert fewer per park), and says "running" here.
+// Readers take the memo over the attribute when it is there.
+const MemoStatus = "eveStatus"
+
+// StatusMemo is a session's current status and the tools it waits on.
+type StatusMemo struct {
+	Status string   `json:"status"`
+	Tools  []string `json:"tools,omitempty"`
+}

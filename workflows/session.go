@@ -230,7 +230,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		return err
 	}
 	if s.vis {
-		writeVisibility(ctx, s.visState, false)
+		writeVisibility(ctx, s.visState, false, true)
 	}
 	if !s.st.ExpiresAt.IsZero() {
 		// One timer per run, not one per wait: the deadline only marks the

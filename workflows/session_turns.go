@@ -80,6 +80,9 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
 		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo, Origin: s.st.Origin,
+		// The child's input is recorded in its start event, which a replay
+		// of this session does not compare: no marker needed here.
+		Versions: turnVersions,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {

@@ -50,7 +50,15 @@ type turnInput struct {
 	// subagent's child (changeSubagentOrigin): the turn's inbox memo and
 	// decision records name it.
 	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
+	// Versions: the turn's start takes the changes it would decide by
+	// GetVersion (responses, tasks, limits, order, inbox, search writes) as
+	// on, without markers, when at least turnVersions (changeTurnVersions).
+	// 0 in the inputs of turns started before it.
+	Versions int `json:"versions,omitempty"`
 }
+
+// turnVersions is the Versions a session gives the turns it starts.
+const turnVersions = 1
 
 // turnOutput is what the session keeps of a finished turn.
 type turnOutput struct {
@@ -304,16 +312,21 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	if in.CalledBy != nil && in.CalledBy.WorkflowID != "" {
 		t.log.relay = t.relayUp
 	}
-	t.board = newInputBoard(in, workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
-	t.tasks = workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
-	t.limits = t.cfg.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
-	t.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
-	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1
-	t.vis = t.cfg.SearchAttributes && workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1
+	// A turn whose session says so (in.Versions, changeTurnVersions) takes
+	// these changes as on from its input, recorded in its start event,
+	// instead of a version marker each (and the SDK's TemporalChangeVersion
+	// upsert with it: a Visibility write on the server per marker).
+	gen := in.Versions >= turnVersions
+	t.board = newInputBoard(in, gen || workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
+	t.tasks = gen || workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
+	t.limits = t.cfg.Limits != (SessionLimits{}) && (gen || workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1)
+	t.ordered = gen || workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
+	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && (gen || workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1)
+	t.vis = t.cfg.SearchAttributes && (gen || workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1)
 	switch {
 	case t.vis:
 		t.visStatus, t.visInbox = statusRunning, inbox
-		writeVisibility(ctx, t.visState, inbox)
+		writeVisibility(ctx, t.visState, inbox, false)
 		if inbox {
 			publishInboxMemo(ctx, t.board)
 		}

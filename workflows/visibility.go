@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/signals"
 )
 
 // Search attributes that let an operator find parked sessions in the
@@ -117,21 +119,48 @@ func nonNil(s []string) []string {
 // session that takes a message and starts its turn, a turn that parks and
 // opens its requests) cost one upsert, written after the task's other
 // coroutines have moved. inbox: the turn publishes the inbox's attributes.
-func writeVisibility(ctx workflow.Context, state func() visState, inbox bool) {
+//
+// A workflow that leaves waiting-input for running (its requests were
+// answered) does not write it (changeParkWrites): the attributes keep
+// saying waiting-input, and what they lag is in the memo, which is no
+// billable action: the turn's inbox memo (the inbox drops a turn whose
+// memo has no open request), and with status the session's StatusMemo
+// (the sessions listing reads it). The next change that is not such an
+// un-park (idle when the turn ends, a new park, waiting-tasks) writes
+// everything that differs then. A turn that parks once thus writes once.
+func writeVisibility(ctx workflow.Context, state func() visState, inbox, status bool) {
 	written := visStart(ctx)
+	// shown is what readers see: the attributes, or once an un-park was
+	// not written (lazy), the memo.
+	shown := written
+	lazy := false
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var next visState
-			var ups []temporal.SearchAttributeUpdate
 			if err := workflow.Await(ctx, func() bool {
 				next = state()
-				ups = written.updates(next, inbox)
-				return len(ups) > 0
+				return len(shown.updates(next, inbox)) > 0
 			}); err != nil {
 				return
 			}
-			_ = workflow.UpsertTypedSearchAttributes(ctx, ups...)
-			written = next
+			ups := written.updates(next, inbox)
+			if len(ups) > 0 && unparks(written, next) && (lazy || workflow.GetVersion(ctx, changeParkWrites, workflow.DefaultVersion, 1) >= 1) {
+				lazy, ups = true, nil
+			}
+			if len(ups) > 0 {
+				_ = workflow.UpsertTypedSearchAttributes(ctx, ups...)
+				written = next
+			}
+			if lazy && status {
+				_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoStatus: signals.StatusMemo{Status: next.status, Tools: next.tools}})
+			}
+			shown = next
 		}
 	})
+}
+
+// unparks reports a change from waiting-input (as written) to running with
+// no open request: the change changeParkWrites leaves unwritten.
+func unparks(written, next visState) bool {
+	return written.status == statusWaitingInput && next.status == statusRunning && !next.inbox
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,11 @@ func (q ListQuery) Query(taskQueue string) string {
 	case "":
 	case "closed":
 		parts = append(parts, `ExecutionStatus != "Running"`)
+	case "running":
+		// A session whose turn resumed may still say waiting-input in its
+		// attributes (its status memo says running): List keeps the rows
+		// whose current status matches.
+		parts = append(parts, `ExecutionStatus = "Running"`, `EveStatus IN ("running", "waiting-input")`)
 	default:
 		parts = append(parts, `ExecutionStatus = "Running"`, `EveStatus = `+quote(q.Status))
 	}
@@ -98,9 +104,28 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 		if f, ok := sa["EveTools"]; ok {
 			_ = dc.FromPayload(f, &l.Tools)
 		}
+		if f, ok := e.GetMemo().GetFields()[signals.MemoStatus]; ok && l.Status != "closed" {
+			// The attributes may lag (signals.MemoStatus): the memo is current.
+			var m signals.StatusMemo
+			if dc.FromPayload(f, &m) == nil && m.Status != "" {
+				l.Status, l.Tools = m.Status, m.Tools
+			}
+		}
+		if !q.matches(l) {
+			continue // the attributes lagged; a page may hold fewer rows
+		}
 		out = append(out, l)
 	}
 	return out, resp.GetNextPageToken(), nil
+}
+
+// matches reports whether a listed session's current status and tools
+// (memo over attributes) are what q asks for.
+func (q ListQuery) matches(l Listed) bool {
+	if q.Status != "" && l.Status != q.Status {
+		return false
+	}
+	return q.Tool == "" || slices.Contains(l.Tools, q.Tool)
 }
 
 // ErrStatusUnavailable: the namespace lacks eve's status attributes.
