@@ -79,7 +79,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
-		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo,
+		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo, OutputSchema: msg.OutputSchema,
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
 	if limits {
