@@ -23,7 +23,7 @@ const (
 	MessageCompleted = "message.completed"
 	// ResultCompleted is the structured result of a turn whose message
 	// asked for one (outputSchema), just before turn.completed.
-	ResultCompleted = "result.completed"
+	ResultCompleted  = "result.completed"
 	StepStarted      = "step.started"
 	StepCompleted    = "step.completed"
 	StepFailed       = "step.failed"
