@@ -1,13 +1,17 @@
 package activities
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
-	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
@@ -49,9 +53,8 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 		}
 		uid := signals.CodeAgentUpdateID(childID, m)
 		req := signals.SendRequest{Message: text, DeliveryID: "dlv_" + uid, Caller: in.Session.Auth.Current, Wait: true, OutputSchema: o.OutputSchema}
-		svc := &sessions.Service{Client: a.Client, TaskQueue: signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), SearchAttributes: a.SearchAttributes}
 		defer keepBeating(tctx)()
-		res, err := svc.CreateAndSendOnce(tctx, childID, in.Session.Auth.Initiator, uid, req)
+		res, err := a.sendChild(tctx, childID, signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), in.Session.Auth.Initiator, uid, req)
 		if err != nil {
 			return tools.AgentResult{SessionID: childID}, fmt.Errorf("send to agent %s (session %s): %w", name, childID, err)
 		}
@@ -66,6 +69,49 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 		return agentResult(childID, *out), nil
 	}
 }
+
+// sendChild sends req to the child session childID as the send Update
+// uid, starting the session with it when it does not run yet (its starter
+// is the calling session's initiator, in its memo, as a model-called
+// child's: the API authorizes its routes as the parent's).
+func (a *activitySet) sendChild(ctx context.Context, childID, queue string, initiator *auth.Principal, uid string, req signals.SendRequest) (signals.SendResult, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                       childID,
+		TaskQueue:                queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:            "eve subagent session opened by a tool's code",
+	}
+	if initiator != nil {
+		opts.Memo = map[string]any{memoInitiator: initiator}
+	}
+	if a.SearchAttributes {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet("running"), searchSession.ValueSet(childID))
+	}
+	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator})
+	h, err := a.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID: uid, WorkflowID: childID, UpdateName: signals.UpdateSend,
+			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return signals.SendResult{}, err
+	}
+	var res signals.SendResult
+	err = h.Get(ctx, &res)
+	return res, err
+}
+
+// memoInitiator and the search attributes a session starts with (as
+// internal/sessions starts one).
+const memoInitiator = "initiator"
+
+var (
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
+	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+)
 
 // turnOutcome waits for a turn workflow's end and reads its outcome.
 func turnOutcome(tctx *tools.Context, a *activitySet, wid string) (*signals.TurnOutcome, error) {

@@ -95,9 +95,10 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'message' and 'inputResponses' are mutually exclusive: send one per request")
 	case in.message == "" && in.responses == nil && !create:
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected a non-empty 'message' or a non-empty 'inputResponses' array")
-	case in.schema != nil && in.message == "":
-		// eve: turn-scoped fields need a message (answers resume a turn
-		// that has its own).
+	case in.schema != nil && in.message == "" && in.responses == nil:
+		// eve: turn-scoped fields need a message. With answers it is
+		// accepted and not used (yet): answers resume a turn that has its
+		// own.
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'outputSchema' asks a new turn for a structured result: send it with a 'message'")
 	}
 	if n := len(in.message); n > signals.MaxMessageBytes {
