@@ -24,7 +24,7 @@ import (
 // tool of the demo's model; its child session has one turn per review,
 // ending with result.completed. Recording (EVE_RECORD_HISTORIES=1
 // EVE_RECORD_PREFIX=v0.5.0-) saves the reviewer's turns
-// (v0.5.0-turn-output-schema-*.json).
+// (v0.5.0-turn-output-schema-*.json) and sessions (v0.5.0-session-output-schema-*.json).
 func TestDelegateFromCode(t *testing.T) {
 	env := demoEnv(t)
 	ctx := env.Ctx(2 * time.Minute)
@@ -83,6 +83,7 @@ func TestDelegateFromCode(t *testing.T) {
 				t.Errorf("agent.started on the parent (not built for code): %s", evetest.Join(evs))
 			}
 			saveTaskHistory(t, env, child+"/turn_0", c.history)
+			saveTaskHistory(t, env, child, strings.Replace(c.history, "turn-", "session-", 1))
 		})
 	}
 }

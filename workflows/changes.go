@@ -112,5 +112,5 @@ var changes = []change{
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
-		[]string{"v0.5.0-turn-output-schema-*.json"}},
+		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
 }
