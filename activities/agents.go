@@ -13,6 +13,7 @@ import (
 	"github.com/eve-temporal/eve/auth"
 	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/internal/work"
+	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
@@ -54,7 +55,19 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 		uid := signals.CodeAgentUpdateID(childID, m)
 		req := signals.SendRequest{Message: text, DeliveryID: "dlv_" + uid, Caller: in.Session.Auth.Current, Wait: true, OutputSchema: o.OutputSchema}
 		defer keepBeating(tctx)()
-		res, err := a.sendChild(tctx, childID, signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), in.Session.Auth.Initiator, uid, req)
+		var opened func()
+		if m == 1 {
+			// Once the child took the first message: agent.started on
+			// the calling turn's stream (workflows/agentcall.go).
+			opened = func() {
+				d := protocol.AgentStartedData{CallID: in.CallID, TurnID: in.TurnID, TaskID: in.TaskID, Name: name,
+					SessionID: childID, StreamPath: signals.SessionStreamPath(childID)}
+				if err := a.Client.SignalWorkflow(tctx, signals.TurnWorkflowID(in.Session.ID, in.TurnID), "", signals.SignalAgentOpened, d); err != nil {
+					a.logger().Warn("agent.started of a code-opened session not recorded", "call", in.CallID, "child", childID, "err", err)
+				}
+			}
+		}
+		res, err := a.sendChild(tctx, childID, signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), in.Session.Auth.Initiator, uid, req, opened)
 		if err != nil {
 			return tools.AgentResult{SessionID: childID}, fmt.Errorf("send to agent %s (session %s): %w", name, childID, err)
 		}
@@ -74,7 +87,8 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 // uid, starting the session with it when it does not run yet (its starter
 // is the calling session's initiator, in its memo, as a model-called
 // child's: the API authorizes its routes as the parent's).
-func (a *activitySet) sendChild(ctx context.Context, childID, queue string, initiator *auth.Principal, uid string, req signals.SendRequest) (signals.SendResult, error) {
+// opened, when set, runs once the Update was accepted.
+func (a *activitySet) sendChild(ctx context.Context, childID, queue string, initiator *auth.Principal, uid string, req signals.SendRequest, opened func()) (signals.SendResult, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                       childID,
 		TaskQueue:                queue,
@@ -93,11 +107,14 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
 			UpdateID: uid, WorkflowID: childID, UpdateName: signals.UpdateSend,
-			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageAccepted,
 		},
 	})
 	if err != nil {
 		return signals.SendResult{}, err
+	}
+	if opened != nil {
+		opened()
 	}
 	var res signals.SendResult
 	err = h.Get(ctx, &res)

@@ -374,6 +374,7 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 		ReminderHook:            a.OnReminder != nil,
 		ResolverScopes:          scopes,
 		SearchAttributes:        h.SearchAttributes,
+		CodeAgents:              len(a.Subagents) > 0,
 		NoInbox:                 !h.InboxAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
 		StreamText:              a.StreamText && h.Client != nil && !a.LocalModel,

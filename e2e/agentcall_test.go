@@ -79,10 +79,22 @@ func TestDelegateFromCode(t *testing.T) {
 			if !strings.HasPrefix(mr.Message, `You are the subagent "reviewer".`) || !strings.Contains(mr.Message, "Caller message:\nReview these release notes:") {
 				t.Errorf("the reviewer's first message %q", mr.Message)
 			}
-			if len(evetest.Of(evs, protocol.AgentStarted)) != 0 {
-				t.Errorf("agent.started on the parent (not built for code): %s", evetest.Join(evs))
+			// The parent's stream announces the child, once.
+			started := evetest.Of(evs, protocol.AgentStarted)
+			if len(started) != 1 {
+				t.Fatalf("%d agent.started on the parent: %s", len(started), evetest.Join(evs))
+			}
+			var as protocol.AgentStartedData
+			_ = started[0].Decode(&as)
+			wantStarted := protocol.AgentStartedData{CallID: ar.Result.CallID, TurnID: "turn_0", Name: "reviewer", SessionID: child,
+				StreamPath: "/eve/v1/session/" + child + "/stream"}
+			if diff := cmp.Diff(wantStarted, as); diff != "" {
+				t.Errorf("agent.started (-want +got):\n%s", diff)
 			}
 			saveTaskHistory(t, env, child+"/turn_0", c.history)
+			if c.name == "approved" {
+				saveTaskHistory(t, env, id+"/turn_0", "turn-code-agent-announced")
+			}
 			saveTaskHistory(t, env, child, strings.Replace(c.history, "turn-", "session-", 1))
 		})
 	}
@@ -149,5 +161,9 @@ rules:
 	}
 	if n := len(evetest.Of(cevs, protocol.MessageReceived)); n != 1 {
 		t.Errorf("the child read %d messages, want 1", n)
+	}
+	// Both attempts announced the child; the turn recorded it once.
+	if n := len(evetest.Of(evs, protocol.AgentStarted)); n != 1 {
+		t.Errorf("%d agent.started on the parent, want 1: %s", n, evetest.Join(evs))
 	}
 }

@@ -41,3 +41,8 @@ func SubagentPrompt(name, description, message string) string {
 	lines = append(lines, "", "The caller delegated the following task to you. Complete it and return the result directly. The caller may send follow-up messages after you answer.", "", "Caller message:", message)
 	return strings.Join(lines, "\n")
 }
+
+// SignalAgentOpened (a call's activity → its turn) announces a session the
+// call's code opened with a subagent; payload protocol.AgentStartedData.
+// The turn records it as agent.started, once per child session.
+const SignalAgentOpened = "eve.agent.opened"

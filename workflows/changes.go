@@ -39,6 +39,7 @@ const (
 	changeSubagents     = "eve-subagents"
 	changeFirstMessage  = "eve-first-message"
 	changeOutputSchema  = "eve-output-schema"
+	changeCodeAgents    = "eve-code-agents"
 	// changeTaskCancelUpdate: the turn's task cancel Update (marker
 	// recorded by its handler, so a history with such an Update says so).
 	changeTaskCancelUpdate = "eve-task-cancel-update"
@@ -113,4 +114,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
 		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
+	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",
+		[]string{"v0.5.0-turn-code-agent-announced.json"}},
 }

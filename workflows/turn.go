@@ -361,6 +361,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	}); err != nil {
 		return nil, err
 	}
+	t.listenCodeAgents(ctx) // agentcall.go
 	t.conv = newTranscript(in)
 	t.lastNote = in.TasksNote
 	t.loadHeldTasks()
