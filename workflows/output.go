@@ -25,7 +25,8 @@ import (
 //   - an invalid one is answered with what is wrong, and the model tries
 //     again in the next step (bounded by MaxSteps, as any step);
 //   - one beside other calls, or while tasks work, is answered with eve's
-//     words saying why it was not delivered, and the model goes on;
+//     words saying why it was not delivered, and the model goes on (one
+//     while a message the turn took waits to be read, likewise);
 //   - a final answer in prose fails the turn with eve's
 //     OUTPUT_SCHEMA_NOT_FULFILLED.
 
@@ -37,6 +38,8 @@ const (
 
 // eve's answers to an eve__reply it does not deliver.
 const replyBesideCalls = "Your reply wasn't delivered because other calls in this response were still running. Use their results, then call " + tools.ReplyToolName + " again."
+
+const replyBeforeMessage = "Your reply wasn't delivered because a new message arrived. Read it, then call " + tools.ReplyToolName + " again."
 
 func replyWhileWorking(taskIDs []string) string {
 	return fmt.Sprintf("You can't give your final reply while tasks you started are working (%s). Wait for their results with %s, or stop a task with %s, then call %s.",
@@ -115,6 +118,10 @@ func (t *turn) takeReply(resp model.Response) json.RawMessage {
 			fail(c, replyBesideCalls)
 		case t.mustHold():
 			fail(c, replyWhileWorking(t.workingTasks()))
+		case len(t.steering) > 0:
+			// A message the turn took arrived meanwhile: the model reads
+			// it first (eve goes on while its queue has input).
+			fail(c, replyBeforeMessage)
 		default:
 			if err := t.out.schema.Validate(c.Input); err != nil {
 				fail(c, fmt.Sprintf("Invalid input for tool %s: %v. Call it again with a value that matches the required structure.", tools.ReplyToolName, err))
