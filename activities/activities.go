@@ -67,6 +67,12 @@ type Options struct {
 	// bus): a call waiting for its person's answer reads it when its
 	// session changes instead of polling (ask.go).
 	Changes Subscriber
+	// Subagents are the agents a tool's code may delegate to
+	// (tools.Context.Agent; agent.Agent.Subagents, CodeOnly ones too).
+	Subagents []Subagent
+	// SearchAttributes: the namespace has eve's search attributes, so a
+	// child session a call opens starts with them.
+	SearchAttributes bool
 }
 
 // activitySet is the receiver of the activities registered on a worker.
@@ -97,6 +103,10 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		req.Tools = append(req.Tools, tools.TaskControlDescriptors()...)
 		req.System = strings.TrimSpace(req.System + "\n\n" + tools.TaskSystemBlock)
 	}
+	if len(in.OutputSchema) > 0 {
+		// The turn must end with a structured result: eve's eve__reply.
+		req.Tools = append(req.Tools, tools.ReplyDescriptor(in.OutputSchema))
+	}
 	stream, flush := a.streamer(ctx, in)
 	began := time.Now()
 	resp, err := a.Model.Step(ctx, req, stream)
@@ -124,6 +134,9 @@ func (a *activitySet) ModelStep(ctx context.Context, in work.ModelStepInput) (wo
 		out.Conversation = &next
 	}
 	for _, c := range resp.ToolCalls {
+		if len(in.OutputSchema) > 0 && c.Name == tools.ReplyToolName {
+			continue // the turn reads it (workflows/output.go)
+		}
 		t, err := a.lookup(ctx, c.Name, in.Dynamic, auth.Session{})
 		if err != nil {
 			return work.ModelStepOutput{}, fmt.Errorf("find tool %s: %w", c.Name, err)
@@ -245,6 +258,9 @@ func (a *activitySet) ExecuteTool(ctx context.Context, in work.ExecuteToolInput)
 	tctx.Approver = in.Approver
 	if ask := a.asker(in); ask != nil {
 		tctx.SetAsker(ask)
+	}
+	if send := a.agentSender(in); send != nil {
+		tctx.SetAgentSender(send)
 	}
 	tctx.Client = in.Client
 	tctx.TaskID = in.TaskID

@@ -59,6 +59,11 @@ type Agent struct {
 	// cannot have it, and no subagent may be named "agent". (eve gives
 	// root agents the tool by default; here it is opted into.)
 	AgentTool bool
+	// CodeOnly keeps this agent, as a subagent, out of its parent's model
+	// tools (eve's tool: false): only a tool's code delegates to it
+	// (tools.Context.Agent), and a tool of the parent may take its name
+	// (an authored tool that wraps it). It still needs a Description.
+	CodeOnly bool
 	// System is the system prompt of every model step.
 	System string
 	Model  model.Model
@@ -255,6 +260,7 @@ func Tools(a *Agent) (*tools.Registry, error) {
 		known[AgentToolName] = true
 		keep = append(keep, agentTool())
 	}
+	subs := map[string]bool{}
 	for _, sub := range a.Subagents {
 		if sub == nil {
 			return nil, errors.New("subagents: a nil agent")
@@ -268,8 +274,12 @@ func Tools(a *Agent) (*tools.Registry, error) {
 		if strings.TrimSpace(sub.Description) == "" {
 			return nil, fmt.Errorf("subagent %q: Description is required: it is the tool description the model decides to delegate by", sub.Name)
 		}
-		if known[sub.Name] {
+		if subs[sub.Name] || (!sub.CodeOnly && known[sub.Name]) {
 			return nil, fmt.Errorf("subagent %q: a tool or another subagent has that name", sub.Name)
+		}
+		subs[sub.Name] = true
+		if sub.CodeOnly {
+			continue // not the model's: code delegates to it (tools.Context.Agent)
 		}
 		known[sub.Name] = true
 		keep = append(keep, tools.DefineSubagent(sub.Name, sub.Description))
@@ -369,7 +379,13 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 		return fmt.Errorf("register agent %s: InputReminders: %w", a.Name, err)
 	}
 	opts := activities.Options{Tools: reg, Model: a.Model, System: a.System, Resolvers: a.Resolvers, Disabled: a.Disable,
-		CheckTool: toolcatalog.Check, OnReminder: a.OnReminder, Store: h.Store, Client: h.Client, Logger: h.Logger, Actions: h.Actions}
+		CheckTool: toolcatalog.Check, OnReminder: a.OnReminder, Store: h.Store, Client: h.Client, Logger: h.Logger, Actions: h.Actions,
+		SearchAttributes: h.SearchAttributes}
+	for _, sub := range a.Subagents {
+		if sub != nil {
+			opts.Subagents = append(opts.Subagents, activities.Subagent{Name: sub.Name, Description: sub.Description})
+		}
+	}
 	if sub, ok := h.Notifier.(activities.Subscriber); ok {
 		opts.Changes = sub // a bus (notify.Bus) tells waiting calls of answers
 	}
@@ -384,6 +400,7 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 		ReminderHook:            a.OnReminder != nil,
 		ResolverScopes:          scopes,
 		SearchAttributes:        h.SearchAttributes,
+		CodeAgents:              len(a.Subagents) > 0,
 		NoInbox:                 !h.InboxAttributes,
 		ContinueAsNewAfterTurns: a.ContinueAsNewAfterTurns,
 		StreamText:              a.StreamText && h.Client != nil && !a.LocalModel,

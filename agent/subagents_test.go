@@ -159,3 +159,59 @@ func TestAgentTool(t *testing.T) {
 		})
 	}
 }
+
+// A CodeOnly subagent (eve's tool: false) is no tool of its parent's: a
+// tool of the parent may take its name (one that wraps it), and it still
+// runs on its own queue for code to delegate to.
+func TestCodeOnlySubagent(t *testing.T) {
+	m, err := scripted.Parse([]byte("name: t\ndefault: hi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrap := tools.Func("reviewer", "Wraps the reviewer.", func(*tools.Context, struct{}) (string, error) { return "", nil })
+	for _, c := range []struct {
+		name      string
+		sub       *agent.Agent
+		own       []*tools.Tool
+		wantTool  string // the kind of the tool named reviewer; "" none
+		wantErr   string
+		wantQueue bool
+	}{
+		{name: "hidden", sub: &agent.Agent{Name: "reviewer", Description: "Reviews.", Model: m, CodeOnly: true}, wantQueue: true},
+		{name: "wrapped by a tool of its name", sub: &agent.Agent{Name: "reviewer", Description: "Reviews.", Model: m, CodeOnly: true},
+			own: []*tools.Tool{wrap}, wantTool: string(tools.KindAuthored), wantQueue: true},
+		{name: "visible", sub: &agent.Agent{Name: "reviewer", Description: "Reviews.", Model: m}, wantTool: string(tools.KindAgent), wantQueue: true},
+		{name: "visible beside a tool of its name", sub: &agent.Agent{Name: "reviewer", Description: "Reviews.", Model: m},
+			own: []*tools.Tool{wrap}, wantErr: "has that name"},
+		{name: "hidden without a description", sub: &agent.Agent{Name: "reviewer", Model: m, CodeOnly: true}, wantErr: "Description is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := tools.NewRegistry()
+			if err := reg.Register(c.own...); err != nil {
+				t.Fatal(err)
+			}
+			root := &agent.Agent{Name: "root", Model: m, Tools: reg, Subagents: []*agent.Agent{c.sub}}
+			got, err := agent.Tools(root)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := ""
+			if tl, ok := got.Get("reviewer"); ok {
+				kind = string(tl.Kind())
+			}
+			if kind != c.wantTool {
+				t.Errorf("tool reviewer of kind %q, want %q", kind, c.wantTool)
+			}
+			qs := agent.Queues(root, "tq")
+			if has := len(qs) == 2 && qs[1].TaskQueue == "tq/reviewer"; has != c.wantQueue {
+				t.Errorf("queues %+v", qs)
+			}
+		})
+	}
+}

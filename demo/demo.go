@@ -70,13 +70,18 @@ func Model() model.Model {
 // Agent returns the demo agent, ready to register on a worker.
 func Agent() (*agent.Agent, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Register(Tools()...); err != nil {
+	// publish_notes delegates to the code-only reviewer (reviewer.go).
+	if err := reg.Register(append(Tools(), PublishNotes())...); err != nil {
 		return nil, err
 	}
 	researcher, err := Researcher()
 	if err != nil {
 		return nil, err
 	}
+	reviewer, err := Reviewer()
+	if err != nil {
+		return nil, err
+	}
 	return &agent.Agent{Name: "demo", Model: Model(), Tools: reg, LocalModel: true, RegisterWorker: RegisterProvision,
-		Subagents: []*agent.Agent{researcher}}, nil
+		Subagents: []*agent.Agent{researcher, reviewer}}, nil
 }

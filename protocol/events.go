@@ -21,6 +21,9 @@ const (
 	MessageReceived  = "message.received"
 	MessageAppended  = "message.appended"
 	MessageCompleted = "message.completed"
+	// ResultCompleted is the structured result of a turn whose message
+	// asked for one (outputSchema), just before turn.completed.
+	ResultCompleted  = "result.completed"
 	StepStarted      = "step.started"
 	StepCompleted    = "step.completed"
 	StepFailed       = "step.failed"
@@ -229,6 +232,13 @@ type MessageAppendedData struct {
 type MessageCompletedData struct {
 	FinishReason string `json:"finishReason"`
 	Message      string `json:"message"`
+	StepRef
+}
+
+// ResultCompletedData is result.completed: the turn's structured result,
+// valid against the schema its message sent (eve's data.result).
+type ResultCompletedData struct {
+	Result json.RawMessage `json:"result"`
 	StepRef
 }
 

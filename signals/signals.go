@@ -10,6 +10,7 @@
 package signals
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/eve-temporal/eve/auth"
@@ -99,6 +100,12 @@ type SendRequest struct {
 	// TurnPolicy is eve's turnPolicy for a message sent while a turn runs:
 	// TurnPolicySteer (the default when empty) or TurnPolicyQueue.
 	TurnPolicy string `json:"turnPolicy,omitempty"`
+	// OutputSchema, when set, is the JSON Schema (an object) of the
+	// structured result this message's turn must produce (eve's
+	// per-turn outputSchema): the model answers by calling eve__reply
+	// with it, result.completed carries it, and the outcome's Data is it.
+	// Such a message never joins a running turn: it runs as its own.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // eve's turnPolicy values. A message from the person the turn serves that
@@ -126,6 +133,9 @@ type TurnOutcome struct {
 	Status string `json:"status"` // completed, failed, cancelled, waiting
 	Reply  string `json:"reply,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Data is the turn's structured result, when its message asked for
+	// one (SendRequest.OutputSchema) and the turn completed.
+	Data json.RawMessage `json:"data,omitempty"`
 	// FirstEvent and LastEvent are global event indexes of the turn.
 	FirstEvent int `json:"firstEvent"`
 	LastEvent  int `json:"lastEvent"`

@@ -65,6 +65,10 @@ type Context struct {
 	last     func(v any) error
 	stopping <-chan struct{}
 	ask      Asker
+	// sendAgent delivers Agent's messages; agents counts the sessions
+	// the call opened (agent.go).
+	sendAgent AgentSender
+	agents    *agentBox
 }
 
 // checkpointBox holds a call's checkpoint: heartbeats from other
@@ -196,6 +200,7 @@ func NewContext(ctx context.Context, session auth.Session, turnID, callID, toolN
 		Attempt:        attempt,
 		heartbeat:      heartbeat,
 		cp:             &checkpointBox{},
+		agents:         &agentBox{},
 	}
 }
 

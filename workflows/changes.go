@@ -38,6 +38,8 @@ const (
 	changeTaskCalls     = "eve-tasks"
 	changeSubagents     = "eve-subagents"
 	changeFirstMessage  = "eve-first-message"
+	changeOutputSchema  = "eve-output-schema"
+	changeCodeAgents    = "eve-code-agents"
 	// changeTaskCancelUpdate: the turn's task cancel Update (marker
 	// recorded by its handler, so a history with such an Update says so).
 	changeTaskCancelUpdate = "eve-task-cancel-update"
@@ -136,4 +138,8 @@ var changes = []change{
 		[]string{"v0.5.0-session-park-writes*.json", "v0.5.0-turn-park-writes*.json"}},
 	{changeTurnVersions, "0.5.0", "a session starts its turns with turnInput.Versions = 1, and such a turn takes eve-approval-responses, eve-task-events, eve-session-limits, eve-message-order, eve-inbox and eve-search-writes as on from its input instead of a version marker each (up to 6 markers and the SDK's 6 TemporalChangeVersion upserts fewer per turn, each a Visibility write on the server); a turn without it (started before) decides them by GetVersion as before. Not a GetVersion: the input is in the turn's start event, so a replay reads it back",
 		[]string{"v0.5.0-turn-versions-*.json"}},
+	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
+		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
+	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",
+		[]string{"v0.5.0-turn-code-agent-announced.json"}},
 }

@@ -42,6 +42,10 @@ type Config struct {
 	// SearchAttributes: the namespace has eve's search attributes, so
 	// workflows record their status in them.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// CodeAgents: the agent has subagents a tool's code may open sessions
+	// with (tools.Context.Agent), so its turns record their agent.started
+	// (agentcall.go).
+	CodeAgents bool `json:"codeAgents,omitempty"`
 	// NoInbox: the namespace lacks the inbox's attributes (InboxAttributes),
 	// so parked turns do not list their requests (the status still records).
 	NoInbox bool `json:"noInbox,omitempty"`

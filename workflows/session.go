@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -92,6 +93,9 @@ type queuedMessage struct {
 	// ReplyTo is set on a parent turn's message to its subagent's session
 	// (subagent.go): the turn's outcome answers it.
 	ReplyTo *signals.AgentReplyTo `json:"replyTo,omitempty"`
+	// OutputSchema: the message asks its turn for a structured result
+	// (output.go); such a message always runs as a turn of its own.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 type session struct {

@@ -40,7 +40,7 @@ func (s *session) acceptFirst(req signals.SendRequest) {
 	if req.DeliveryID == "" {
 		req.DeliveryID = "dlv_" + s.id
 	}
-	s.enqueue(queuedMessage{Message: req.Message, DeliveryID: req.DeliveryID, Caller: req.Caller})
+	s.enqueue(queuedMessage{Message: req.Message, DeliveryID: req.DeliveryID, Caller: req.Caller, OutputSchema: req.OutputSchema})
 }
 
 func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.SendResult, error) {
@@ -53,7 +53,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 	}
 	seq, dup := s.st.Deliveries[dlv]
 	offered := false
-	if !dup && s.active != nil {
+	if !dup && s.active != nil && len(req.OutputSchema) == 0 {
 		// Offered to the running turn: a waiting sender gets the outcome of
 		// the turn that reads it (this one, or its own if it is re-queued).
 		offered = s.offerToTurn(ctx, req, dlv)
@@ -63,7 +63,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		seq = s.st.NextSeq
 		s.st.NextSeq++
 		s.st.Deliveries[dlv] = seq
-		s.st.Queue = append(s.st.Queue, queuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller})
+		s.st.Queue = append(s.st.Queue, queuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema})
 	}
 	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
 	if !req.Wait {

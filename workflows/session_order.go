@@ -57,7 +57,7 @@ func (s *session) waiting() int { return len(s.st.Queue) + len(s.pending) }
 // pending ones (pump decides it); otherwise it waits in the queue behind
 // everything accepted before it.
 func (s *session) acceptInOrder(ctx workflow.Context, req signals.SendRequest, dlv string) (p *pendingMessage, seq int) {
-	m := queuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller}
+	m := queuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema}
 	if s.active == nil {
 		return nil, s.enqueue(m)
 	}
@@ -89,7 +89,7 @@ func (s *session) pump(ctx workflow.Context) {
 	for len(s.pending) > 0 && !s.pending[0].offered {
 		p := s.pending[0]
 		behind := len(s.st.Queue) > 0 // messages accepted before it wait
-		if p.dropped || !s.mayOffer(ctx, p.Caller, p.Message, p.policy) || (behind && !s.answersOpen(p.Message)) {
+		if p.dropped || len(p.OutputSchema) > 0 || !s.mayOffer(ctx, p.Caller, p.Message, p.policy) || (behind && !s.answersOpen(p.Message)) {
 			s.pending = s.pending[1:]
 			s.queue(p)
 			continue

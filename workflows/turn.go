@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -55,6 +56,9 @@ type turnInput struct {
 	// on, without markers, when at least turnVersions (changeTurnVersions).
 	// 0 in the inputs of turns started before it.
 	Versions int `json:"versions,omitempty"`
+	// OutputSchema is the structured result the turn's message asked for
+	// (signals.SendRequest.OutputSchema; output.go).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // turnVersions is the Versions a session gives the turns it starts.
@@ -181,6 +185,11 @@ type turn struct {
 	stepOpen  bool
 	failCode  string
 
+	// out is the structured result the turn must produce (output.go);
+	// data the value it ended with.
+	out  *structured
+	data json.RawMessage
+
 	// How the turn ended.
 	finished bool
 	status   string
@@ -203,6 +212,9 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 	t.log.emit(ctx, protocol.TurnStarted, t.startedData())
 	t.messageReceived(ctx, "", in.Message)
 	t.conv.add(model.Message{Role: model.RoleUser, Text: in.Message})
+	if err := t.startStructured(ctx); err != nil {
+		return t.turnFailed(ctx, codeOutputSchema, err.Error())
+	}
 	if err := t.resolveTurnTools(ctx); err != nil {
 		return t.resolutionFailed(ctx, err)
 	}
@@ -249,6 +261,12 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			t.log.emit(ctx, protocol.MessageCompleted, protocol.MessageCompletedData{FinishReason: resp.FinishReason, Message: resp.Text, StepRef: t.step(stepIdx)})
 		}
 		t.conv.answered(res.Conversation, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if t.out != nil {
+			if value := t.takeReply(resp); value != nil {
+				t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
+				return t.endStructured(ctx, stepIdx, value)
+			}
+		}
 		if len(resp.ToolCalls) == 0 {
 			t.stepCompleted(ctx, stepIdx, resp.FinishReason, usage)
 			if len(t.steering) > 0 && (stepIdx+1 < t.cfg.MaxSteps || t.ordered) {
@@ -269,13 +287,19 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 				}
 				continue
 			}
+			if t.out != nil {
+				// An answer in prose where a structured result was asked.
+				return t.turnFailed(ctx, codeOutputSchema, msgOutputSchema)
+			}
 			t.closing = true
 			t.log.emit(ctx, protocol.TurnCompleted, t.ref())
 			return t.finish(ctx, signals.TurnStatusCompleted, resp.Text, "")
 		}
 
 		// Its tool calls: gate → park → await → execute.
-		t.actionsRequested(ctx, stepIdx, resp.ToolCalls)
+		if others := t.otherCalls(resp.ToolCalls); len(others) > 0 {
+			t.actionsRequested(ctx, stepIdx, others)
+		}
 		calls := t.gate(ctx, stepIdx, res.Plans)
 		if asked := requestsOf(calls); len(asked) > 0 {
 			t.park(ctx, stepIdx, asked)
@@ -292,7 +316,11 @@ func (r *runtime) Turn(ctx workflow.Context, in turnInput) (turnOutput, error) {
 			}
 		})
 		t.conv.reviseEdited(ctx, t.in, resp, calls)
-		t.conv.add(model.Message{Role: model.RoleTool, ToolResults: toolResults(calls)})
+		results := toolResults(calls)
+		if t.out != nil {
+			results = append(results, t.out.results...) // eve__reply's answers
+		}
+		t.conv.add(model.Message{Role: model.RoleTool, ToolResults: results})
 		if ctx.Err() != nil {
 			return t.cancelled(ctx)
 		}
@@ -353,6 +381,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	}); err != nil {
 		return nil, err
 	}
+	t.listenCodeAgents(ctx) // agentcall.go
 	t.conv = newTranscript(in)
 	t.lastNote = in.TasksNote
 	t.loadHeldTasks()
@@ -394,6 +423,9 @@ func (t *turn) resolveStepTools(ctx workflow.Context, stepIdx int) error {
 // modelStep runs one model step over the conversation with the tools in force.
 func (t *turn) modelStep(ctx workflow.Context, stepIdx int) (work.ModelStepOutput, error) {
 	step := work.ModelStepInput{SessionID: t.in.SessionID, TurnID: t.in.TurnID, StepIndex: stepIdx, Dynamic: t.dynamic}
+	if t.out != nil {
+		step.OutputSchema = t.out.raw
+	}
 	t.conv.readBy(&step)
 	if t.cfg.StreamText && !t.cfg.LocalModel {
 		step.StreamTo = workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -497,7 +529,7 @@ func (t *turn) outcome() signals.TurnOutcome {
 		status = signals.TurnStatusWaiting
 	}
 	return signals.TurnOutcome{
-		Status: status, Reply: t.reply, Error: t.errMsg,
+		Status: status, Reply: t.reply, Error: t.errMsg, Data: t.data,
 		FirstEvent: t.log.base, LastEvent: t.log.total() - 1,
 	}
 }

@@ -70,8 +70,8 @@ func TestTurnApprove(t *testing.T) {
 		t.Fatalf("executed %v", got)
 	}
 	want := signals.TurnOutcome{Status: signals.TurnStatusCompleted, Reply: "refund ch_1: 5", FirstEvent: 0, LastEvent: len(out.Events) - 1}
-	if out.Outcome != want {
-		t.Fatalf("outcome %+v, want %+v", out.Outcome, want)
+	if diff := cmp.Diff(want, out.Outcome); diff != "" {
+		t.Fatalf("outcome (-want +got):\n%s", diff)
 	}
 	for i, e := range out.Events {
 		if !slices.Equal(e.Meta.DeliveryIDs, []string{"dlv_0"}) || e.Meta.ID == "" {

@@ -91,6 +91,8 @@ func TestBodyChecks(t *testing.T) {
 	wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1", `{"inputResponses":[{"optionId":"x"}]}`, js), 400, CodeBadRequest, "requestId")
 	wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1", `{"message":[{"type":"image"}]}`, js), 400, CodeBadRequest, "image")
 	wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1", `{"message":"hi","outputSchema":"x"}`, js), 400, CodeBadRequest, "outputSchema")
+	wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1", `{"message":"hi","outputSchema":{"type":"object","properties":{"n":{"type":"nope"}}}}`, js), 400, CodeBadRequest, "usable JSON Schema")
+	wantErr(t, serve(s, "POST", "/eve/v1/session", `{"outputSchema":{"type":"object"}}`, js), 400, CodeBadRequest, "with a 'message'")
 	wantErr(t, serve(s, "POST", "/eve/v1/session/ses_1/cancel", `{"turnId":""}`, js), 400, CodeBadRequest, "turnId")
 	wantErr(t, serve(s, "GET", "/eve/v1/session/ses_1/stream?startIndex=x", "", nil), 400, CodeBadRequest, "startIndex")
 	wantErr(t, serve(s, "GET", "/nope", "", nil), 404, CodeNotFound, "/eve/v1/")

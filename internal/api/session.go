@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/eve-temporal/eve/internal/httpjson"
+	"github.com/eve-temporal/eve/internal/schema"
 	"github.com/eve-temporal/eve/internal/sessions"
 	"github.com/eve-temporal/eve/internal/tracing"
 	"github.com/eve-temporal/eve/protocol"
@@ -39,6 +40,8 @@ type turnInput struct {
 	message   string
 	responses []protocol.InputResponse
 	policy    string // turnPolicy: "", "steer" or "queue"
+	// schema is the message's outputSchema (nil: none).
+	schema json.RawMessage
 }
 
 // parseTurnInput reads message / inputResponses like eve's
@@ -75,16 +78,28 @@ func parseTurnInput(obj map[string]json.RawMessage, create bool) (turnInput, err
 			return in, errorf(http.StatusBadRequest, CodeBadRequest, "Expected 'turnPolicy' to be either 'queue' or 'steer'.")
 		}
 	}
-	// clientContext and outputSchema are accepted and not used (yet); a
-	// malformed outputSchema is still refused, as eve does.
-	if raw, ok := obj["outputSchema"]; ok && !isNull(raw) && !isObject(raw) {
-		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'outputSchema' to be a JSON object")
+	// clientContext is accepted and not used (yet). outputSchema asks the
+	// message's turn for a structured result (result.completed): it must
+	// be a JSON Schema this server can validate against.
+	if raw, ok := obj["outputSchema"]; ok && !isNull(raw) {
+		if !isObject(raw) {
+			return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected 'outputSchema' to be a JSON object")
+		}
+		if _, err := schema.Compile("outputSchema", raw); err != nil {
+			return in, errorf(http.StatusBadRequest, CodeBadRequest, "'outputSchema' is not a usable JSON Schema: %v", err)
+		}
+		in.schema = bytes.TrimSpace(raw)
 	}
 	switch {
 	case in.message != "" && in.responses != nil:
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'message' and 'inputResponses' are mutually exclusive: send one per request")
 	case in.message == "" && in.responses == nil && !create:
 		return in, errorf(http.StatusBadRequest, CodeBadRequest, "expected a non-empty 'message' or a non-empty 'inputResponses' array")
+	case in.schema != nil && in.message == "" && in.responses == nil:
+		// eve: turn-scoped fields need a message. With answers it is
+		// accepted and not used (yet): answers resume a turn that has its
+		// own.
+		return in, errorf(http.StatusBadRequest, CodeBadRequest, "'outputSchema' asks a new turn for a structured result: send it with a 'message'")
 	}
 	if n := len(in.message); n > signals.MaxMessageBytes {
 		return in, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "message is %d bytes; the limit is %d bytes", n, signals.MaxMessageBytes)
@@ -216,7 +231,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	began := time.Now()
-	res, err := s.opts.Sessions.CreateAndSendStubbed(ctx, id, caller, updateID, stubs, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
+	res, err := s.opts.Sessions.CreateAndSendStubbed(ctx, id, caller, updateID, stubs, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy, OutputSchema: in.schema})
 	if err != nil {
 		s.fail(w, s.temporalError("create a session", id, err))
 		return
@@ -263,7 +278,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		updateID, dlv = d.updateID, d.deliveryID
 	}
 	began := time.Now()
-	res, err := s.opts.Sessions.SendOnce(ctx, id, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy})
+	res, err := s.opts.Sessions.SendOnce(ctx, id, updateID, signals.SendRequest{Message: in.message, DeliveryID: dlv, Caller: caller, TurnPolicy: in.policy, OutputSchema: in.schema})
 	if err != nil {
 		s.fail(w, s.temporalError("send the message", id, err))
 		return

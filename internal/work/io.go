@@ -29,6 +29,9 @@ type ModelStepInput struct {
 	// StreamTo, when set, is the turn workflow that receives streamed text
 	// as coalesced signals (message.appended events).
 	StreamTo string `json:"streamTo,omitempty"`
+	// OutputSchema, when set, offers the model eve's eve__reply tool with
+	// it as the input schema (the turn must end with a structured result).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // ModelStepOutput is the model's response plus a plan for each tool call.

@@ -68,4 +68,28 @@ describe("subagents through eve's client", { timeout: 300_000 }, () => {
     for await (const e of snap) if (e.type === "turn.started") turns.push(e.data.turnId);
     assert.deepEqual(turns, ["turn_0", "turn_1"]);
   });
+
+  test("outputSchema: result() reads typed data; a tool's code delegates to a code-only subagent", async () => {
+    const outputSchema = {
+      type: "object",
+      properties: { topic: { type: "string" }, sources: { type: "integer" } },
+      required: ["topic", "sources"],
+    };
+    const { response, session } = await client.sessions.create({ message: "summarize tidal power", outputSchema });
+    const result = await response.result();
+    assert.deepEqual(result.data, { topic: "tidal power", sources: 3 });
+    const types = result.events.map((e) => e.type);
+    const rc = result.events.find((e) => e.type === "result.completed");
+    assert.ok(rc, types.join(" "));
+    assert.ok(types.indexOf("result.completed") < types.indexOf("turn.completed"), types.join(" "));
+    assert.deepEqual(rc.data.result, { topic: "tidal power", sources: 3 });
+
+    // The schema is the turn's only. publish_notes asks the code-only
+    // reviewer (no tool of the demo model's) for a typed review.
+    const next = await (await session.send("publish tidal power is promising")).result();
+    assert.equal(next.data, undefined);
+    assert.equal(next.message, "published: true https://notes.example/tidal-power-is-promising");
+    const refused = await (await session.send("publish TODO write them")).result();
+    assert.equal(refused.message, "published: false the notes still have a TODO");
+  });
 });

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
+)
+
+// Delegation from code (docs/subagents.md, "Delegate from code"): the
+// demo's publish_notes asks its code-only reviewer for a typed review
+// (outputSchema) and publishes only when it approves. The reviewer is no
+// tool of the demo's model; its child session has one turn per review,
+// ending with result.completed. Recording (EVE_RECORD_HISTORIES=1
+// EVE_RECORD_PREFIX=v0.5.0-) saves the reviewer's turns
+// (v0.5.0-turn-output-schema-*.json) and sessions (v0.5.0-session-output-schema-*.json).
+func TestDelegateFromCode(t *testing.T) {
+	env := demoEnv(t)
+	ctx := env.Ctx(2 * time.Minute)
+	for _, c := range []struct {
+		name, message string
+		wantReply     string
+		wantReview    string
+		history       string
+	}{
+		{name: "approved", message: "publish tidal power is promising",
+			wantReply: "published: true https://notes.example/tidal-power-is-promising", wantReview: `{"approved":true,"reason":"clear and complete"}`,
+			history: "turn-output-schema-approved"},
+		{name: "refused", message: "publish TODO write the notes",
+			wantReply: "published: false the notes still have a TODO", wantReview: `{"approved":false,"reason":"the notes still have a TODO"}`,
+			history: "turn-output-schema-refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id, err := env.Sessions.Create(ctx, "", alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(t, env, id, signals.SendRequest{Message: c.message, Caller: alice})
+			evs := waitFor(t, env, id, idle(1))
+			if got := lastReply(t, evs); got != c.wantReply {
+				t.Errorf("reply %q, want %q", got, c.wantReply)
+			}
+			var ar protocol.ActionResultData
+			_ = evetest.Of(evs, protocol.ActionResult)[0].Decode(&ar)
+			var pub demo.Publication
+			if err := json.Unmarshal(ar.Result.Output, &pub); err != nil {
+				t.Fatalf("publish_notes output %s: %v", ar.Result.Output, err)
+			}
+			key := tools.IdempotencyKey(id, "turn_0", ar.Result.CallID)
+			child := signals.CodeAgentSessionID(id, key, "reviewer", 1)
+			if pub.Review != child {
+				t.Errorf("review session %q, want %q", pub.Review, child)
+			}
+			// The child: one turn, offered eve__reply, ending with the review.
+			cevs := waitFor(t, env, child, idle(1))
+			want := []string{protocol.SessionStarted, protocol.TurnStarted, protocol.MessageReceived, protocol.StepStarted,
+				protocol.StepCompleted, protocol.ResultCompleted, protocol.TurnCompleted, protocol.SessionWaiting}
+			if diff := cmp.Diff(want, evetest.Types(cevs)); diff != "" {
+				t.Errorf("the reviewer's events (-want +got):\n%s", diff)
+			}
+			var rc protocol.ResultCompletedData
+			_ = evetest.Of(cevs, protocol.ResultCompleted)[0].Decode(&rc)
+			if string(rc.Result) != c.wantReview {
+				t.Errorf("result.completed %s, want %s", rc.Result, c.wantReview)
+			}
+			var mr protocol.MessageReceivedData
+			_ = evetest.Of(cevs, protocol.MessageReceived)[0].Decode(&mr)
+			if !strings.HasPrefix(mr.Message, `You are the subagent "reviewer".`) || !strings.Contains(mr.Message, "Caller message:\nReview these release notes:") {
+				t.Errorf("the reviewer's first message %q", mr.Message)
+			}
+			// The parent's stream announces the child, once.
+			started := evetest.Of(evs, protocol.AgentStarted)
+			if len(started) != 1 {
+				t.Fatalf("%d agent.started on the parent: %s", len(started), evetest.Join(evs))
+			}
+			var as protocol.AgentStartedData
+			_ = started[0].Decode(&as)
+			wantStarted := protocol.AgentStartedData{CallID: ar.Result.CallID, TurnID: "turn_0", Name: "reviewer", SessionID: child,
+				StreamPath: "/eve/v1/session/" + child + "/stream"}
+			if diff := cmp.Diff(wantStarted, as); diff != "" {
+				t.Errorf("agent.started (-want +got):\n%s", diff)
+			}
+			saveTaskHistory(t, env, child+"/turn_0", c.history)
+			if c.name == "approved" {
+				saveTaskHistory(t, env, id+"/turn_0", "turn-code-agent-announced")
+			}
+			saveTaskHistory(t, env, child, strings.Replace(c.history, "turn-", "session-", 1))
+		})
+	}
+}
+
+// A delegating call whose attempt fails after its Send is retried: the
+// retry opens the same child and its Send joins the first, so the child
+// has one turn and the call reads the same result.
+func TestDelegateFromCodeOnce(t *testing.T) {
+	env := evetest.New(t)
+	reviewer, err := demo.Reviewer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	var sessionsSeen [3]atomic.Value
+	review := tools.Func("review_twice", "Ask the reviewer; the first attempt fails after asking.",
+		func(ctx *tools.Context, in demo.NotesInput) (string, error) {
+			res, err := ctx.Agent("reviewer").Send("Review these release notes:\n\n"+in.Notes, tools.SendOptions{OutputSchema: json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"reason":{"type":"string"}},"required":["approved","reason"]}`)})
+			if err != nil {
+				return "", err
+			}
+			n := attempts.Add(1)
+			if int(n) < len(sessionsSeen) {
+				sessionsSeen[n].Store(res.SessionID)
+			}
+			if n == 1 {
+				return "", errors.New("the first attempt fails after its Send")
+			}
+			return string(res.Data), nil
+		})
+	review.Idempotent = true
+	review.Timeout = time.Minute
+	a := evetest.Agent(t, `
+name: once
+rules:
+  - match: '^review (?P<notes>.+)$'
+    steps:
+      - calls: [{tool: review_twice, input: {notes: "{{notes}}"}}]
+      - reply: "review: {{result.review_twice}}"
+`, review)
+	a.Subagents = []*agent.Agent{reviewer}
+	env.StartWorker(a)
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "review all is well", Caller: alice})
+	evs := waitFor(t, env, id, idle(1))
+	if got := lastReply(t, evs); got != `review: {"approved":true,"reason":"clear and complete"}` {
+		t.Errorf("reply %q", got)
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts, want 2", n)
+	}
+	first, second := sessionsSeen[1].Load(), sessionsSeen[2].Load()
+	if first == nil || first != second {
+		t.Fatalf("the attempts read sessions %v and %v, want the same", first, second)
+	}
+	cevs := waitFor(t, env, first.(string), idle(1))
+	if n := len(evetest.Of(cevs, protocol.TurnStarted)); n != 1 {
+		t.Errorf("the child ran %d turns, want 1: %s", n, evetest.Join(cevs))
+	}
+	if n := len(evetest.Of(cevs, protocol.MessageReceived)); n != 1 {
+		t.Errorf("the child read %d messages, want 1", n)
+	}
+	// Both attempts announced the child; the turn recorded it once.
+	if n := len(evetest.Of(evs, protocol.AgentStarted)); n != 1 {
+		t.Errorf("%d agent.started on the parent, want 1: %s", n, evetest.Join(evs))
+	}
+}
