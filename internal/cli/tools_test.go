@@ -154,7 +154,7 @@ func TestMCPCommandStdio(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if strings.Join(names, ",") != "demo.deploy,demo.get_weather,demo.issue_credit,demo.refund_charge,demo.research,demo.transfer_funds" { // refund_charge and transfer_funds are approval-gated: offered, a plain call refused
+	if strings.Join(names, ",") != "demo.deploy,demo.get_weather,demo.issue_credit,demo.publish_notes,demo.refund_charge,demo.research,demo.transfer_funds" { // refund_charge and transfer_funds are approval-gated: offered, a plain call refused; publish_notes delegates to the reviewer, so a call outside a turn is refused
 		t.Fatalf("tools = %v", names)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo.get_weather", Arguments: map[string]any{"city": "Lima"}})

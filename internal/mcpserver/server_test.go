@@ -74,8 +74,8 @@ func TestListHidesAsyncWithoutTasks(t *testing.T) {
 	s := demoServer(t)
 	// refund_charge asks a person to approve every call: it is offered (as
 	// a task it waits for the caller's approval; a plain call is refused).
-	sync := []string{"demo.deploy", "demo.get_weather", "demo.issue_credit", "demo.refund_charge", "demo.research", "demo.transfer_funds"}
-	all := []string{"demo.deploy", "demo.get_weather", "demo.issue_credit", "demo.provision", "demo.refund_charge", "demo.research", "demo.run_report", "demo.transfer_funds"}
+	sync := []string{"demo.deploy", "demo.get_weather", "demo.issue_credit", "demo.publish_notes", "demo.refund_charge", "demo.research", "demo.transfer_funds"}
+	all := []string{"demo.deploy", "demo.get_weather", "demo.issue_credit", "demo.provision", "demo.publish_notes", "demo.refund_charge", "demo.research", "demo.run_report", "demo.transfer_funds"}
 	tasks := &mcp.ClientCapabilities{Experimental: map[string]any{"tasks": map[string]any{}}}
 	for _, v := range []string{"", "2025-11-25", "2025-06-18"} {
 		if got := names(t, connect(t, s, nil, v)); !slices.Equal(got, sync) {

@@ -60,7 +60,7 @@ func TestCatalogFromAgent(t *testing.T) {
 	for _, d := range s.Catalog().Definitions() {
 		names = append(names, d.Name)
 	}
-	want := []string{"demo.ask_question", "demo.choose_plan", "demo.deploy", "demo.echo", "demo.get_weather", "demo.issue_credit", "demo.pick_addons", "demo.provision", "demo.refund_charge", "demo.research", "demo.run_report", "demo.transfer_funds"}
+	want := []string{"demo.ask_question", "demo.choose_plan", "demo.deploy", "demo.echo", "demo.get_weather", "demo.issue_credit", "demo.pick_addons", "demo.provision", "demo.publish_notes", "demo.refund_charge", "demo.research", "demo.run_report", "demo.transfer_funds"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("names = %v", names)
 	}
@@ -262,7 +262,7 @@ func TestHTTPGetAndSearch(t *testing.T) {
 		NameMap catalog.ToolNameMap     `json:"nameMap"`
 	}
 	call(t, h, "GET", "/v1/tools?format=anthropic&toolkits=demo", nil, &res)
-	if len(res.Tools) != 11 || res.NameMap.WireToCanonical["demo_get_weather"] != "demo.get_weather" {
+	if len(res.Tools) != 12 || res.NameMap.WireToCanonical["demo_get_weather"] != "demo.get_weather" {
 		t.Fatalf("anthropic: %+v", res)
 	}
 	var e Error
