@@ -4,7 +4,7 @@
 // CORS). Bundled by rolldown at test time into a temp dir.
 import { useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
-import { useEveAgent } from "eve/react";
+import { openConversationInputs, useEveAgent } from "eve/react";
 
 const host = new URLSearchParams(location.search).get("host");
 
@@ -49,6 +49,20 @@ function App() {
           </li>
         ))}
       </ol>
+      {/* Open input requests from the hook's ledger, answered with
+          agent.respond, as eve's frontend guide shows. */}
+      {openConversationInputs(agent.data).map(({ request }) => (
+        <fieldset key={request.requestId} data-request={request.requestId} data-kind={request.kind} disabled={agent.status === "resuming"}>
+          <legend>{request.kind === "tool-approval" ? "Approval required" : request.kind}</legend>
+          <p data-part="prompt">{request.prompt}</p>
+          {request.action?.toolName ? <code data-part="tool">{request.action.toolName}</code> : null}
+          {request.options?.map((option) => (
+            <button key={option.id} type="button" data-option={option.id} onClick={() => void agent.respond([{ requestId: request.requestId, optionId: option.id }])}>
+              {option.label}
+            </button>
+          ))}
+        </fieldset>
+      ))}
       {agent.error ? <p role="alert">{agent.error.message}</p> : null}
     </main>
   );
