@@ -42,8 +42,14 @@ func consoleStack(t *testing.T) (*apiEnv, string) {
 		t.Fatal(err)
 	}
 	actions, _, _ := env.Actions()
+	// The demo's researcher, for the session page's tree of subagents.
+	researcher, err := demo.Researcher()
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := &agent.Agent{Name: "demo", Model: demo.Model(), Tools: reg, LocalModel: true, InputDeadline: time.Hour, // the inbox counts each deadline down
-		RegisterWorker: demo.RegisterProvision} // provision, a workflow tool
+		RegisterWorker: demo.RegisterProvision, // provision, a workflow tool
+		Subagents:      []*agent.Agent{researcher}}
 	env.StartWorkerHost(a, agent.Host{Actions: actions, SearchAttributes: true, InboxAttributes: true})
 	e := newAPIEnv(t, env, func(o *api.Options) {
 		o.Keys = apiTestKeys
@@ -145,9 +151,10 @@ func consoleSuite(t *testing.T) (dir, node string) {
 // playwright-core (test/console/console.test.mjs) against the demo agent
 // on a real dev server, behind an API server with keys. The suite signs
 // in, approves, denies with a note, answers questions, watches a streamed
-// reply, cancels a delegated job, checks that bob sees none of alice's
-// requests and that a wrong key is refused, fails on any browser console
-// error, and takes the screenshots of docs/console.md (into build/console;
+// reply, opens a delegating session's subagent in its tree and the
+// child's transcript, cancels a delegated job, checks that bob sees none
+// of alice's requests and that a wrong key is refused, fails on any
+// browser console error, and takes the screenshots of docs/console.md (into build/console;
 // `make screenshots` writes them into docs/console).
 func TestConsoleBrowser(t *testing.T) {
 	bin := chromium(t)

@@ -286,6 +286,38 @@ test("a workflow tool's call links to its child workflow in the Temporal UI", as
   await page.context().close();
 });
 
+test("a session that delegated shows its subagent in the tree and opens the child's transcript", async () => {
+  const acc = await call("alice", "POST", "/eve/v1/session", { message: "ask researcher tidal power" });
+  const started = await until("alice", acc.sessionId, (e) => e.type === "agent.started", "agent.started");
+  const child = started.data.sessionId;
+  assert.equal(started.data.name, "researcher");
+  const page = await open();
+  await signIn(page, "alice");
+  await page.goto(`${BASE}/console/#/session/${acc.sessionId}`);
+  const tree = page.getByRole("tree", { name: "Subagents" });
+  const node = tree.locator(`li[role="treeitem"][data-session="${child}"]`);
+  await node.waitFor({ timeout: WAIT });
+  assert.equal(await tree.getByRole("treeitem").count(), 1);
+  assert.equal(await node.getAttribute("data-agent"), "researcher");
+  assert.equal(await node.getAttribute("data-depth"), "1");
+  // The child's own stream says its turn ended: the node reads idle.
+  await tree.locator(`li[data-session="${child}"][data-status="idle"]`).waitFor({ timeout: WAIT });
+  // The root's reply carries the child's.
+  await page.locator('.msg.assistant[data-completed="true"]', { hasText: "The researcher says: 3 sources on tidal power agree it is promising." }).waitFor({ timeout: WAIT });
+
+  await node.getByRole("link", { name: "researcher" }).click();
+  await page.waitForURL((u) => u.hash.startsWith(`#/session/${encodeURIComponent(child)}?`), { timeout: WAIT });
+  const up = page.locator(".parent-link");
+  await up.waitFor({ timeout: WAIT });
+  assert.equal(await up.getByRole("link").textContent(), acc.sessionId);
+  // The child's transcript: eve's subagent prompt with the caller's
+  // message, and its reply from its own tool.
+  await page.locator(".msg.user", { hasText: "tidal power" }).waitFor({ timeout: WAIT });
+  await page.locator('.msg.assistant[data-completed="true"]', { hasText: "3 sources on tidal power agree it is promising" }).waitFor({ timeout: WAIT });
+  assert.equal(await page.locator(".msg.assistant", { hasText: "The researcher says" }).count(), 0, "the child's transcript is its own");
+  await page.context().close();
+});
+
 test("a session's tasks, with progress, and cancel a working one", async () => {
   const acc = await call("alice", "POST", "/eve/v1/session", { message: "deploy api" });
   const started = await until("alice", acc.sessionId, (e) => e.type === "task.started", "task.started");
