@@ -120,9 +120,25 @@ func workerMain() bool {
 	if os.Getenv("EVE_E2E_WORKER_AGENT") == "workflow" {
 		a = provisionWorkerMain(w, os.Getenv("EVE_E2E_WORKER_MARKERS"))
 	}
+	if os.Getenv("EVE_E2E_WORKER_AGENT") == "subagents" {
+		a = subKillAgent("doomed", os.Getenv("EVE_E2E_WORKER_MARKERS"), os.Getenv("EVE_E2E_WORKER_IDEMPOTENT") == "true")
+	}
 	if err := agent.Register(w, a, agent.Host{Store: store}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	// Each subagent on a worker of its own, on its task queue, in this
+	// process too: a kill takes them all.
+	for _, q := range agent.Queues(a, os.Getenv("EVE_E2E_WORKER_TQ"))[1:] {
+		sw := worker.New(c, q.TaskQueue, opts)
+		if err := agent.Register(sw, q.Agent, agent.Host{Store: store}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if err := sw.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
