@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +18,6 @@ import (
 	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
-	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
@@ -64,34 +60,17 @@ func settledByTask(t *testing.T, evs []protocol.Event) map[string][]string {
 	return out
 }
 
-// distinctCalls gives a model's tool calls ids unique to the session, as
-// a provider's are (toolu_…, call_…): the scripted model numbers them by
-// the conversation's length, the same in every fresh child, and two
-// children's approvals would then share a request id (apr_<call id>),
-// which the root cannot tell apart (reported on issue 38; the root keeps
-// relayed requests by request id alone).
-type distinctCalls struct{ model.Model }
-
-func (m distinctCalls) Step(ctx context.Context, req model.Request, stream model.Stream) (model.Response, error) {
-	resp, err := m.Model.Step(ctx, req, stream)
-	if len(req.Messages) > 0 {
-		h := sha256.Sum256([]byte(req.Messages[0].Text))
-		for i := range resp.ToolCalls {
-			resp.ToolCalls[i].ID += "_" + hex.EncodeToString(h[:4])
-		}
-	}
-	return resp, err
-}
-
 // fanAgent delegates to three researchers (the demo's, with the
 // approval-gated fetch_paper) in one step, and continues one by taskId.
+// The scripted model numbers call ids by the conversation's length, so
+// every fresh child asks for apr_<tag>_call_1_0: only the tag of its
+// session (changeSubagentRequestIDs) tells them apart on the root.
 func fanAgent(t *testing.T) *agent.Agent {
 	t.Helper()
 	researcher, err := demo.Researcher()
 	if err != nil {
 		t.Fatal(err)
 	}
-	researcher.Model = distinctCalls{researcher.Model}
 	m, err := scripted.Parse([]byte(`
 name: fan
 rules:
@@ -160,6 +139,10 @@ func TestSubagentsThreeAtOnce(t *testing.T) {
 		topics[calls[d.CallID]] = in.Topic
 		requests[in.Topic] = d.Requests[0].RequestID
 		children[in.Topic] = signals.SubagentSessionID(id, calls[d.CallID])
+		// Each child's id has its session's tag (docs/subagents.md).
+		if want := "apr_" + requestTag(children[in.Topic]) + "_" + d.Requests[0].Action.CallID; d.Requests[0].RequestID != want {
+			t.Errorf("%s: request id %q, want %q", in.Topic, d.Requests[0].RequestID, want)
+		}
 	}
 	if len(requests) != 3 {
 		t.Fatalf("proxied requests by topic %v, want tides, winds and waves", requests)

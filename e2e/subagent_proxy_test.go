@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,14 @@ import (
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
 )
+
+// requestTag is the tag a subagent's child session puts in its request ids
+// (apr_<tag>_<call id>; docs/subagents.md): "s" and 8 hex digits of the
+// SHA-256 of its session id.
+func requestTag(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return "s" + hex.EncodeToString(sum[:4])
+}
 
 // People in the loop from any depth (docs/subagents.md): the demo's
 // researcher asks for approval of fetch_paper; the request is proxied on
@@ -55,7 +65,7 @@ func TestSubagentProxiedApproval(t *testing.T) {
 			}
 			r := req.Requests[0]
 			if req.CallID != ts.CallID || req.TurnID != "turn_0" || r.Kind != protocol.KindToolApproval ||
-				r.Action.ToolName != "fetch_paper" || r.RequestID != "apr_"+r.Action.CallID ||
+				r.Action.ToolName != "fetch_paper" || r.RequestID != "apr_"+requestTag(child)+"_"+r.Action.CallID ||
 				r.Prompt != "Let the researcher fetch a paper on tidal power?" {
 				t.Fatalf("proxied input.requested %+v (request %+v)", req, r)
 			}
@@ -119,6 +129,7 @@ func TestSubagentProxiedApproval(t *testing.T) {
 			if tc.name == "approved" {
 				saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-proxied-approved")
 				saveTaskHistory(t, env, child+"/turn_0", "turn-subagent-proxied-child")
+				saveTaskHistory(t, env, child+"/turn_0", "turn-subagent-request-ids-child")
 			}
 		})
 	}

@@ -263,12 +263,12 @@ func (t *turn) gate(ctx workflow.Context, stepIdx int, plans []work.CallPlan) []
 		c := gateCall(p, p.Call.Name, t.board.approvedOnce(p.Call.Name), custom[i])
 		switch c.stage {
 		case stageAsk:
-			r := newApprovalRequest(p, stepIdx, c.reason, t.board.responses)
+			r := newApprovalRequest(p, stepIdx, c.reason, t.board.responses, t.requestTag(ctx))
 			r.onceFor = custom[i].OnceFor
 			c.req = t.board.add(r, now)
 			t.watch(ctx, c.req)
 		case stageAnswer:
-			c.req = t.board.add(newQuestionRequest(p, stepIdx), now)
+			c.req = t.board.add(newQuestionRequest(p, stepIdx, t.requestTag(ctx)), now)
 			t.watch(ctx, c.req)
 		case stageUnknown, stageInvalid, stageDenied:
 			c.out = refusal(c)

@@ -91,6 +91,23 @@ func (t *turn) drainRelays(ctx workflow.Context) {
 	}
 }
 
+// requestTag is what this turn puts in its request ids: a subagent's turn
+// (it relays its requests to the root) its session's tag, so its ids never
+// equal the root's or another descendant's (changeSubagentRequestIDs,
+// decided at its first request); any other turn nothing.
+func (t *turn) requestTag(ctx workflow.Context) string {
+	if t.in.CalledBy == nil || t.in.CalledBy.WorkflowID == "" {
+		return ""
+	}
+	if !t.tagDecided {
+		t.tagDecided = true
+		if workflow.GetVersion(ctx, changeSubagentRequestIDs, workflow.DefaultVersion, 1) >= 1 {
+			t.reqTag = sessionTag(t.in.SessionID)
+		}
+	}
+	return t.reqTag
+}
+
 // takeAgentInput records a child turn's relayed event on this turn's
 // stream, once.
 func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,13 +162,31 @@ func (e *effects) add(o effects) {
 }
 
 // Request ids derive from the call, so a crash between emitting and
-// checkpointing can never change one.
-func approvalRequestID(callID string) string { return "apr_" + callID }
-func questionRequestID(callID string) string { return "inp_" + callID }
+// checkpointing can never change one. A subagent's turn puts its session's
+// tag in them (turn.requestTag, changeSubagentRequestIDs): models number
+// call ids per conversation, so without it sibling children ask the root
+// with the same ids.
+func approvalRequestID(callID, tag string) string { return "apr_" + tagged(callID, tag) }
+func questionRequestID(callID, tag string) string { return "inp_" + tagged(callID, tag) }
+
+func tagged(callID, tag string) string {
+	if tag == "" {
+		return callID
+	}
+	return tag + "_" + callID
+}
+
+// sessionTag is a session's short component of its request ids: 8 hex
+// digits of a hash of its id (a subagent's child session id is itself a
+// hash, signals.SubagentSessionID, so siblings' tags differ).
+func sessionTag(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return "s" + hex.EncodeToString(sum[:4])
+}
 
 // newApprovalRequest asks about a call; withPrompt (changeResponses) puts
 // the plan's prompt, built from the input, in place of "Approve <Tool>?".
-func newApprovalRequest(p work.CallPlan, stepIdx int, reason string, withPrompt bool) *request {
+func newApprovalRequest(p work.CallPlan, stepIdx int, reason string, withPrompt bool, tag string) *request {
 	prompt := fmt.Sprintf("Approve %s?", p.Title)
 	if withPrompt && p.Prompt != "" {
 		prompt = p.Prompt
@@ -183,12 +203,12 @@ func newApprovalRequest(p work.CallPlan, stepIdx int, reason string, withPrompt 
 			{ID: "cancel", Label: "Cancel", Style: "danger"},
 		},
 		Prompt:    prompt,
-		RequestID: approvalRequestID(p.Call.ID),
+		RequestID: approvalRequestID(p.Call.ID, tag),
 	}}
 }
 
 // newQuestionRequest asks a client tool's question.
-func newQuestionRequest(p work.CallPlan, stepIdx int) *request {
+func newQuestionRequest(p work.CallPlan, stepIdx int, tag string) *request {
 	q := p.Request
 	return &request{plan: p, stepIdx: stepIdx, req: protocol.InputRequest{
 		Action:        toolCallAction(p.Call),
@@ -197,7 +217,7 @@ func newQuestionRequest(p work.CallPlan, stepIdx int) *request {
 		Kind:          protocol.KindQuestion,
 		Options:       q.Options,
 		Prompt:        q.Prompt,
-		RequestID:     questionRequestID(p.Call.ID),
+		RequestID:     questionRequestID(p.Call.ID, tag),
 	}}
 }
 

@@ -30,7 +30,7 @@ func testRequest() *request {
 	p := work.CallPlan{Call: model.ToolCall{ID: "call_1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)},
 		Title: "Refund", Approval: approval.KindAlways, ResponsePolicy: true, Editable: true,
 		InputSchema: json.RawMessage(`{"type":"object"}`)}
-	r := b.add(newApprovalRequest(p, 1, "", true), t0)
+	r := b.add(newApprovalRequest(p, 1, "", true, ""), t0)
 	r.deadline = t0.Add(time.Hour)
 	return r
 }
@@ -379,5 +379,27 @@ func TestRequestDecisionRecord(t *testing.T) {
 			Outcome: protocol.CandidateRejected, Reason: "no", At: t0.Add(time.Minute)}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decision record (-want +got):\n%s", diff)
+	}
+}
+
+// A subagent's turn tags its request ids with its session (changeSubagentRequestIDs):
+// sibling children whose models number call ids alike ask apart.
+func TestRequestIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, tag, approval, question string
+	}{
+		{name: "root", approval: "apr_call_1_0", question: "inp_call_1_0"},
+		{name: "child", tag: sessionTag("ses_sub_a"), approval: "apr_" + sessionTag("ses_sub_a") + "_call_1_0", question: "inp_" + sessionTag("ses_sub_a") + "_call_1_0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := []string{approvalRequestID("call_1_0", tc.tag), questionRequestID("call_1_0", tc.tag)}
+			if diff := cmp.Diff([]string{tc.approval, tc.question}, got); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+	a, b := sessionTag("ses_sub_a"), sessionTag("ses_sub_b")
+	if a == b || len(a) != 9 || a[0] != 's' {
+		t.Errorf("tags %q and %q: want s and 8 hex digits, apart", a, b)
 	}
 }

@@ -154,6 +154,9 @@ type turn struct {
 	proxyDecided bool
 	relayQueue   []signals.AgentInput
 	relaySending bool
+	// reqTag is the tag in a subagent's turn's request ids (requestTag).
+	reqTag     string
+	tagDecided bool
 	// stopping counts the cancels on their way to children
 	// (subagent_cancel.go): the turn does not end before they are sent.
 	stopping int
