@@ -41,9 +41,12 @@ describe("eve client against eve serve", { timeout: 600_000 }, () => {
     assert.equal(info.version, 5);
     assert.equal(info.kind, "eve-agent-info");
     assert.ok(info.tools.static.some((t) => t.name === "get_weather"));
-    // The demo's subagent, in eve's shape (the strict schema checks total).
+    // The demo's subagents, in eve's shape (the strict schema checks total):
+    // the researcher the model delegates to, and the code-only reviewer
+    // publish_notes asks (no tools of its own).
     assert.deepEqual(info.subagents.local.map((s) => [s.name, s.nodeId, s.parentNodeId, s.summary.tools]),
-      [["researcher", "subagents/researcher", "__root__", 2]]);
+      [["researcher", "subagents/researcher", "__root__", 2], ["reviewer", "subagents/reviewer", "__root__", 0]]);
+    assert.equal(info.subagents.total, 2);
   });
 
   test("a plain text turn", async () => {
