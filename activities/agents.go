@@ -97,7 +97,7 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 		StaticSummary:            "eve subagent session opened by a tool's code",
 	}
 	if initiator != nil {
-		opts.Memo = map[string]any{memoInitiator: initiator}
+		opts.Memo = map[string]any{signals.MemoInitiator: initiator}
 	}
 	if a.SearchAttributes {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet("running"), searchSession.ValueSet(childID))
@@ -121,13 +121,10 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 	return res, err
 }
 
-// memoInitiator and the search attributes a session starts with (as
-// internal/sessions starts one).
-const memoInitiator = "initiator"
-
+// The search attributes a session starts with (as internal/sessions starts one).
 var (
-	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
-	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrStatus)
+	searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
 )
 
 // turnOutcome waits for a turn workflow's end and reads its outcome.

@@ -484,14 +484,21 @@ func TestCancelParkedTurn(t *testing.T) {
 
 func waitFor(t *testing.T, env *evetest.Env, id string, ok func([]protocol.Event) bool) []protocol.Event {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	return waitWithin(t, env, id, 20*time.Second, ok)
+}
+
+// waitWithin is waitFor with its own bound (a worker's restart, say:
+// sticky queues and heartbeats time out first).
+func waitWithin(t *testing.T, env *evetest.Env, id string, bound time.Duration, ok func([]protocol.Event) bool) []protocol.Event {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for {
 		evs := env.Events(env.Ctx(10*time.Second), id)
 		if len(evs) > 0 && ok(evs) {
 			return evs
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out; events: %s", evetest.Join(evs))
+			t.Fatalf("timed out after %s; events of %s: %s", bound, id, evetest.Join(evs))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

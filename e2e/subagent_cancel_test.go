@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
@@ -35,8 +33,8 @@ func TestSubagentCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failer := &failCancelSignal{}
-	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{failer}})
+	failer := &failRule{why: "cancels the child's turn", match: func(name string, _ any) bool { return name == signals.SignalAgentCancel }}
+	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failTurnSignal{rules: []*failRule{failer}}}})
 	ctx := env.Ctx(2 * time.Minute)
 	id, err := env.Sessions.Create(ctx, "", alice)
 	if err != nil {
@@ -44,9 +42,7 @@ func TestSubagentCancelled(t *testing.T) {
 	}
 	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	ts, child := firstChild(t, id, evs)
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	if len(req.Requests) != 1 {
@@ -151,42 +147,6 @@ func signalsSent(t *testing.T, env *evetest.Env, wid, signal string) (sent, fail
 	return sent, failed
 }
 
-// failCancelSignal fails, once, the workflow task of a turn that sends a
-// child eve.agent.cancel, after the signal command: the task is retried.
-type failCancelSignal struct {
-	interceptor.WorkerInterceptorBase
-	failed atomic.Int32
-}
-
-func (f *failCancelSignal) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	if workflow.GetInfo(ctx).WorkflowType.Name != signals.TurnWorkflow {
-		return next
-	}
-	return &failCancelInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, f: f}
-}
-
-type failCancelInbound struct {
-	interceptor.WorkflowInboundInterceptorBase
-	f *failCancelSignal
-}
-
-func (i *failCancelInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&failCancelOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, f: i.f})
-}
-
-type failCancelOutbound struct {
-	interceptor.WorkflowOutboundInterceptorBase
-	f *failCancelSignal
-}
-
-func (o *failCancelOutbound) SignalExternalWorkflow(ctx workflow.Context, wid, runID, name string, arg any) workflow.Future {
-	fut := o.Next.SignalExternalWorkflow(ctx, wid, runID, name, arg)
-	if name == signals.SignalAgentCancel && !workflow.IsReplaying(ctx) && o.f.failed.CompareAndSwap(0, 1) {
-		panic("test: the workflow task that cancels the child's turn fails")
-	}
-	return fut
-}
-
 // A call to a working child joins its turn (docs/subagents.md): the
 // researcher waits for an approval of fetch_paper; alice steers the root
 // with "tell <taskId> dig deeper", and the root's model calls the
@@ -204,9 +164,7 @@ func TestSubagentJoined(t *testing.T) {
 	}
 	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
 	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	ts, child := firstChild(t, id, evs)
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	rid := req.Requests[0].RequestID

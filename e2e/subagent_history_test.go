@@ -32,9 +32,7 @@ func TestSubagentHistoryFlat(t *testing.T) {
 		}
 		send(t, env, id, signals.SendRequest{Message: "ask researcher tidal power", Caller: alice})
 		evs := waitFor(t, env, id, idle(1))
-		var ts protocol.TaskStartedData
-		_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-		child := signals.SubagentSessionID(id, ts.TaskID)
+		ts, child := firstChild(t, id, evs)
 		waitFor(t, env, child, idle(1))
 		for i := range extra {
 			// One at a time: a session queues at most 100 messages.

@@ -24,23 +24,6 @@ import (
 	"github.com/eve-temporal/eve/tools"
 )
 
-// waitLong is waitFor with its own bound: these tests wait through a
-// worker's restart (sticky queues time out, heartbeats time out).
-func waitLong(t *testing.T, env *evetest.Env, id string, bound time.Duration, ok func([]protocol.Event) bool) []protocol.Event {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		evs := env.Events(env.Ctx(10*time.Second), id)
-		if len(evs) > 0 && ok(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s; events of %s: %s", bound, id, evetest.Join(evs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // settledByTask is a stream's task.settled as "status output" by task id,
 // each settlement of a task appended.
 func settledByTask(t *testing.T, evs []protocol.Event) map[string][]string {
@@ -112,7 +95,7 @@ func TestSubagentsThreeAtOnce(t *testing.T) {
 
 	// All three working at once: three proxied requests open on the root,
 	// nothing settled yet.
-	evs := waitLong(t, env, id, time.Minute, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 3 })
+	evs := waitWithin(t, env, id, time.Minute, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 3 })
 	if n := len(evetest.Of(evs, protocol.TaskSettled)); n != 0 {
 		t.Fatalf("%d task.settled while the three wait on a person: %s", n, evetest.Join(evs))
 	}
@@ -168,7 +151,7 @@ func TestSubagentsThreeAtOnce(t *testing.T) {
 		{RequestID: requests["tides"], OptionID: "approve"}, {RequestID: requests["winds"], OptionID: "approve"}}}); err != nil {
 		t.Fatal(err)
 	}
-	evs = waitLong(t, env, id, time.Minute, idle(1))
+	evs = waitWithin(t, env, id, time.Minute, idle(1))
 	want := map[string][]string{
 		taskOf["tides"]: {"completed Fetched: the paper on tides (12 pages)"},
 		taskOf["winds"]: {"completed Fetched: the paper on winds (12 pages)"},
@@ -216,7 +199,7 @@ func TestSubagentsThreeAtOnce(t *testing.T) {
 	// A later turn continues tides by taskId; another the cancelled waves.
 	for i, topic := range []string{"tides", "waves"} {
 		send(t, env, id, signals.SendRequest{Message: "tell " + taskOf[topic] + " dig deeper", Caller: alice})
-		evs = waitLong(t, env, id, time.Minute, idle(2+i))
+		evs = waitWithin(t, env, id, time.Minute, idle(2+i))
 		if got := lastReply(t, evs); got != "The researcher says: On dig deeper: 2 more sources, both recent." {
 			t.Errorf("%s continued: reply %q", topic, got)
 		}
@@ -335,7 +318,7 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			send(t, env, id, signals.SendRequest{Message: "split kiln", Caller: alice})
-			evs := waitLong(t, env, id, time.Minute, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 1 })
+			evs := waitWithin(t, env, id, time.Minute, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 1 })
 			deadline := time.Now().Add(time.Minute)
 			for {
 				if _, err := os.Stat(filepath.Join(markers, "doomed-1")); err == nil {
@@ -360,7 +343,7 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 			if _, err := env.Sessions.Respond(ctx, id, signals.RespondRequest{Responder: alice, Responses: []protocol.InputResponse{{RequestID: req.Requests[0].RequestID, OptionID: "approve"}}}); err != nil {
 				t.Fatal(err)
 			}
-			evs = waitLong(t, env, id, 2*time.Minute, idle(1))
+			evs = waitWithin(t, env, id, 2*time.Minute, idle(1))
 			if got := lastReply(t, evs); got != "The helpers are done." {
 				t.Errorf("root reply %q", got)
 			}
@@ -373,7 +356,7 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 			var fetched, crunched []string
 			for task, outs := range settled {
 				child := signals.SubagentSessionID(id, task)
-				cevs := waitLong(t, env, child, time.Minute, idle(1))
+				cevs := waitWithin(t, env, child, time.Minute, idle(1))
 				if got := typesOf(cevs, protocol.SessionStarted, protocol.TurnStarted, protocol.TurnCompleted, protocol.TurnFailed, protocol.TurnCancelled); !cmp.Equal(got, []string{protocol.SessionStarted, protocol.TurnStarted, protocol.TurnCompleted}) {
 					t.Errorf("child %s: %v, want one turn, completed", task, got)
 				}

@@ -55,9 +55,7 @@ func TestSubagentProxiedApproval(t *testing.T) {
 			}
 			send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
 			evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-			var ts protocol.TaskStartedData
-			_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-			child := signals.SubagentSessionID(id, ts.TaskID)
+			ts, child := firstChild(t, id, evs)
 			var req protocol.InputRequestedData
 			_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 			if len(req.Requests) != 1 {
@@ -187,8 +185,12 @@ func TestSubagentProxiedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failer := &failSignals{}
-	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{failer}})
+	relay := &failRule{why: "relays the request", match: func(name string, arg any) bool {
+		in, ok := arg.(signals.AgentInput)
+		return ok && name == signals.SignalAgentInput && in.Type == protocol.InputRequested
+	}}
+	down := &failRule{why: "routes the answer down", match: func(name string, _ any) bool { return name == signals.SignalRespond }}
+	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failTurnSignal{rules: []*failRule{relay, down}}}})
 	ctx := env.Ctx(2 * time.Minute)
 	id, err := env.Sessions.Create(ctx, "", alice)
 	if err != nil {
@@ -205,15 +207,13 @@ func TestSubagentProxiedOnce(t *testing.T) {
 	if got := lastReply(t, evs); !strings.HasPrefix(got, "The researcher says: Fetched: the paper on wind farms (12 pages).") {
 		t.Errorf("reply %q", got)
 	}
-	if got := []int32{failer.relay.Load(), failer.down.Load()}; !cmp.Equal(got, []int32{1, 1}) {
+	if got := []int32{relay.failed.Load(), down.failed.Load()}; !cmp.Equal(got, []int32{1, 1}) {
 		t.Fatalf("failed tasks (relay, route down) %v, want [1 1]", got)
 	}
 	if got := typesOf(evs, protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved); !cmp.Equal(got, []string{protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved}) {
 		t.Errorf("root %v: %s", got, evetest.Join(evs))
 	}
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	_, child := firstChild(t, id, evs)
 	cevs := waitFor(t, env, child, idle(1))
 	runs := 0
 	for _, e := range evetest.Of(cevs, protocol.ActionResult) {
@@ -250,45 +250,51 @@ func TestSubagentProxiedOnce(t *testing.T) {
 	}
 }
 
-// failSignals fails, once each, the workflow task of a turn that relays an
-// input.requested up (eve.agent.input) and the one that routes an answer
-// down (eve.respond), after the signal command.
-type failSignals struct {
+// failTurnSignal fails the workflow task of a turn that sends a signal one
+// of its rules matches, after the signal command, once per rule: the task
+// is retried, and the test checks the signal was sent once.
+type failTurnSignal struct {
 	interceptor.WorkerInterceptorBase
-	relay, down atomic.Int32
+	rules []*failRule
 }
 
-func (f *failSignals) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+// failRule is one signal to fail after; failed counts the tasks it failed.
+type failRule struct {
+	why    string
+	match  func(name string, arg any) bool
+	failed atomic.Int32
+}
+
+func (f *failTurnSignal) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	if workflow.GetInfo(ctx).WorkflowType.Name != signals.TurnWorkflow {
 		return next
 	}
-	return &failSignalsInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, f: f}
+	return &failTurnSignalInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, f: f}
 }
 
-type failSignalsInbound struct {
+type failTurnSignalInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
-	f *failSignals
+	f *failTurnSignal
 }
 
-func (i *failSignalsInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&failSignalsOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, f: i.f})
+func (i *failTurnSignalInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&failTurnSignalOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, f: i.f})
 }
 
-type failSignalsOutbound struct {
+type failTurnSignalOutbound struct {
 	interceptor.WorkflowOutboundInterceptorBase
-	f *failSignals
+	f *failTurnSignal
 }
 
-func (o *failSignalsOutbound) SignalExternalWorkflow(ctx workflow.Context, wid, runID, name string, arg any) workflow.Future {
+func (o *failTurnSignalOutbound) SignalExternalWorkflow(ctx workflow.Context, wid, runID, name string, arg any) workflow.Future {
 	fut := o.Next.SignalExternalWorkflow(ctx, wid, runID, name, arg)
 	if workflow.IsReplaying(ctx) {
 		return fut
 	}
-	if in, ok := arg.(signals.AgentInput); ok && name == signals.SignalAgentInput && in.Type == protocol.InputRequested && o.f.relay.CompareAndSwap(0, 1) {
-		panic("test: the workflow task that relays the request fails")
-	}
-	if name == signals.SignalRespond && o.f.down.CompareAndSwap(0, 1) {
-		panic("test: the workflow task that routes the answer down fails")
+	for _, r := range o.f.rules {
+		if r.match(name, arg) && r.failed.CompareAndSwap(0, 1) {
+			panic("test: the workflow task that " + r.why + " fails")
+		}
 	}
 	return fut
 }

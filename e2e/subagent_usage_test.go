@@ -30,9 +30,7 @@ func TestSubagentUsage(t *testing.T) {
 	}
 	send(t, env, id, signals.SendRequest{Message: "ask researcher tidal power", Caller: alice})
 	evs := waitFor(t, env, id, idle(1))
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	ts, child := firstChild(t, id, evs)
 	cevs := waitFor(t, env, child, idle(1))
 
 	own, sub := stepUsage(t, evs), stepUsage(t, cevs)

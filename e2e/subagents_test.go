@@ -44,9 +44,7 @@ func TestDemoSubagent(t *testing.T) {
 	}
 	var as protocol.AgentStartedData
 	_ = started[0].Decode(&as)
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	ts, child := firstChild(t, id, evs)
 	want := protocol.AgentStartedData{CallID: ts.CallID, TurnID: "turn_0", TaskID: ts.TaskID, Name: "researcher",
 		SessionID: child, StreamPath: "/eve/v1/session/" + child + "/stream"}
 	if diff := cmp.Diff(want, as); diff != "" {
@@ -169,9 +167,7 @@ func TestSubagentStartsOnce(t *testing.T) {
 	if got := lastReply(t, evs); !strings.HasPrefix(got, "The researcher says: 3 sources on wind farms agree") {
 		t.Errorf("reply %q", got)
 	}
-	var ts protocol.TaskStartedData
-	_ = evetest.Of(evs, protocol.TaskStarted)[0].Decode(&ts)
-	child := signals.SubagentSessionID(id, ts.TaskID)
+	_, child := firstChild(t, id, evs)
 	failedTasks, starts := 0, 0
 	it := env.Client.GetWorkflowHistory(ctx, id+"/turn_0", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
@@ -241,4 +237,19 @@ func (o *failChildOutbound) ExecuteChildWorkflow(ctx workflow.Context, typ strin
 		panic("test: the workflow task that starts the child fails")
 	}
 	return fut
+}
+
+// firstChild is the first task.started among a root session's events and
+// the child session that task's subagent call started.
+func firstChild(t *testing.T, id string, evs []protocol.Event) (protocol.TaskStartedData, string) {
+	t.Helper()
+	started := evetest.Of(evs, protocol.TaskStarted)
+	if len(started) == 0 {
+		t.Fatalf("no task.started in %s: %s", id, evetest.Join(evs))
+	}
+	var ts protocol.TaskStartedData
+	if err := started[0].Decode(&ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts, signals.SubagentSessionID(id, ts.TaskID)
 }

@@ -20,6 +20,19 @@ const MaxMessageBytes = 256 << 10
 // 429), never accepted and dropped.
 const MaxQueuedMessages = 100
 
+// MemoInitiator is the memo key of a session's initiator
+// (auth.Principal), set by whatever starts the session (the API's sessions
+// service, a parent turn, a tool's code), so the owner of a closed session,
+// whose queries no longer answer, is known.
+const MemoInitiator = "initiator"
+
+// The search attributes a session starts with (when the namespace has
+// them): its status and its id (workflows/visibility.go).
+const (
+	SearchAttrStatus    = "EveStatus"
+	SearchAttrSessionID = "EveSessionId"
+)
+
 // SessionInput starts a session workflow (SessionWorkflow). The workflow's
 // own input type, workflows.SessionInput, has these fields and the state a
 // session carries across continue-as-new, which only the workflow writes;

@@ -56,7 +56,7 @@ func runAgent(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteT
 		if out, ok := t.startChild(ctx, c, childID); !ok {
 			return out
 		}
-		text = subagentPrompt(p.Subagent.Agent, p.Subagent.Description, msg.Message)
+		text = signals.SubagentPrompt(p.Subagent.Agent, p.Subagent.Description, msg.Message)
 	}
 	t.listenAgentReplies(ctx)
 	self := workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -105,7 +105,7 @@ func (t *turn) startChild(ctx workflow.Context, c *pendingCall, childID string) 
 		StaticSummary: fmt.Sprintf("eve subagent %s, task %s of session %s", p.Subagent.Agent, c.taskID, t.in.SessionID),
 	}
 	if t.in.Auth.Initiator != nil {
-		opts.Memo[memoInitiator] = t.in.Auth.Initiator
+		opts.Memo[signals.MemoInitiator] = t.in.Auth.Initiator
 	}
 	in := sessionInput{SessionID: childID, Initiator: t.in.Auth.Initiator}
 	if workflow.GetVersion(ctx, changeSubagentOrigin, workflow.DefaultVersion, 1) >= 1 {
@@ -128,10 +128,6 @@ func (t *turn) startChild(ctx workflow.Context, c *pendingCall, childID string) 
 		Name: p.Subagent.Agent, SessionID: childID, StreamPath: signals.SessionStreamPath(childID)})
 	return work.ToolOutcome{}, true
 }
-
-// memoInitiator is the memo key of a session's initiator (internal/sessions
-// reads it to authorize the session's routes).
-const memoInitiator = "initiator"
 
 // listenAgentReplies receives the children's replies to this turn's calls.
 func (t *turn) listenAgentReplies(ctx workflow.Context) {
@@ -159,17 +155,6 @@ func (t *turn) listenAgentReplies(ctx workflow.Context) {
 			sel.Select(ctx)
 		}
 	})
-}
-
-// subagentPrompt is eve's first message to a subagent
-// (dist/src/subagents/invocation.js, formatSubagentPrompt).
-func subagentPrompt(name, description, message string) string {
-	lines := []string{fmt.Sprintf(`You are the subagent "%s".`, name)}
-	if strings.TrimSpace(description) != "" {
-		lines = append(lines, "Description: "+description)
-	}
-	lines = append(lines, "", "The caller delegated the following task to you. Complete it and return the result directly. The caller may send follow-up messages after you answer.", "", "Caller message:", message)
-	return strings.Join(lines, "\n")
 }
 
 // agentMessage takes a parent turn's message (signals.SignalAgentMessage):

@@ -15,9 +15,9 @@ import (
 // on the namespace (eve dev does it; see docs/operations.md and eve doctor);
 // a worker enables them only when they are.
 var (
-	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrStatus)
 	searchTools   = temporal.NewSearchAttributeKeyKeywordList("EveTools")
-	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+	searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
 )
 
 // Statuses of EveStatus.

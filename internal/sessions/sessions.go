@@ -64,7 +64,7 @@ func (s *Service) startOptions(id string) client.StartWorkflowOptions {
 
 // MemoInitiator is the memo key of a session's initiator, so the owner of
 // a closed session (whose queries no longer answer) is known.
-const MemoInitiator = "initiator"
+const MemoInitiator = signals.MemoInitiator
 
 // startOptionsFor is startOptions with the initiator in the memo (carried
 // across continue-as-new).
@@ -81,8 +81,8 @@ func (s *Service) startOptionsFor(id string, initiator *auth.Principal, status s
 
 // The attributes a session starts with (workflows/visibility.go).
 var (
-	searchStatus  = temporal.NewSearchAttributeKeyKeyword("EveStatus")
-	searchSession = temporal.NewSearchAttributeKeyKeyword("EveSessionId")
+	searchStatus  = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrStatus)
+	searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
 )
 
 // Create starts a session workflow. id may be empty (one is generated).

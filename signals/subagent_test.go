@@ -1,4 +1,4 @@
-package workflows
+package signals
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestSubagentPrompt(t *testing.T) {
 			"You are the subagent \"x\".\n\nThe caller delegated the following task to you. Complete it and return the result directly. The caller may send follow-up messages after you answer.\n\nCaller message:\nhi"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, subagentPrompt(c.name, c.description, c.message)); diff != "" {
+			if diff := cmp.Diff(c.want, SubagentPrompt(c.name, c.description, c.message)); diff != "" {
 				t.Errorf("prompt (-want +got):\n%s", diff)
 			}
 		})
