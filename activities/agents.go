@@ -102,7 +102,7 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 	if a.SearchAttributes {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet("running"), searchSession.ValueSet(childID))
 	}
-	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator})
+	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator, Versions: signals.SessionVersions})
 	h, err := a.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

@@ -473,6 +473,7 @@ func TestRecordHistories(t *testing.T) {
 	recordSearchWrites(t, prefix)
 	recordParkWrites(t, prefix)
 	recordTurnVersions(t, prefix)
+	recordInputVersions(t, prefix)
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)

@@ -51,4 +51,13 @@ type SessionInput struct {
 	// workers that know the field read it (eve 0.5.0 with
 	// eve-first-message on).
 	First *SendRequest `json:"first,omitempty"`
+	// Versions says which of eve's workflow changes the session takes as
+	// on without recording a version marker for each: eve's starters set
+	// SessionVersions (fewer history events and Visibility writes per
+	// session); 0 decides each by a marker, as sessions started before it
+	// do. Workers of eve 0.5.0 before eve-input-versions ignore it.
+	Versions int `json:"versions,omitempty"`
 }
+
+// SessionVersions is what eve's starters put in SessionInput.Versions.
+const SessionVersions = 2

@@ -17,7 +17,7 @@ import (
 // listenCodeAgents records the agent.started of the sessions the turn's
 // calls open. Only an agent with subagents listens (Config.CodeAgents).
 func (t *turn) listenCodeAgents(ctx workflow.Context) {
-	if !t.cfg.CodeAgents || workflow.GetVersion(ctx, changeCodeAgents, workflow.DefaultVersion, 1) < 1 {
+	if !t.cfg.CodeAgents || !t.changeOn(ctx, changeCodeAgents) {
 		return
 	}
 	seen := map[string]bool{}

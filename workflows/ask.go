@@ -26,13 +26,13 @@ func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 		strings.TrimSpace(req.Prompt) == "" {
 		return // not a running call's: the call hears nothing and gives up
 	}
-	if workflow.GetVersion(ctx, changeAsk, workflow.DefaultVersion, 1) < 1 {
+	if !t.changeOn(ctx, changeAsk) {
 		return
 	}
 	r := t.board.add(newAskedRequest(rc.c.plan, rc.stepIdx, req), workflow.Now(ctx))
 	t.watch(ctx, r)
 	t.parkFor(ctx, rc.stepIdx, []*request{r}, rc.c.taskID)
-	if tools.Kind(rc.c.plan.Kind) == tools.KindWorkflow && workflow.GetVersion(ctx, changeWorkflowAsk, workflow.DefaultVersion, 1) >= 1 {
+	if tools.Kind(rc.c.plan.Kind) == tools.KindWorkflow && t.changeOn(ctx, changeWorkflowAsk) {
 		// A workflow tool's child asked (package tools/wfcall): it cannot
 		// query the turn, so the turn signals it the settlement.
 		child := signals.WorkflowToolID(workflow.GetInfo(ctx).WorkflowExecution.ID, a.CallID)

@@ -455,7 +455,7 @@ func (t *turn) openAction(ctx workflow.Context, a *actionState) func() {
 
 // actionResult records a call's result (action.result): the call is done.
 func (t *turn) actionResult(ctx workflow.Context, stepIdx int, c *pendingCall) {
-	if isDenied(c.out) && workflow.GetVersion(ctx, changeDeniedResult, workflow.DefaultVersion, 1) >= 1 {
+	if isDenied(c.out) && t.changeOn(ctx, changeDeniedResult) {
 		c.out.Output = deniedResult(c)
 	}
 	out := c.out

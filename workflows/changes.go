@@ -1,5 +1,11 @@
 package workflows
 
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/eve-temporal/eve/signals"
+)
+
 // The one table of replay-affecting changes, as the Temporal Go SDK keeps
 // its SDK flags in one file (internal_flags.go). Every workflow.GetVersion
 // in this package names its change id from here and nowhere else: an id
@@ -61,7 +67,47 @@ const (
 	// changeTurnVersions: no GetVersion; the turn's input (Versions)
 	// carries it, and the histories below replay it.
 	changeTurnVersions = "eve-turn-versions"
+	// changeInputVersions: no GetVersion either; a session's input and
+	// its turns' inputs carry Versions = 2 (inputVersions).
+	changeInputVersions = "eve-input-versions"
 )
+
+// inputVersions is the Versions eve's starters put in the inputs of the
+// workflows they start (signals.SessionInput.Versions for a session;
+// turnInput.Versions for a turn): such a workflow takes every change of
+// inputGenerations up to it as on without a version marker.
+const inputVersions = signals.SessionVersions
+
+// inputGenerations names the changes a workflow takes from its input's
+// Versions, each with the first Versions that carries it. A marker costs a
+// history event and, with it, the SDK's TemporalChangeVersion upsert: a
+// Visibility write on the server (docs/performance.md). Only a change that
+// every worker reading such an input knows may be listed, and never at a
+// lower generation than it was first given.
+var inputGenerations = map[string]int{
+	// changeTurnVersions: a turn's start.
+	changeResponses: 1, changeTasks: 1, changeLimits: 1, changeOrder: 1, changeInbox: 1, changeSearchWrites: 1,
+	// changeInputVersions: the rest a session or a turn decides on its
+	// usual paths (a park, an answer, a deadline, tasks, subagents).
+	changeLifetime: 2, changeFirstMessage: 2, changeOffers: 2, changeParkWrites: 2,
+	changeDecisions: 2, changeRequestTimes: 2, changeFollowUps: 2, changeDeadlines: 2,
+	changeAsk: 2, changeWorkflowAsk: 2, changeDeniedResult: 2, changeTaskCalls: 2, changeOutputSchema: 2,
+	changeSubagents: 2, changeProxyInput: 2, changeSubagentOrigin: 2, changeSubagentCancel: 2,
+	changeSubagentJoin: 2, changeSubagentUsage: 2, changeSubagentRequestIDs: 2, changeCodeAgents: 2,
+}
+
+// changeOn reports whether change id is on for a workflow whose input
+// carries versions: at once when the input's generation carries it
+// (inputGenerations; the input is in the start event, so a replay reads
+// the same), else by GetVersion, whose marker the history keeps. A marker
+// recorded by a worker that did not read the input is skipped on replay
+// (the SDK skips version markers nobody asks for).
+func changeOn(ctx workflow.Context, versions int, id string) bool {
+	if g := inputGenerations[id]; g > 0 && versions >= g {
+		return true
+	}
+	return workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) >= 1
+}
 
 // change is one row of the table: an id, the release that brought it,
 // what its new path does, and the saved histories that cover that path
@@ -142,6 +188,8 @@ var changes = []change{
 		[]string{"v0.5.0-session-park-writes*.json", "v0.5.0-turn-park-writes*.json"}},
 	{changeTurnVersions, "0.5.0", "a session starts its turns with turnInput.Versions = 1, and such a turn takes eve-approval-responses, eve-task-events, eve-session-limits, eve-message-order, eve-inbox and eve-search-writes as on from its input instead of a version marker each (up to 6 markers and the SDK's 6 TemporalChangeVersion upserts fewer per turn, each a Visibility write on the server); a turn without it (started before) decides them by GetVersion as before. Not a GetVersion: the input is in the turn's start event, so a replay reads it back",
 		[]string{"v0.5.0-turn-versions-*.json"}},
+	{changeInputVersions, "0.5.0", "a session started by eve's starters (the API's sessions.Service, a parent turn for its subagent, a tool's code for its agent, the session itself when it continues as new) has signals.SessionInput.Versions = 2 and starts its turns with turnInput.Versions = 2; such a workflow takes every change of inputGenerations as on from its input instead of a version marker each (a session's up to 5 markers and the SDK's upserts with them at its start, a park's 2 and its answer's 2 in the turn and 1 in the session); a workflow without it decides them by GetVersion as before. Not a GetVersion: the input is in the start event",
+		[]string{"v0.5.0-input-versions-*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
 		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
 	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,12 +80,30 @@ func TestChangesTable(t *testing.T) {
 			if !ok || len(call.Args) < 2 {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "GetVersion" {
+			// workflow.GetVersion(ctx, id, …), or changeOn(ctx, versions,
+			// id) and a turn's or session's t.changeOn(ctx, id).
+			arg := -1
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				switch {
+				case fn.Sel.Name == "GetVersion":
+					arg = 1
+				case fn.Sel.Name == "changeOn" && len(call.Args) == 2:
+					arg = 1
+				}
+			case *ast.Ident:
+				if fn.Name == "changeOn" && len(call.Args) == 3 {
+					arg = 2
+				}
+			}
+			if arg < 0 {
 				return true
 			}
 			at := fset.Position(call.Pos())
-			id, ok := call.Args[1].(*ast.Ident)
+			if inChangeOn(f, call) {
+				return true // changeOn passes its caller's id on
+			}
+			id, ok := call.Args[arg].(*ast.Ident)
 			if !ok {
 				t.Errorf("%s: GetVersion's change id is not a name from workflows/changes.go", at)
 				return true
@@ -103,6 +122,47 @@ func TestChangesTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Every change a workflow takes from its input is in the table, at a
+// generation its starters give (signals.SessionVersions).
+func TestInputGenerations(t *testing.T) {
+	inTable := map[string]bool{}
+	for _, c := range changes {
+		inTable[c.id] = true
+	}
+	for id, g := range inputGenerations {
+		if !inTable[id] {
+			t.Errorf("inputGenerations names %q, which is not in the table", id)
+		}
+		if g < 1 || g > inputVersions {
+			t.Errorf("change %q is carried from Versions %d: eve's starters give %d", id, g, inputVersions)
+		}
+	}
+	// The first generation is the turn's start of changeTurnVersions: a
+	// session gave it to turns before there was a second.
+	var first []string
+	for id, g := range inputGenerations {
+		if g == 1 {
+			first = append(first, id)
+		}
+	}
+	slices.Sort(first)
+	want := []string{changeResponses, changeLimits, changeInbox, changeOrder, changeSearchWrites, changeTasks}
+	slices.Sort(want)
+	if !slices.Equal(first, want) {
+		t.Errorf("generation 1 is %v; it was released as %v and never changes", first, want)
+	}
+}
+
+// inChangeOn reports a call inside a function or method named changeOn.
+func inChangeOn(f *ast.File, call *ast.CallExpr) bool {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == "changeOn" && fd.Pos() <= call.Pos() && call.End() <= fd.End() {
+			return true
+		}
+	}
+	return false
 }
 
 // newer compares two "vX.Y.Z" prefixes numerically.

@@ -318,7 +318,7 @@ func (t *turn) record(ctx workflow.Context, fx effects) {
 func (t *turn) recordResolved(ctx workflow.Context, resolutions []protocol.InputResolution) {
 	step := t.board.byID[resolutions[0].RequestID].stepIdx
 	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolutions, StepRef: t.step(step)})
-	if workflow.GetVersion(ctx, changeDecisions, workflow.DefaultVersion, 1) < 1 {
+	if !t.changeOn(ctx, changeDecisions) {
 		return
 	}
 	for _, res := range resolutions {
@@ -346,7 +346,7 @@ func (t *turn) parkFor(ctx workflow.Context, stepIdx int, asked []*request, task
 		countInputsOpened(ctx, r.req.Kind, 1)
 		requests[i], timed = r.req, timed || r.timed()
 	}
-	if timed && workflow.GetVersion(ctx, changeRequestTimes, workflow.DefaultVersion, 1) >= 1 {
+	if timed && t.changeOn(ctx, changeRequestTimes) {
 		for i, r := range asked {
 			requests[i] = r.requested()
 		}
@@ -392,8 +392,8 @@ func (t *turn) tell(ctx workflow.Context, signal string, payload any) {
 func (t *turn) watch(ctx workflow.Context, r *request) {
 	closed := func() bool { return r.state.closed() }
 	fu := r.followUps(t.cfg.InputReminders)
-	fu.on = fu.any() && workflow.GetVersion(ctx, changeFollowUps, workflow.DefaultVersion, 1) >= 1
-	if d := r.deadlineAfter(fu, t.cfg.InputDeadline); d > 0 && workflow.GetVersion(ctx, changeDeadlines, workflow.DefaultVersion, 1) >= 1 {
+	fu.on = fu.any() && t.changeOn(ctx, changeFollowUps)
+	if d := r.deadlineAfter(fu, t.cfg.InputDeadline); d > 0 && t.changeOn(ctx, changeDeadlines) {
 		r.deadline = r.opened.Add(d)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			answered, err := workflow.AwaitWithTimeout(ctx, d, closed)

@@ -63,7 +63,7 @@ type structured struct {
 // that does not compile here (a worker's older compiler) fails the turn
 // at once.
 func (t *turn) startStructured(ctx workflow.Context) error {
-	if len(t.in.OutputSchema) == 0 || workflow.GetVersion(ctx, changeOutputSchema, workflow.DefaultVersion, 1) < 1 {
+	if len(t.in.OutputSchema) == 0 || !t.changeOn(ctx, changeOutputSchema) {
 		return nil
 	}
 	s, err := schema.Compile("outputSchema", t.in.OutputSchema)

@@ -52,7 +52,7 @@ func (t *turn) relayUp(ctx workflow.Context, typ string, data any) {
 	}
 	if !t.proxyDecided {
 		t.proxyDecided = true
-		t.proxyOn = workflow.GetVersion(ctx, changeProxyInput, workflow.DefaultVersion, 1) >= 1
+		t.proxyOn = t.changeOn(ctx, changeProxyInput)
 	}
 	if !t.proxyOn {
 		return
@@ -101,7 +101,7 @@ func (t *turn) requestTag(ctx workflow.Context) string {
 	}
 	if !t.tagDecided {
 		t.tagDecided = true
-		if workflow.GetVersion(ctx, changeSubagentRequestIDs, workflow.DefaultVersion, 1) >= 1 {
+		if t.changeOn(ctx, changeSubagentRequestIDs) {
 			t.reqTag = sessionTag(t.in.SessionID)
 		}
 	}
@@ -111,7 +111,7 @@ func (t *turn) requestTag(ctx workflow.Context) string {
 // takeAgentInput records a child turn's relayed event on this turn's
 // stream, once.
 func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
-	if workflow.GetVersion(ctx, changeProxyInput, workflow.DefaultVersion, 1) < 1 {
+	if !t.changeOn(ctx, changeProxyInput) {
 		return
 	}
 	if t.relays == nil {

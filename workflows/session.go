@@ -34,6 +34,9 @@ type sessionInput struct {
 	// Origin places a subagent's child session under its root session
 	// (changeSubagentOrigin): set by the parent turn that starts it.
 	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
+	// Versions: the run takes the changes of inputGenerations up to it as
+	// on, without markers (changeInputVersions; signals.SessionInput).
+	Versions int `json:"versions,omitempty"`
 }
 
 // sessionState is everything a session carries across continue-as-new.
@@ -102,7 +105,9 @@ type session struct {
 	id        string
 	initiator *auth.Principal
 	st        *sessionState
-	active    *signals.ActiveTurn
+	// versions is this run's input Versions (changeOn).
+	versions int
+	active   *signals.ActiveTurn
 	// cancelTurn cancels the running turn's child workflow.
 	cancelTurn workflow.CancelFunc
 	// open mirrors the running turn's open input requests.
@@ -182,12 +187,12 @@ func (s *session) emitSession(ctx workflow.Context, typ string, data any) {
 
 // Session is the entity workflow of one conversation.
 func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
-	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State,
+	s := &session{id: in.SessionID, initiator: in.Initiator, st: in.State, versions: in.Versions,
 		log:      eventLog{rt: r, sessionID: in.SessionID},
 		outcomes: map[string]*signals.TurnOutcome{}, waiters: map[string]int{}}
 	// Decided once per run: a run started before the change keeps the old
 	// order until it continues as new.
-	s.ordered = workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
+	s.ordered = s.changeOn(ctx, changeOrder)
 	if s.st == nil {
 		var cfg Config
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any {
@@ -202,7 +207,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 			s.st.Stubs = &stubState{Rules: in.Stubs}
 		}
 		s.st.Origin = in.Origin
-		if cfg.SessionLifetime > 0 && workflow.GetVersion(ctx, changeLifetime, workflow.DefaultVersion, 1) >= 1 {
+		if cfg.SessionLifetime > 0 && s.changeOn(ctx, changeLifetime) {
 			s.st.ExpiresAt = workflow.Now(ctx).Add(cfg.SessionLifetime)
 		}
 		if err := workflow.UpsertMemo(ctx, map[string]any{"agent": cfg.AgentName, "model": cfg.ModelID}); err != nil {
@@ -213,7 +218,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 			setStatus(ctx, cfg, s.id, statusIdle, nil)
 		}
 		s.log.emit(ctx, protocol.SessionStarted, protocol.SessionStartedData{Runtime: &protocol.RuntimeIdentity{AgentID: cfg.AgentName, AgentName: cfg.AgentName, EveVersion: signals.Version}})
-		if in.First != nil && workflow.GetVersion(ctx, changeFirstMessage, workflow.DefaultVersion, 1) >= 1 {
+		if in.First != nil && s.changeOn(ctx, changeFirstMessage) {
 			// Before any Update is handled: the first message is turn 0.
 			s.acceptFirst(*in.First)
 		}
@@ -234,7 +239,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		return err
 	}
 	if s.vis {
-		writeVisibility(ctx, s.visState, false, true)
+		writeVisibility(ctx, s.visState, false, true, s.versions)
 	}
 	if !s.st.ExpiresAt.IsZero() {
 		// One timer per run, not one per wait: the deadline only marks the
@@ -257,7 +262,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		if s.overLimits(ctx) && !s.compacting && workflow.AllHandlersFinished(ctx) {
 			// Start afresh before the history nears the server's limits,
 			// even with messages waiting: they travel in the state.
-			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
+			return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx), Versions: inputVersions})
 		}
 		if len(s.st.Queue) == 0 || s.compacting {
 			// Idle and the history is large: start afresh with the state.
@@ -265,7 +270,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 				return err
 			}
 			if len(s.st.Queue) == 0 {
-				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx)})
+				return workflow.NewContinueAsNewError(ctx, signals.SessionWorkflow, sessionInput{SessionID: s.id, Initiator: s.initiator, State: s.carry(ctx), Versions: inputVersions})
 			}
 		}
 		msg := s.st.Queue[0]
@@ -428,6 +433,11 @@ func recentDeliveries(all map[string]int, from int) map[string]int {
 	return out
 }
 
+// changeOn reports whether change id is on for this run (changes.go).
+func (s *session) changeOn(ctx workflow.Context, id string) bool {
+	return changeOn(ctx, s.versions, id)
+}
+
 // writesVisibility reports whether the session writes its search
 // attributes through writeVisibility (changeSearchWrites): when the worker
 // has them, or when its starter set them (then they exist on the namespace,
@@ -436,7 +446,7 @@ func (s *session) writesVisibility(ctx workflow.Context, cfg Config) bool {
 	if !cfg.SearchAttributes && visStart(ctx).status == "" {
 		return false
 	}
-	return workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1
+	return s.changeOn(ctx, changeSearchWrites)
 }
 
 // openTools names the tools of open requests, each once, in order.

@@ -82,9 +82,9 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo, Origin: s.st.Origin, OutputSchema: msg.OutputSchema,
 		// The child's input is recorded in its start event, which a replay
 		// of this session does not compare: no marker needed here.
-		Versions: turnVersions,
+		Versions: inputVersions,
 	}
-	limits := s.st.Config.Limits != (SessionLimits{}) && workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1
+	limits := s.st.Config.Limits != (SessionLimits{}) && s.changeOn(ctx, changeLimits)
 	if limits {
 		in.Budget = budgetOf(s.st)
 	}

@@ -79,7 +79,7 @@ func (s *session) answersApproval(ctx workflow.Context, message string) bool {
 	if _, ok := protocol.ResolveText(s.open[0], message); !ok {
 		return false
 	}
-	return workflow.GetVersion(ctx, changeOffers, workflow.DefaultVersion, 1) >= 1
+	return s.changeOn(ctx, changeOffers)
 }
 
 // requeueUntaken runs the offered messages the turn did not take (it ended

@@ -42,7 +42,7 @@ func runAgent(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteT
 	t, isTurn := h.(*turn)
 	p := c.plan
 	if !isTurn || p.Subagent == nil || p.Task == nil || c.taskID == "" ||
-		workflow.GetVersion(ctx, changeSubagents, workflow.DefaultVersion, 1) < 1 {
+		!t.changeOn(ctx, changeSubagents) {
 		return work.FailedOutcome(codeNotExecutable, fmt.Sprintf("tool %s (kind %q) runs only in a turn, as a task: it cannot be executed here", c.tool, p.Kind))
 	}
 	var msg struct {
@@ -107,8 +107,8 @@ func (t *turn) startChild(ctx workflow.Context, c *pendingCall, childID string) 
 	if t.in.Auth.Initiator != nil {
 		opts.Memo[signals.MemoInitiator] = t.in.Auth.Initiator
 	}
-	in := sessionInput{SessionID: childID, Initiator: t.in.Auth.Initiator}
-	if workflow.GetVersion(ctx, changeSubagentOrigin, workflow.DefaultVersion, 1) >= 1 {
+	in := sessionInput{SessionID: childID, Initiator: t.in.Auth.Initiator, Versions: inputVersions}
+	if t.changeOn(ctx, changeSubagentOrigin) {
 		// The child's place under the root, so its requests and decisions
 		// name their root session and depth (docs/subagents.md).
 		in.Origin = t.in.Origin.Child(t.in.SessionID, p.Subagent.Agent, childID)
@@ -179,7 +179,7 @@ func (s *session) agentMessage(ctx workflow.Context, m signals.AgentMessage) {
 // replyToParent answers a parent turn's message with its turn's outcome. A
 // parent turn that has ended (cancelled) is not there to hear it.
 func (s *session) replyToParent(ctx workflow.Context, to *signals.AgentReplyTo, o signals.TurnOutcome) {
-	if workflow.GetVersion(ctx, changeSubagents, workflow.DefaultVersion, 1) < 1 {
+	if !s.changeOn(ctx, changeSubagents) {
 		return
 	}
 	r := signals.AgentReply{CallID: to.CallID, Status: o.Status, Reply: o.Reply, Error: o.Error, Usage: s.replyUsage(ctx)}

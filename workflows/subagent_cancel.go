@@ -33,7 +33,7 @@ import (
 // the call's, cancelled).
 func (t *turn) stopChild(ctx workflow.Context, callID, childID, deliveryID string) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if workflow.GetVersion(dctx, changeSubagentCancel, workflow.DefaultVersion, 1) < 1 {
+	if !t.changeOn(dctx, changeSubagentCancel) {
 		return
 	}
 	t.withdrawRelayed(dctx, callID)
@@ -79,7 +79,7 @@ func (t *turn) takeChildResolution(ctx workflow.Context, res protocol.InputResol
 	if res.Outcome == protocol.OutcomeInvalid {
 		return false
 	}
-	return workflow.GetVersion(ctx, changeSubagentCancel, workflow.DefaultVersion, 1) >= 1
+	return t.changeOn(ctx, changeSubagentCancel)
 }
 
 // agentCancel stops the child session's work on a parent's call
@@ -92,7 +92,7 @@ func (s *session) agentCancel(ctx workflow.Context, m signals.AgentCancel) {
 	if !ok && p == nil {
 		return
 	}
-	if workflow.GetVersion(ctx, changeSubagentCancel, workflow.DefaultVersion, 1) < 1 {
+	if !s.changeOn(ctx, changeSubagentCancel) {
 		return
 	}
 	if p != nil && s.active != nil {

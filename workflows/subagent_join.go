@@ -26,7 +26,7 @@ import (
 // joinCall lets a call by taskId join the working call of a subagent's
 // task; false: it queues behind it, as before the change.
 func (t *turn) joinCall(ctx workflow.Context, ts *taskState, call *taskCall) bool {
-	if ts.Kind != taskKindAgent || workflow.GetVersion(ctx, changeSubagentJoin, workflow.DefaultVersion, 1) < 1 {
+	if ts.Kind != taskKindAgent || !t.changeOn(ctx, changeSubagentJoin) {
 		return false
 	}
 	call.joining = true
@@ -55,7 +55,7 @@ func (t *turn) endCall(ts *taskState, call *taskCall, status string) {
 // as a steering message; false: no turn runs (or the session reads
 // messages in the old order), and the message waits for a turn of its own.
 func (s *session) joinTurn(ctx workflow.Context, m queuedMessage) bool {
-	if s.active == nil || !s.ordered || workflow.GetVersion(ctx, changeSubagentJoin, workflow.DefaultVersion, 1) < 1 {
+	if s.active == nil || !s.ordered || !s.changeOn(ctx, changeSubagentJoin) {
 		return false
 	}
 	p := &pendingMessage{queuedMessage: m, policy: signals.TurnPolicySteer}

@@ -44,7 +44,7 @@ func (s *session) noteTurnUsage(msg queuedMessage, u protocol.TokenUsage) {
 // replyUsage is the usage a reply to a parent carries (nil: none to report,
 // or a history from before the change).
 func (s *session) replyUsage(ctx workflow.Context) *protocol.TokenUsage {
-	if s.st.Unreported == nil || workflow.GetVersion(ctx, changeSubagentUsage, workflow.DefaultVersion, 1) < 1 {
+	if s.st.Unreported == nil || !s.changeOn(ctx, changeSubagentUsage) {
 		return nil
 	}
 	u := *s.st.Unreported
@@ -60,7 +60,7 @@ func (s *session) usageReported(r signals.AgentReply) {
 
 // countAgentUsage adds a child's reported usage to the turn's.
 func (t *turn) countAgentUsage(ctx workflow.Context, r signals.AgentReply) {
-	if r.Usage == nil || workflow.GetVersion(ctx, changeSubagentUsage, workflow.DefaultVersion, 1) < 1 {
+	if r.Usage == nil || !t.changeOn(ctx, changeSubagentUsage) {
 		return
 	}
 	t.usage = addUsage(t.usage, *r.Usage)

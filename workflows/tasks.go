@@ -147,7 +147,7 @@ func (t *turn) registerTaskQuery(ctx workflow.Context) error {
 func (t *turn) tasksOn(ctx workflow.Context) bool {
 	if !t.tasksDecided {
 		t.tasksDecided = true
-		t.taskCalls = workflow.GetVersion(ctx, changeTaskCalls, workflow.DefaultVersion, 1) >= 1
+		t.taskCalls = t.changeOn(ctx, changeTaskCalls)
 	}
 	return t.taskCalls
 }

@@ -51,18 +51,14 @@ type turnInput struct {
 	// subagent's child (changeSubagentOrigin): the turn's inbox memo and
 	// decision records name it.
 	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
-	// Versions: the turn's start takes the changes it would decide by
-	// GetVersion (responses, tasks, limits, order, inbox, search writes) as
-	// on, without markers, when at least turnVersions (changeTurnVersions).
-	// 0 in the inputs of turns started before it.
+	// Versions: the turn takes the changes of inputGenerations up to it as
+	// on, without markers (changeTurnVersions: 1, changeInputVersions: 2).
+	// 0 in the inputs of turns started before them.
 	Versions int `json:"versions,omitempty"`
 	// OutputSchema is the structured result the turn's message asked for
 	// (signals.SendRequest.OutputSchema; output.go).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
-
-// turnVersions is the Versions a session gives the turns it starts.
-const turnVersions = 1
 
 // turnOutput is what the session keeps of a finished turn.
 type turnOutput struct {
@@ -343,21 +339,21 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	if in.CalledBy != nil && in.CalledBy.WorkflowID != "" {
 		t.log.relay = t.relayUp
 	}
-	// A turn whose session says so (in.Versions, changeTurnVersions) takes
-	// these changes as on from its input, recorded in its start event,
-	// instead of a version marker each (and the SDK's TemporalChangeVersion
-	// upsert with it: a Visibility write on the server per marker).
-	gen := in.Versions >= turnVersions
-	t.board = newInputBoard(in, gen || workflow.GetVersion(ctx, changeResponses, workflow.DefaultVersion, 1) >= 1)
-	t.tasks = gen || workflow.GetVersion(ctx, changeTasks, workflow.DefaultVersion, 1) >= 1
-	t.limits = t.cfg.Limits != (SessionLimits{}) && (gen || workflow.GetVersion(ctx, changeLimits, workflow.DefaultVersion, 1) >= 1)
-	t.ordered = gen || workflow.GetVersion(ctx, changeOrder, workflow.DefaultVersion, 1) >= 1
-	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && (gen || workflow.GetVersion(ctx, changeInbox, workflow.DefaultVersion, 1) >= 1)
-	t.vis = t.cfg.SearchAttributes && (gen || workflow.GetVersion(ctx, changeSearchWrites, workflow.DefaultVersion, 1) >= 1)
+	// A turn whose session says so (in.Versions: changeTurnVersions,
+	// changeInputVersions) takes these changes as on from its input,
+	// recorded in its start event, instead of a version marker each (and
+	// the SDK's TemporalChangeVersion upsert with it: a Visibility write on
+	// the server per marker).
+	t.board = newInputBoard(in, t.changeOn(ctx, changeResponses))
+	t.tasks = t.changeOn(ctx, changeTasks)
+	t.limits = t.cfg.Limits != (SessionLimits{}) && t.changeOn(ctx, changeLimits)
+	t.ordered = t.changeOn(ctx, changeOrder)
+	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && t.changeOn(ctx, changeInbox)
+	t.vis = t.cfg.SearchAttributes && t.changeOn(ctx, changeSearchWrites)
 	switch {
 	case t.vis:
 		t.visStatus, t.visInbox = statusRunning, inbox
-		writeVisibility(ctx, t.visState, inbox, false)
+		writeVisibility(ctx, t.visState, inbox, false, in.Versions)
 		if inbox {
 			publishInboxMemo(ctx, t.board)
 		}
@@ -389,6 +385,11 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	t.lastNote = in.TasksNote
 	t.loadHeldTasks()
 	return t, nil
+}
+
+// changeOn reports whether change id is on for this turn (changes.go).
+func (t *turn) changeOn(ctx workflow.Context, id string) bool {
+	return changeOn(ctx, t.in.Versions, id)
 }
 
 // session is who the turn's tools and policies run for.

@@ -128,7 +128,9 @@ func nonNil(s []string) []string {
 // (the sessions listing reads it). The next change that is not such an
 // un-park (idle when the turn ends, a new park, waiting-tasks) writes
 // everything that differs then. A turn that parks once thus writes once.
-func writeVisibility(ctx workflow.Context, state func() visState, inbox, status bool) {
+//
+// versions is the workflow's input Versions (changeOn).
+func writeVisibility(ctx workflow.Context, state func() visState, inbox, status bool, versions int) {
 	written := visStart(ctx)
 	// shown is what readers see: the attributes, or once an un-park was
 	// not written (lazy), the memo.
@@ -144,7 +146,7 @@ func writeVisibility(ctx workflow.Context, state func() visState, inbox, status 
 				return
 			}
 			ups := written.updates(next, inbox)
-			if len(ups) > 0 && unparks(written, next) && (lazy || workflow.GetVersion(ctx, changeParkWrites, workflow.DefaultVersion, 1) >= 1) {
+			if len(ups) > 0 && unparks(written, next) && (lazy || changeOn(ctx, versions, changeParkWrites)) {
 				lazy, ups = true, nil
 			}
 			if len(ups) > 0 {

@@ -96,7 +96,7 @@ func (s *Service) CreateStubbed(ctx context.Context, id string, initiator *auth.
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator, "idle"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator, "idle"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -133,7 +133,7 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 		// delivery join the first), a session by that id, or a closed one.
 		// The Update-with-Start below answers each as before.
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator, "running"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator, "running"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -174,7 +174,7 @@ func (s *Service) startWithMessage(ctx context.Context, id string, initiator *au
 	o := s.startOptionsFor(id, initiator, "running")
 	o.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
 	o.WorkflowExecutionErrorWhenAlreadyStarted = true
-	if _, err := s.Client.ExecuteWorkflow(ctx, o, signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, First: &req}); err != nil {
+	if _, err := s.Client.ExecuteWorkflow(ctx, o, signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, First: &req, Versions: signals.SessionVersions}); err != nil {
 		if isAlreadyStarted(err) {
 			return signals.SendResult{}, err
 		}
