@@ -137,8 +137,10 @@ func raceAgent(worker, dir string) *agent.Agent {
 // A hold stops a turn's workflow task at one point, in a local activity,
 // until the test releases it: "end" (after the turn returned, before its
 // completion is sent), "park" (after it told its session that it waits
-// for input) or "resume" (after it told its session that it goes on). A
-// message sent while it holds arrives during that workflow task.
+// for input) or "resume" (in the task that takes the answer, after it
+// scheduled the approved call's activity: a turn tells its session nothing
+// then, eve-quiet-resume, so the session's view still has the approval
+// open). A message sent while it holds arrives during that workflow task.
 type holdKey struct {
 	WorkflowID string `json:"workflowId"`
 	Point      string `json:"point"`
@@ -215,16 +217,25 @@ func (i *holdInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.Exec
 type holdOutbound struct {
 	interceptor.WorkflowOutboundInterceptorBase
 	h *holds
+	// parked: the turn told its session it waits; its next activity is
+	// the answered call's.
+	parked bool
 }
 
 func (o *holdOutbound) SignalExternalWorkflow(ctx workflow.Context, wid, runID, name string, arg any) workflow.Future {
 	f := o.Next.SignalExternalWorkflow(ctx, wid, runID, name, arg)
-	if in, ok := arg.(signals.TurnInputs); ok && name == signals.SignalTurnInputs {
-		point := "resume"
-		if len(in.Open) > 0 {
-			point = "park"
-		}
-		holdAt(ctx, o.h, point)
+	if in, ok := arg.(signals.TurnInputs); ok && name == signals.SignalTurnInputs && len(in.Open) > 0 {
+		o.parked = true
+		holdAt(ctx, o.h, "park")
+	}
+	return f
+}
+
+func (o *holdOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	f := o.Next.ExecuteActivity(ctx, activityType, args...)
+	if o.parked {
+		o.parked = false
+		holdAt(ctx, o.h, "resume")
 	}
 	return f
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // take eve's changes from their inputs: with the search attributes and the
 // inbox on, neither records a version marker when it starts, parks, is
 // answered, or runs a regular turn (changeInputVersions), and the park
-// still writes its attributes once.
+// still writes its attributes once. The one marker left is the parked
+// turn's eve-quiet-resume, newer than the input's generation.
 func TestInputVersionsRecordNoMarkers(t *testing.T) {
 	env := searchEnv(t, true)
 	id, d := startParked(t, env, "refund ch_11 11")
@@ -30,7 +32,8 @@ func TestInputVersionsRecordNoMarkers(t *testing.T) {
 		t.Errorf("decision.recorded events = %d, want 1 (the answer's; eve-decision-record on from the input)", len(got))
 	}
 	for _, wid := range []string{id, id + "/turn_0", id + "/turn_1"} {
-		markers, versionUpserts := 0, 0
+		var markers []string
+		versionUpserts := 0
 		it := env.Client.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			e, err := it.Next()
@@ -38,14 +41,18 @@ func TestInputVersionsRecordNoMarkers(t *testing.T) {
 				t.Fatal(err)
 			}
 			if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" {
-				markers++
+				markers = append(markers, string(a.GetDetails()["change-id"].GetPayloads()[0].GetData()))
 			}
 			if e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()["TemporalChangeVersion"] != nil {
 				versionUpserts++
 			}
 		}
-		if markers != 0 || versionUpserts != 0 {
-			t.Errorf("%s: %d version markers and %d TemporalChangeVersion upserts, want none", wid, markers, versionUpserts)
+		var want []string
+		if wid == id+"/turn_0" {
+			want = []string{`"` + "eve-quiet-resume" + `"`}
+		}
+		if !slices.Equal(markers, want) || versionUpserts != len(want) {
+			t.Errorf("%s: version markers %v and %d TemporalChangeVersion upserts, want %v", wid, markers, versionUpserts, want)
 		}
 	}
 	// The park wrote once (waiting-input with its inbox); its answer
@@ -99,4 +106,45 @@ func recordInputVersions(t *testing.T, prefix string) {
 	save("input-versions-turn-approved", id+"/turn_0")
 	save("input-versions-turn-regular", id+"/turn_1")
 	save("input-versions-turn-denied", id+"/turn_2")
+}
+
+// TestRecordQuietResume records only the histories of changeQuietResume,
+// which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordQuietResume
+func TestRecordQuietResume(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordQuietResume(t, prefix)
+}
+
+// recordQuietResume: turns that tell their session nothing when their last
+// request closes, with the inbox (the session's status read against it) and
+// without search attributes: each parks and is approved, then a message
+// answers at once.
+func recordQuietResume(t *testing.T, prefix string) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		env  func(*testing.T) *evetest.Env
+	}{{"inbox", func(t *testing.T) *evetest.Env { return searchEnv(t, true) }}, {"plain", demoEnv}} {
+		env := c.env(t)
+		save := func(name, wid string) {
+			if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, d := startParked(t, env, "refund ch_14 14")
+		respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+		env.WaitIdle(id)
+		env.SendAndWait(env.Ctx(60*time.Second), id, "what's the weather in Rome")
+		env.WaitIdle(id)
+		save("quiet-resume-"+c.name+"-session", id)
+		save("quiet-resume-"+c.name+"-turn", id+"/turn_0")
+	}
 }

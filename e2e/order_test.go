@@ -104,9 +104,10 @@ func TestBackToBackSendsReadInOrder(t *testing.T) {
 // more wait behind it; all three are read in order, each once, each in the
 // turn its answer named. During the final task ("end") the task fails and
 // its retry takes the message (the turn goes on) or leaves it; during the
-// task that tells the session the turn resumed ("resume") a queued message
-// is offered on the session's stale view of an open approval, and the
-// turn leaves it: it and the two behind it run as turns of their own.
+// task that takes the approval's answer ("resume") a queued message is
+// offered on the session's stale view of an open approval (the turn tells
+// the session nothing of it: eve-quiet-resume), and the turn leaves it: it
+// and the two behind it run as turns of their own.
 func TestMessagesBehindARaceKeepTheirOrder(t *testing.T) {
 	for _, tc := range []struct {
 		point, first, policy string

@@ -474,6 +474,7 @@ func TestRecordHistories(t *testing.T) {
 	recordParkWrites(t, prefix)
 	recordTurnVersions(t, prefix)
 	recordInputVersions(t, prefix)
+	recordQuietResume(t, prefix)
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)

@@ -70,6 +70,8 @@ const (
 	// changeInputVersions: no GetVersion either; a session's input and
 	// its turns' inputs carry Versions = 2 (inputVersions).
 	changeInputVersions = "eve-input-versions"
+	// changeQuietResume: a turn does not tell its session of an un-park.
+	changeQuietResume = "eve-quiet-resume"
 )
 
 // inputVersions is the Versions eve's starters put in the inputs of the
@@ -190,6 +192,8 @@ var changes = []change{
 		[]string{"v0.5.0-turn-versions-*.json"}},
 	{changeInputVersions, "0.5.0", "a session started by eve's starters (the API's sessions.Service, a parent turn for its subagent, a tool's code for its agent, the session itself when it continues as new) has signals.SessionInput.Versions = 2 and starts its turns with turnInput.Versions = 2; such a workflow takes every change of inputGenerations as on from its input instead of a version marker each (a session's up to 5 markers and the SDK's upserts with them at its start, a park's 2 and its answer's 2 in the turn and 1 in the session); a workflow without it decides them by GetVersion as before. Not a GetVersion: the input is in the start event",
 		[]string{"v0.5.0-input-versions-*.json"}},
+	{changeQuietResume, "0.5.0", "a turn whose last open request closes (answered, expired, withdrawn) does not signal its session (eve.turn.inputs): the session's mirror of the open requests and its status keep the park until the turn's end or its next park, and the sessions listing reads a waiting-input session against its running turn's inbox memo; decided at the turn's first park, only where the inbox memo exists or no search attributes are written. One signal and one session workflow task fewer per answered park",
+		[]string{"v0.5.0-quiet-resume-*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
 		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
 	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",

@@ -362,13 +362,31 @@ func (t *turn) parkFor(ctx workflow.Context, stepIdx int, asked []*request, task
 // workflow task, so a task that fails or is retried never tells the
 // session something its next attempt contradicts (docs/architecture.md,
 // "Exactly once").
+//
+// When the last open request closes, a quiet turn tells the session
+// nothing (changeQuietResume): the signal and the session's workflow task
+// it wakes were a fifth of an answered approval's cost on the server. The
+// session's mirror keeps the closed requests until the turn's end or its
+// next park: a message it offers as their answer is one the turn then
+// leaves (decideMessage), to be read after it, as it was without the
+// mirror; and its status says waiting-input, which the sessions listing
+// reads against the turn's inbox memo (sessions.List). So a turn is quiet
+// only where that memo exists (the inbox on) or no listing reads a status
+// (no search attributes).
 func (t *turn) reportInput(ctx workflow.Context) {
 	if len(t.board.open()) > 0 {
 		t.setStatus(ctx, statusWaitingInput, t.board.waitingTools())
 		t.turnWaiting(ctx, "input")
 		t.parks++
+		if !t.quietDecided {
+			t.quietDecided = true
+			t.quiet = (t.inbox || !t.cfg.SearchAttributes) && t.changeOn(ctx, changeQuietResume)
+		}
 	} else {
 		t.setStatus(ctx, statusRunning, nil)
+		if t.quiet {
+			return
+		}
 	}
 	t.tell(ctx, signals.SignalTurnInputs, t.board.inputs())
 }

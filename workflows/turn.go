@@ -114,6 +114,11 @@ type turn struct {
 	turnDyn []work.DynamicTool
 
 	parks int // how often the turn parked for input
+	// inbox: the turn publishes its open requests in its memo (the
+	// inbox's, changeInbox). quiet: it does not tell its session when its
+	// last open request closes (changeQuietResume, decided at its first
+	// park; input.go).
+	inbox, quietDecided, quiet bool
 	// limits: the turn holds on its session's limits (changeLimits);
 	// grantedAt is its usage at the last Continue.
 	limits    bool
@@ -350,6 +355,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	t.ordered = t.changeOn(ctx, changeOrder)
 	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && t.changeOn(ctx, changeInbox)
 	t.vis = t.cfg.SearchAttributes && t.changeOn(ctx, changeSearchWrites)
+	t.inbox = inbox
 	switch {
 	case t.vis:
 		t.visStatus, t.visInbox = statusRunning, inbox

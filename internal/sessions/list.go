@@ -111,12 +111,63 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 				l.Status, l.Tools = m.Status, m.Tools
 			}
 		}
-		if !q.matches(l) {
-			continue // the attributes lagged; a page may hold fewer rows
-		}
 		out = append(out, l)
 	}
-	return out, resp.GetNextPageToken(), nil
+	if err := s.confirmWaiting(ctx, out); err != nil {
+		return nil, nil, err
+	}
+	kept := out[:0]
+	for _, l := range out {
+		if q.matches(l) {
+			kept = append(kept, l)
+		} // else the attributes lagged; a page may hold fewer rows
+	}
+	return kept, resp.GetNextPageToken(), nil
+}
+
+// confirmWaiting reads the sessions that say waiting-input against their
+// running turns' inbox memos (one Visibility query, only when a row says
+// so): a turn whose last request closed does not tell its session
+// (eve-quiet-resume), so the session says waiting-input until its turn
+// ends or parks again, while the turn's memo already lists no open
+// request. Such a session is running. A session whose turn has no inbox
+// memo keeps what it says.
+func (s *Service) confirmWaiting(ctx context.Context, rows []Listed) error {
+	var ids []string
+	for _, l := range rows {
+		if l.Status == "waiting-input" {
+			ids = append(ids, quote(l.SessionID))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveSessionId IN (` + strings.Join(ids, ", ") + `)`}
+	if s.TaskQueue != "" {
+		parts = append(parts, `TaskQueue = `+quote(s.TaskQueue))
+	}
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(parts, " AND "), PageSize: int32(len(ids) * 2)})
+	if err != nil {
+		return fmt.Errorf("list the running turns of waiting sessions from Visibility: %w", err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	resumed := map[string]bool{}
+	for _, e := range resp.GetExecutions() {
+		f, ok := e.GetMemo().GetFields()[signals.MemoInbox]
+		if !ok {
+			continue
+		}
+		var m signals.InboxMemo
+		if dc.FromPayload(f, &m) == nil && len(m.Items) == 0 && m.SessionID != "" {
+			resumed[m.SessionID] = true
+		}
+	}
+	for i := range rows {
+		if rows[i].Status == "waiting-input" && resumed[rows[i].SessionID] {
+			rows[i].Status, rows[i].Tools = "running", nil
+		}
+	}
+	return nil
 }
 
 // matches reports whether a listed session's current status and tools
