@@ -72,7 +72,10 @@ const MaxInboxEntryBytes = 16 << 10
 // StatusMemo), set once its EveStatus search attribute may lag behind:
 // a session whose turn resumed keeps EveStatus = "waiting-input" until the
 // turn ends (one billable upsert fewer per park), and says "running" here.
-// Readers take the memo over the attribute when it is there.
+// Readers take the memo over the attribute when it is there. A session
+// whose turns do not tell it of an answer (eve-quiet-resume) writes no
+// such memo: its running turn's MemoInbox, with no open item, says that
+// it runs on.
 const MemoStatus = "eveStatus"
 
 // StatusMemo is a session's current status and the tools it waits on.
