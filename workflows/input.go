@@ -370,7 +370,7 @@ func (t *turn) reportInput(ctx workflow.Context) {
 	} else {
 		t.setStatus(ctx, statusRunning, nil)
 	}
-	t.tell(ctx, signals.SignalTurnInputs, t.board.inputs())
+	t.tell(ctx, signals.SignalTurnInputs, t.inputs()) // typed.go
 }
 
 // tell signals the session by a SignalExternalWorkflow command, fire and

@@ -40,6 +40,14 @@ type relayed struct {
 	// (a stopped call withdraws its open requests: subagent_cancel.go).
 	call string
 	n    int
+	// With changeProxyTyped (typed.go): req is the request as relayed,
+	// rule who may answer it, order when it was asked among the turn's
+	// own (inputBoard.asked); sent: a typed answer the child will take
+	// went down, so the next typed answer goes to the next prompt.
+	req   protocol.InputRequest
+	rule  signals.AnswerRule
+	order int
+	sent  bool
 }
 
 // relayUp relays this subagent turn's people-in-the-loop events to its
@@ -61,8 +69,11 @@ func (t *turn) relayUp(ctx workflow.Context, typ string, data any) {
 	if err != nil {
 		return
 	}
-	t.relayQueue = append(t.relayQueue, signals.AgentInput{
-		CallID: t.in.CalledBy.CallID, ChildSession: t.in.SessionID, ChildTurn: t.wid, Type: typ, Data: raw})
+	in := signals.AgentInput{CallID: t.in.CalledBy.CallID, ChildSession: t.in.SessionID, ChildTurn: t.wid, Type: typ, Data: raw}
+	if typ == protocol.InputRequested {
+		in.Rules = t.answerRules(raw) // typed.go
+	}
+	t.relayQueue = append(t.relayQueue, in)
 	if t.relaySending {
 		return
 	}
@@ -126,7 +137,15 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		var fresh []protocol.InputRequest
 		for _, r := range d.Requests {
 			if t.relays[r.RequestID] == nil {
-				t.relays[r.RequestID] = &relayed{child: in.ChildTurn, kind: r.Kind, call: in.CallID, n: len(t.relays)}
+				rl := &relayed{child: in.ChildTurn, kind: r.Kind, call: in.CallID, n: len(t.relays), req: r}
+				for _, rule := range in.Rules {
+					if rule.RequestID == r.RequestID {
+						rl.rule = rule
+					}
+				}
+				t.board.asked++
+				rl.order = t.board.asked
+				t.relays[r.RequestID] = rl
 				fresh = append(fresh, r)
 			}
 		}
@@ -134,10 +153,18 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 			return
 		}
 		d.Requests, d.CallID = fresh, in.CallID
+		if task := t.callTasks[in.CallID]; task != "" && workflow.GetVersion(ctx, changeProxyTaskID, workflow.DefaultVersion, 1) >= 1 {
+			// The call runs as a task: eve's input.requested from a task's
+			// run carries its taskId (the parent's, not the child's own).
+			d.TaskID = task
+		}
 		t.log.emit(ctx, protocol.InputRequested, d)
 		// The turn holds for people (eve's relay: hold on input), so a
 		// client reads the request as the end of a segment.
 		t.turnWaiting(ctx, "input")
+		if t.typedAnswers(ctx) {
+			t.tellInputs(ctx) // typed.go
+		}
 	case protocol.ApprovalCandidate, protocol.ApprovalSettled:
 		key := in.Type + "\x00" + string(in.Data)
 		if t.relayedSeen[key] {
@@ -169,6 +196,9 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		}
 		d.Resolutions = keep
 		t.log.emit(ctx, protocol.InputResolved, d)
+		if t.typedOn {
+			t.tellInputs(ctx)
+		}
 	}
 }
 
@@ -241,6 +271,9 @@ func (t *turn) routeDown(ctx workflow.Context, req signals.RespondRequest, down 
 	}
 	if len(resolved) > 0 {
 		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolved, StepRef: t.step(t.stepIdx)})
+		if t.typedOn {
+			t.tellInputs(ctx)
+		}
 	}
 	return resolved
 }

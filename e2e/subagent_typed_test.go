@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/eve-temporal/eve/demo"
+	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
+)
+
+// settlements lists a stream's approval.settled and input.resolved as
+// "settled <id> <outcome>" and "resolved <id> <outcome>", in order.
+func settlements(evs []protocol.Event) []string {
+	var got []string
+	for _, e := range evs {
+		switch e.Type {
+		case protocol.ApprovalSettled:
+			var d protocol.ApprovalSettledData
+			_ = e.Decode(&d)
+			got = append(got, "settled "+d.RequestID+" "+d.Outcome)
+		case protocol.InputResolved:
+			var d protocol.InputResolvedData
+			_ = e.Decode(&d)
+			for _, res := range d.Resolutions {
+				got = append(got, "resolved "+res.RequestID+" "+res.Outcome)
+			}
+		}
+	}
+	return got
+}
+
+// fetchRuns counts the demo researcher's fetch_paper results that ran.
+func fetchRuns(evs []protocol.Event) int {
+	runs := 0
+	for _, e := range evetest.Of(evs, protocol.ActionResult) {
+		if strings.Contains(string(e.Data), `"fetch_paper"`) && strings.Contains(string(e.Data), "12 pages") {
+			runs++
+		}
+	}
+	return runs
+}
+
+// receivedByTurn lists the messages of a stream's message.received as
+// "turn message".
+func receivedByTurn(evs []protocol.Event) []string {
+	var got []string
+	for _, e := range evetest.Of(evs, protocol.MessageReceived) {
+		var d protocol.MessageReceivedData
+		_ = e.Decode(&d)
+		got = append(got, d.TurnID+" "+d.Message)
+	}
+	return got
+}
+
+// A typed "approve" on the root answers a proxied prompt, as eve's text
+// channels do (docs/subagents.md, changeProxyTyped): the demo's researcher
+// asks to run fetch_paper, the request is proxied to the root with the
+// call's taskId (changeProxyTaskID), the root session says waiting-input,
+// alice types "approve" to the root session; the root turn takes the
+// message, the answer goes down to the child, whose tool runs once, and
+// the root relays approval.settled and input.resolved and ends with the
+// reply. bob's typed "approve" before it is not his to give (fetch_paper
+// has no response policy: the requester's alone): it is not taken, and
+// runs as a turn of its own after the turn. Recording
+// (EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0-) saves the root turn,
+// the root session and the child's turn.
+func TestSubagentTypedApproval(t *testing.T) {
+	env := searchEnv(t, true)
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	ts, child := firstChild(t, id, evs)
+	var req protocol.InputRequestedData
+	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
+	if len(req.Requests) != 1 || req.CallID != ts.CallID || req.TaskID != ts.TaskID || req.Requests[0].Action.ToolName != "fetch_paper" {
+		t.Fatalf("proxied input.requested %+v, want callId %s and taskId %s", req, ts.CallID, ts.TaskID)
+	}
+	rid := req.Requests[0].RequestID
+	// Only a proxied request is open: the root session waits on input.
+	waitSessionListed(t, env, id, map[[2]string]string{
+		{"waiting-input", "fetch_paper"}: "waiting-input [fetch_paper]",
+		{"running", ""}:                  "",
+	})
+
+	// bob's typed approve is not his to give: it waits for a turn of its own.
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: bob}); res.TurnID != "turn_1" {
+		t.Errorf("bob's approve: %+v, want it queued as turn_1", res)
+	}
+	// alice's is taken by the running turn and answers the proxied prompt.
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: alice}); res.TurnID != "turn_0" {
+		t.Errorf("alice's approve: %+v, want it taken by turn_0", res)
+	}
+	evs = waitFor(t, env, id, idle(2))
+	cevs := waitFor(t, env, child, idle(1))
+	if got, want := receivedByTurn(evs), []string{"turn_0 ask researcher fetch tidal power", "turn_0 approve", "turn_1 approve"}; !cmp.Equal(got, want) {
+		t.Errorf("message.received %q, want %q: %s", got, want, evetest.Join(evs))
+	}
+	var turn0 []protocol.Event
+	for i, e := range evs {
+		if e.Type == protocol.TurnStarted && len(evetest.Of(evs[:i], protocol.TurnStarted)) > 0 {
+			break
+		}
+		turn0 = append(turn0, e)
+	}
+	if got, want := lastReply(t, turn0), "The researcher says: Fetched: the paper on tidal power (12 pages). To follow up, say: tell "+ts.TaskID+" <message>"; !strings.HasPrefix(got, "The researcher says: Fetched: the paper on tidal power (12 pages).") {
+		t.Errorf("turn_0's reply %q, want %q", got, want)
+	}
+	want := []string{"settled " + rid + " " + protocol.OutcomeApproved, "resolved " + rid + " " + protocol.OutcomeApproved}
+	for _, s := range []struct {
+		name string
+		evs  []protocol.Event
+	}{{"root", evs}, {"child", cevs}} {
+		if diff := cmp.Diff(want, settlements(s.evs)); diff != "" {
+			t.Errorf("%s's settlement (-want +got):\n%s\n%s", s.name, diff, evetest.Join(s.evs))
+		}
+	}
+	// alice decided it on the child (the answer went down as hers).
+	var st protocol.ApprovalSettledData
+	_ = evetest.Of(cevs, protocol.ApprovalSettled)[0].Decode(&st)
+	if st.ResponderPrincipalID != alice.ID {
+		t.Errorf("child's approval.settled %+v, want decided by alice", st)
+	}
+	if n := fetchRuns(cevs); n != 1 {
+		t.Errorf("fetch_paper ran %d times, want 1: %s", n, evetest.Join(cevs))
+	}
+	if n := len(evetest.Of(evs, protocol.InputRequested)); n != 1 {
+		t.Errorf("%d input.requested on the root, want 1", n)
+	}
+	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-approved")
+	saveTaskHistory(t, env, child+"/turn_0", "turn-subagent-typed-child")
+	saveTaskHistory(t, env, id, "session-subagent-typed")
+}
+
+// One typed answer per prompt (eve's "Several requests at once"): three
+// researchers wait at once, their approvals proxied to the root; alice
+// types "approve", "cancel", "approve": each answers the first open
+// prompt, in the order the root asked them, and goes down to its child.
+func TestSubagentTypedInOrder(t *testing.T) {
+	env := evetest.New(t)
+	env.StartWorker(fanAgent(t))
+	ctx := env.Ctx(3 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "fan tides winds waves", Caller: alice})
+	evs := waitWithin(t, env, id, time.Minute, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 3 })
+	tasks := map[string]string{} // call id → task id
+	for _, e := range evetest.Of(evs, protocol.TaskStarted) {
+		var d protocol.TaskStartedData
+		_ = e.Decode(&d)
+		tasks[d.CallID] = d.TaskID
+	}
+	var order, topics []string // request ids and topics, in the order asked
+	for _, e := range evetest.Of(evs, protocol.InputRequested) {
+		var d protocol.InputRequestedData
+		_ = e.Decode(&d)
+		if d.TaskID == "" || d.TaskID != tasks[d.CallID] {
+			t.Errorf("proxied input.requested taskId %q, want %q (call %s)", d.TaskID, tasks[d.CallID], d.CallID)
+		}
+		var in demo.SourcesInput
+		_ = json.Unmarshal(d.Requests[0].Action.Input, &in)
+		order, topics = append(order, d.Requests[0].RequestID), append(topics, in.Topic)
+	}
+	for _, text := range []string{"approve", "cancel", "approve"} {
+		if res := send(t, env, id, signals.SendRequest{Message: text, Caller: alice}); res.TurnID != "turn_0" {
+			t.Fatalf("%s: %+v, want it taken by turn_0", text, res)
+		}
+	}
+	evs = waitWithin(t, env, id, time.Minute, idle(1))
+	got := map[string]string{}
+	for _, res := range resolutions(evs) {
+		got[res.RequestID] = res.Outcome
+	}
+	want := map[string]string{order[0]: protocol.OutcomeApproved, order[1]: protocol.OutcomeDenied, order[2]: protocol.OutcomeApproved}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resolutions by request, in the order asked %v (-want +got):\n%s\n%s", topics, diff, evetest.Join(evs))
+	}
+	if n := len(evetest.Of(evs, protocol.TurnStarted)); n != 1 {
+		t.Errorf("%d turns on the root, want 1 (each answer taken): %s", n, evetest.Join(evs))
+	}
+}
+
+// Depth 2: a grandchild's approval (boss → mid → researcher) is answered
+// by "approve" typed to the root: the answer goes down through mid, the
+// settlement comes back up; each parent's proxied input.requested carries
+// its own call's taskId. Recording saves the root's and mid's turns.
+func TestSubagentTypedApprovalDepth2(t *testing.T) {
+	env := evetest.New(t)
+	env.StartWorker(depth2Agent(t))
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "delegate fetch tidal power", Caller: alice})
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	ts, midID := firstChild(t, id, evs)
+	mevs := waitFor(t, env, midID, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	mts, _ := firstChild(t, midID, mevs)
+	for _, s := range []struct {
+		name string
+		evs  []protocol.Event
+		ts   protocol.TaskStartedData
+	}{{"root", evs, ts}, {"mid", mevs, mts}} {
+		var req protocol.InputRequestedData
+		_ = evetest.Of(s.evs, protocol.InputRequested)[0].Decode(&req)
+		if req.CallID != s.ts.CallID || req.TaskID != s.ts.TaskID {
+			t.Errorf("%s's proxied input.requested callId %q taskId %q, want %q %q", s.name, req.CallID, req.TaskID, s.ts.CallID, s.ts.TaskID)
+		}
+	}
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: alice}); res.TurnID != "turn_0" {
+		t.Errorf("approve: %+v, want it taken by turn_0", res)
+	}
+	evs = waitFor(t, env, id, idle(1))
+	if got, want := lastReply(t, evs), "boss: mid: Fetched: the paper on tidal power (12 pages)"; !strings.HasPrefix(got, want) {
+		t.Errorf("reply %q, want %q: %s", got, want, evetest.Join(evs))
+	}
+	for _, s := range []struct {
+		name string
+		evs  []protocol.Event
+	}{{"root", evs}, {"mid", waitFor(t, env, midID, idle(1))}} {
+		got := typesOf(s.evs, protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved)
+		if diff := cmp.Diff([]string{protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved}, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s\n%s", s.name, diff, evetest.Join(s.evs))
+		}
+	}
+	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-depth2-root")
+	saveTaskHistory(t, env, midID+"/turn_0", "turn-subagent-typed-depth2-mid")
+}
