@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,10 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/approval"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/evetest"
+	"github.com/eve-temporal/eve/model/scripted"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // settlements lists a stream's approval.settled and input.resolved as
@@ -237,4 +242,107 @@ func TestSubagentTypedApprovalDepth2(t *testing.T) {
 	}
 	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-depth2-root")
 	saveTaskHistory(t, env, midID+"/turn_0", "turn-subagent-typed-depth2-mid")
+}
+
+// fourEyesAgent delegates to the demo's researcher, whose fetch_paper a
+// response policy judges: only bob may settle it (not the requester).
+func fourEyesAgent(t *testing.T) *agent.Agent {
+	t.Helper()
+	researcher, err := demo.Researcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch, ok := researcher.Tools.Get("fetch_paper")
+	if !ok {
+		t.Fatal("the researcher has no fetch_paper")
+	}
+	fetch.Approval = fetch.Approval.WithResponse(func(_ context.Context, c approval.ResponseContext) (approval.Verdict, error) {
+		if c.Response.Principal != nil && c.Response.Principal.ID == "bob" {
+			return approval.Allow(), nil
+		}
+		return approval.Reject("a second person approves fetches"), nil
+	})
+	m, err := scripted.Parse([]byte(`
+name: root
+rules:
+  - match: '^ask (?P<m>.+)$'
+    steps:
+      - calls: [{tool: researcher, input: {message: "{{m}}"}}]
+      - calls: [{tool: eve__task_wait, input: {}}]
+      - reply: "The researcher says: {{task.researcher}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agent.Agent{Name: "root", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Subagents: []*agent.Agent{researcher}}
+}
+
+// A proxied approval a response policy judges: another person's typed
+// answer goes down too, and the child's policy judges each sender. alice
+// (the requester) types "approve": the root takes it, the child's policy
+// refuses her (approval.candidate rejected, relayed), the request stays
+// the first open prompt; bob types "approve": the root session offers it
+// to the turn (the mirror names the request judged), the child's policy
+// allows him, fetch_paper runs once and the reply arrives in the same turn.
+// Recording saves the root turn (v0.5.0-turn-subagent-typed-judged.json).
+func TestSubagentTypedJudged(t *testing.T) {
+	env := evetest.New(t)
+	env.StartWorker(fourEyesAgent(t))
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "ask fetch tidal power", Caller: alice})
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	_, child := firstChild(t, id, evs)
+	var req protocol.InputRequestedData
+	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
+	rid := req.Requests[0].RequestID
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: alice}); res.TurnID != "turn_0" {
+		t.Fatalf("alice's approve: %+v, want it taken by turn_0", res)
+	}
+	candidates := func(evs []protocol.Event) []string {
+		var got []string
+		for _, e := range evetest.Of(evs, protocol.ApprovalCandidate) {
+			var d protocol.ApprovalCandidateData
+			_ = e.Decode(&d)
+			got = append(got, d.ResponderPrincipalID+" "+d.Outcome)
+		}
+		return got
+	}
+	waitFor(t, env, id, func(evs []protocol.Event) bool { return len(candidates(evs)) == 2 })
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: bob}); res.TurnID != "turn_0" {
+		t.Fatalf("bob's approve: %+v, want it taken by turn_0", res)
+	}
+	evs = waitFor(t, env, id, idle(1))
+	cevs := waitFor(t, env, child, idle(1))
+	if got, want := lastReply(t, evs), "The researcher says: Fetched: the paper on tidal power (12 pages)"; got != want {
+		t.Errorf("reply %q, want %q", got, want)
+	}
+	for _, s := range []struct {
+		name string
+		evs  []protocol.Event
+	}{{"root", evs}, {"child", cevs}} {
+		// The settlement is bob's: an allowed candidate ends in approval.settled.
+		if diff := cmp.Diff([]string{"alice pending", "alice rejected", "bob pending"}, candidates(s.evs)); diff != "" {
+			t.Errorf("%s's candidates (-want +got):\n%s\n%s", s.name, diff, evetest.Join(s.evs))
+		}
+		want := []string{"settled " + rid + " " + protocol.OutcomeApproved, "resolved " + rid + " " + protocol.OutcomeApproved}
+		if diff := cmp.Diff(want, settlements(s.evs)); diff != "" {
+			t.Errorf("%s's settlement (-want +got):\n%s\n%s", s.name, diff, evetest.Join(s.evs))
+		}
+	}
+	var st protocol.ApprovalSettledData
+	_ = evetest.Of(cevs, protocol.ApprovalSettled)[0].Decode(&st)
+	if st.ResponderPrincipalID != "bob" {
+		t.Errorf("child's approval.settled %+v, want settled by bob", st)
+	}
+	if n := fetchRuns(cevs); n != 1 {
+		t.Errorf("fetch_paper ran %d times, want 1", n)
+	}
+	if n := len(evetest.Of(evs, protocol.TurnStarted)); n != 1 {
+		t.Errorf("%d turns on the root, want 1", n)
+	}
+	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-judged")
 }
