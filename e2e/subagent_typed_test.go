@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/approval"
@@ -345,4 +348,64 @@ func TestSubagentTypedJudged(t *testing.T) {
 		t.Errorf("%d turns on the root, want 1", n)
 	}
 	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-judged")
+}
+
+// Exactly once: the root turn's workflow task that takes a typed
+// "approve" and routes it down fails once after issuing the signal and is
+// retried: the message is read once, one answer goes down, the tool runs
+// once.
+func TestSubagentTypedOnce(t *testing.T) {
+	env := evetest.New(t)
+	a, err := demo.Agent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := &failRule{why: "routes a typed answer down", match: func(name string, _ any) bool { return name == signals.SignalRespond }}
+	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failTurnSignal{rules: []*failRule{down}}}})
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch wind farms", Caller: alice})
+	waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	if res := send(t, env, id, signals.SendRequest{Message: "approve", Caller: alice}); res.TurnID != "turn_0" {
+		t.Fatalf("approve: %+v, want it taken by turn_0", res)
+	}
+	evs := waitFor(t, env, id, idle(1))
+	if got := lastReply(t, evs); !strings.HasPrefix(got, "The researcher says: Fetched: the paper on wind farms (12 pages).") {
+		t.Errorf("reply %q", got)
+	}
+	if down.failed.Load() != 1 {
+		t.Fatalf("the task that routes the answer down failed %d times, want 1", down.failed.Load())
+	}
+	if got, want := receivedByTurn(evs), []string{"turn_0 ask researcher fetch wind farms", "turn_0 approve"}; !cmp.Equal(got, want) {
+		t.Errorf("message.received %q, want %q", got, want)
+	}
+	if got := typesOf(evs, protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved); !cmp.Equal(got, []string{protocol.InputRequested, protocol.ApprovalSettled, protocol.InputResolved}) {
+		t.Errorf("root %v: %s", got, evetest.Join(evs))
+	}
+	_, child := firstChild(t, id, evs)
+	if n := fetchRuns(waitFor(t, env, child, idle(1))); n != 1 {
+		t.Errorf("fetch_paper ran %d times, want 1", n)
+	}
+	sent, failed := 0, 0
+	it := env.Client.GetWorkflowHistory(ctx, id+"/turn_0", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			failed++
+		case enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+			if e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == signals.SignalRespond {
+				sent++
+			}
+		}
+	}
+	if sent != 1 || failed < 1 {
+		t.Errorf("root turn: %d answers routed down (want 1), %d failed tasks", sent, failed)
+	}
 }
