@@ -409,3 +409,95 @@ func TestSubagentTypedOnce(t *testing.T) {
 		t.Errorf("root turn: %d answers routed down (want 1), %d failed tasks", sent, failed)
 	}
 }
+
+// greeterAgent delegates to a greeter whose greet tool asks its person for
+// a name in the middle of its call (tools.Context.Ask, free text).
+func greeterAgent(t *testing.T) *agent.Agent {
+	t.Helper()
+	greeter := askingAgent(t)
+	greeter.Name, greeter.Description = "greeter", "Greets a person by name."
+	greeterModel, err := scripted.Parse([]byte(`
+name: greeter
+rules:
+  - match: 'Caller message:'
+    steps:
+      - calls: [{tool: greet}]
+      - reply: "{{result.greet.greeting}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	greeter.Model, greeter.LocalModel = greeterModel, true
+	m, err := scripted.Parse([]byte(`
+name: root
+rules:
+  - match: '^greet (?P<m>.+)$'
+    steps:
+      - calls: [{tool: greeter, input: {message: "{{m}}"}}]
+      - calls: [{tool: eve__task_wait, input: {}}]
+      - reply: "The greeter says: {{task.greeter}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agent.Agent{Name: "root", Model: m, Tools: tools.NewRegistry(), LocalModel: true, Subagents: []*agent.Agent{greeter}}
+}
+
+// A proxied question answered by text: the greeter's call asks for a name
+// (free text), the question is proxied to the root, and "Ada" typed to the
+// root answers it: the root records message.received, then input.resolved
+// (answered, with the text) as the answer goes down; the call gets "Ada".
+func TestSubagentTypedQuestion(t *testing.T) {
+	env := evetest.New(t)
+	env.StartWorker(greeterAgent(t))
+	ctx := env.Ctx(2 * time.Minute)
+	id, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "greet the visitor", Caller: alice})
+	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	ts, _ := firstChild(t, id, evs)
+	var req protocol.InputRequestedData
+	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
+	if len(req.Requests) != 1 || req.Requests[0].Kind != protocol.KindQuestion || req.TaskID != ts.TaskID {
+		t.Fatalf("proxied input.requested %+v", req)
+	}
+	if res := send(t, env, id, signals.SendRequest{Message: "Ada", Caller: alice}); res.TurnID != "turn_0" {
+		t.Fatalf("Ada: %+v, want it taken by turn_0", res)
+	}
+	evs = waitFor(t, env, id, idle(1))
+	if got, want := lastReply(t, evs), "The greeter says: Hello, Ada"; got != want {
+		t.Errorf("reply %q, want %q: %s", got, want, evetest.Join(evs))
+	}
+	got := typesOf(evs, protocol.MessageReceived, protocol.InputRequested, protocol.InputResolved)
+	want := []string{protocol.MessageReceived, protocol.InputRequested, protocol.MessageReceived, protocol.InputResolved}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("root (-want +got):\n%s\n%s", diff, evetest.Join(evs))
+	}
+	res := resolutions(evs)
+	if len(res) != 1 || res[0].Outcome != protocol.OutcomeAnswered || res[0].Response == nil || res[0].Response.Text != "Ada" {
+		t.Errorf("root's resolutions %+v", res)
+	}
+
+	// Answered through inputResponses, the question resolves on the root
+	// once too: before the change the root could also record the child's
+	// relayed resolution when it arrived with the signal's delivery.
+	id2, err := env.Sessions.Create(ctx, "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id2, signals.SendRequest{Message: "greet the guest", Caller: alice})
+	evs = waitFor(t, env, id2, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
+	if _, err := env.Sessions.Respond(ctx, id2, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: req.Requests[0].RequestID, Text: "Grace"}}, Responder: alice}); err != nil {
+		t.Fatal(err)
+	}
+	evs = waitFor(t, env, id2, idle(1))
+	if got, want := lastReply(t, evs), "The greeter says: Hello, Grace"; got != want {
+		t.Errorf("reply %q, want %q", got, want)
+	}
+	if res := resolutions(evs); len(res) != 1 || res[0].Response == nil || res[0].Response.Text != "Grace" {
+		t.Errorf("root's resolutions %+v: %s", res, evetest.Join(evs))
+	}
+}

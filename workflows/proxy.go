@@ -250,6 +250,9 @@ func (t *turn) relayedCheck(rs []protocol.InputResponse) error {
 // (input.resolved, eve's routeAnswer); a tool approval waits for the
 // child's relayed settlement. It returns the resolutions it recorded.
 func (t *turn) routeDown(ctx workflow.Context, req signals.RespondRequest, down map[string][]protocol.InputResponse, children []string) []protocol.InputResolution {
+	if t.typedOn {
+		return t.routeDownResolved(ctx, req, down, children) // typed.go
+	}
 	var resolved []protocol.InputResolution
 	for _, child := range children {
 		rs := down[child]

@@ -128,6 +128,42 @@ func (t *turn) answerRelayed(ctx workflow.Context, rl *relayed, m signals.TurnMe
 	return true, true
 }
 
+// routeDownResolved is routeDown with changeProxyTyped: the answers go
+// down, and a question resolves here in the same workflow task, before
+// the child can relay its own resolution of it (which this turn then
+// leaves aside: the request is retired). routeDown resolved it once the
+// signal was delivered, so a child's relay read meanwhile was recorded
+// too: two input.resolved for one answer.
+func (t *turn) routeDownResolved(ctx workflow.Context, req signals.RespondRequest, down map[string][]protocol.InputResponse, children []string) []protocol.InputResolution {
+	sent := make([]workflow.Future, len(children))
+	for i, child := range children {
+		sent[i] = workflow.SignalExternalWorkflow(ctx, child, "", signals.SignalRespond,
+			signals.RespondRequest{Responses: down[child], Responder: req.Responder})
+	}
+	var resolved []protocol.InputResolution
+	for _, child := range children {
+		for _, resp := range down[child] {
+			r := t.relays[resp.RequestID]
+			if r.kind == protocol.KindToolApproval || r.retired {
+				continue // an approval waits for the child's settlement
+			}
+			r.retired = true
+			rc := resp
+			resolved = append(resolved, protocol.InputResolution{Kind: r.kind, Outcome: protocol.OutcomeAnswered, RequestID: resp.RequestID, Response: &rc})
+		}
+	}
+	if len(resolved) > 0 {
+		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolved, StepRef: t.step(t.stepIdx)})
+		t.tellInputs(ctx)
+	}
+	for i, f := range sent {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("a relayed answer could not reach the child turn that asked", "child", children[i], "error", err.Error())
+		}
+	}
+	return resolved
+}
+
 // answerRules says who may answer each request of an input.requested this
 // subagent's turn relays (signals.AgentInput.Rules): its own by its board,
 // a descendant's as that one relayed it.
