@@ -447,6 +447,7 @@ rules:
 // (free text), the question is proxied to the root, and "Ada" typed to the
 // root answers it: the root records message.received, then input.resolved
 // (answered, with the text) as the answer goes down; the call gets "Ada".
+// Recording saves the root turn (v0.5.0-turn-subagent-typed-question.json).
 func TestSubagentTypedQuestion(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(greeterAgent(t))
@@ -479,6 +480,7 @@ func TestSubagentTypedQuestion(t *testing.T) {
 	if len(res) != 1 || res[0].Outcome != protocol.OutcomeAnswered || res[0].Response == nil || res[0].Response.Text != "Ada" {
 		t.Errorf("root's resolutions %+v", res)
 	}
+	saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-typed-question")
 
 	// Answered through inputResponses, the question resolves on the root
 	// once too: before the change the root could also record the child's
