@@ -274,9 +274,6 @@ func (t *turn) routeDown(ctx workflow.Context, req signals.RespondRequest, down 
 	}
 	if len(resolved) > 0 {
 		t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: resolved, StepRef: t.step(t.stepIdx)})
-		if t.typedOn {
-			t.tellInputs(ctx)
-		}
 	}
 	return resolved
 }
