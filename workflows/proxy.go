@@ -24,8 +24,9 @@ import (
 //     callId) and keeps, per request id, the child turn that asked. A
 //     parent that is itself a subagent's turn relays what it recorded to
 //     its own parent, so a request from any depth reaches the root.
-//   - An answer given to the parent (the respond Update or Signal) for a
-//     relayed request goes down to the child turn as an eve.respond
+//   - An answer given to the parent (the respond Update or Signal, or a
+//     typed message when the request is the first open prompt: typed.go)
+//     for a relayed request goes down to the child turn as an eve.respond
 //     signal; the child decides it by its own policies. A tool approval
 //     stays open on the parent until the child relays approval.settled and
 //     input.resolved, which the parent records (eve's resolvedByChild); a
