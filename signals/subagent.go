@@ -119,4 +119,20 @@ type AgentInput struct {
 	// Type is the event's type, Data its data as the child recorded it.
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// Rules say, for each request of a relayed input.requested, who may
+	// answer it, so the root can route a typed answer ("approve") to it
+	// and leave one the child would refuse for the turn's end.
+	Rules []AnswerRule `json:"rules,omitempty"`
+}
+
+// AnswerRule is who may answer one relayed request, as the turn that
+// asked it decides.
+type AnswerRule struct {
+	RequestID string `json:"requestId"`
+	// Judged: a response policy judges whoever answers (an approval).
+	Judged bool `json:"judged,omitempty"`
+	// RequesterOnly: only Requester may settle it (an approval without a
+	// response policy); a nil Requester is anyone.
+	RequesterOnly bool            `json:"requesterOnly,omitempty"`
+	Requester     *auth.Principal `json:"requester,omitempty"`
 }

@@ -64,6 +64,10 @@ const (
 	// changeParkWrites: an answered park is not written to search
 	// attributes (recorded where a workflow first leaves waiting-input).
 	changeParkWrites = "eve-park-writes"
+	// changeProxyTyped: a typed answer reaches a proxied prompt.
+	changeProxyTyped = "eve-subagent-typed-answers"
+	// changeProxyTaskID: a proxied input.requested carries the taskId.
+	changeProxyTaskID = "eve-subagent-proxy-task-id"
 	// changeTurnVersions: no GetVersion; the turn's input (Versions)
 	// carries it, and the histories below replay it.
 	changeTurnVersions = "eve-turn-versions"
@@ -196,6 +200,10 @@ var changes = []change{
 		[]string{"v0.5.0-quiet-resume-*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
 		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
+	{changeProxyTyped, "0.5.0", "a typed answer to a proxied prompt (decided at a turn's first proxied request): the parent turn keeps the requests its children proxied, its mirror to the session (signals.TurnInputs) lists the open ones among its own in the order asked (a session-limit prompt first), so the session's status says waiting-input and routes a typed message to the turn; a message that answers the first open prompt by text (protocol.ResolveText), when that is a proxied request, is taken (message.received) and its answer goes down to the child turn that asked (eve.respond, as the sender's), unless the child's rule (signals.AgentInput.Rules) leaves the approval to its requester and the sender is not: the message waits for the turn's end; an answer to a proxied question (typed or through inputResponses) resolves it on the parent in the workflow task that sends it down, not once the signal is delivered (when the child's relayed resolution could be recorded too)",
+		[]string{"v0.5.0-turn-subagent-typed-*.json", "v0.5.0-session-subagent-typed*.json"}},
+	{changeProxyTaskID, "0.5.0", "a proxied input.requested on the parent carries the taskId of the parent's call whose child asked (eve's streaming docs: an input.requested from a task's run carries its taskId)",
+		[]string{"v0.5.0-turn-subagent-typed-approved.json", "v0.5.0-turn-subagent-typed-depth2*.json"}},
 	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",
 		[]string{"v0.5.0-turn-code-agent-announced.json"}},
 }

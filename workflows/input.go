@@ -388,7 +388,7 @@ func (t *turn) reportInput(ctx workflow.Context) {
 			return
 		}
 	}
-	t.tell(ctx, signals.SignalTurnInputs, t.board.inputs())
+	t.tell(ctx, signals.SignalTurnInputs, t.inputs()) // typed.go
 }
 
 // tell signals the session by a SignalExternalWorkflow command, fire and

@@ -24,8 +24,9 @@ import (
 //     callId) and keeps, per request id, the child turn that asked. A
 //     parent that is itself a subagent's turn relays what it recorded to
 //     its own parent, so a request from any depth reaches the root.
-//   - An answer given to the parent (the respond Update or Signal) for a
-//     relayed request goes down to the child turn as an eve.respond
+//   - An answer given to the parent (the respond Update or Signal, or a
+//     typed message when the request is the first open prompt: typed.go)
+//     for a relayed request goes down to the child turn as an eve.respond
 //     signal; the child decides it by its own policies. A tool approval
 //     stays open on the parent until the child relays approval.settled and
 //     input.resolved, which the parent records (eve's resolvedByChild); a
@@ -40,6 +41,14 @@ type relayed struct {
 	// (a stopped call withdraws its open requests: subagent_cancel.go).
 	call string
 	n    int
+	// With changeProxyTyped (typed.go): req is the request as relayed,
+	// rule who may answer it, order when it was asked among the turn's
+	// own (inputBoard.asked); sent: a typed answer the child will take
+	// went down, so the next typed answer goes to the next prompt.
+	req   protocol.InputRequest
+	rule  signals.AnswerRule
+	order int
+	sent  bool
 }
 
 // relayUp relays this subagent turn's people-in-the-loop events to its
@@ -61,8 +70,11 @@ func (t *turn) relayUp(ctx workflow.Context, typ string, data any) {
 	if err != nil {
 		return
 	}
-	t.relayQueue = append(t.relayQueue, signals.AgentInput{
-		CallID: t.in.CalledBy.CallID, ChildSession: t.in.SessionID, ChildTurn: t.wid, Type: typ, Data: raw})
+	in := signals.AgentInput{CallID: t.in.CalledBy.CallID, ChildSession: t.in.SessionID, ChildTurn: t.wid, Type: typ, Data: raw}
+	if typ == protocol.InputRequested {
+		in.Rules = t.answerRules(raw) // typed.go
+	}
+	t.relayQueue = append(t.relayQueue, in)
 	if t.relaySending {
 		return
 	}
@@ -126,7 +138,15 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		var fresh []protocol.InputRequest
 		for _, r := range d.Requests {
 			if t.relays[r.RequestID] == nil {
-				t.relays[r.RequestID] = &relayed{child: in.ChildTurn, kind: r.Kind, call: in.CallID, n: len(t.relays)}
+				rl := &relayed{child: in.ChildTurn, kind: r.Kind, call: in.CallID, n: len(t.relays), req: r}
+				for _, rule := range in.Rules {
+					if rule.RequestID == r.RequestID {
+						rl.rule = rule
+					}
+				}
+				t.board.asked++
+				rl.order = t.board.asked
+				t.relays[r.RequestID] = rl
 				fresh = append(fresh, r)
 			}
 		}
@@ -134,10 +154,18 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 			return
 		}
 		d.Requests, d.CallID = fresh, in.CallID
+		if task := t.callTasks[in.CallID]; task != "" && workflow.GetVersion(ctx, changeProxyTaskID, workflow.DefaultVersion, 1) >= 1 {
+			// The call runs as a task: eve's input.requested from a task's
+			// run carries its taskId (the parent's, not the child's own).
+			d.TaskID = task
+		}
 		t.log.emit(ctx, protocol.InputRequested, d)
 		// The turn holds for people (eve's relay: hold on input), so a
 		// client reads the request as the end of a segment.
 		t.turnWaiting(ctx, "input")
+		if t.typedAnswers(ctx) {
+			t.tellInputs(ctx) // typed.go
+		}
 	case protocol.ApprovalCandidate, protocol.ApprovalSettled:
 		key := in.Type + "\x00" + string(in.Data)
 		if t.relayedSeen[key] {
@@ -169,6 +197,9 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 		}
 		d.Resolutions = keep
 		t.log.emit(ctx, protocol.InputResolved, d)
+		if t.typedOn {
+			t.tellInputs(ctx)
+		}
 	}
 }
 
@@ -220,6 +251,9 @@ func (t *turn) relayedCheck(rs []protocol.InputResponse) error {
 // (input.resolved, eve's routeAnswer); a tool approval waits for the
 // child's relayed settlement. It returns the resolutions it recorded.
 func (t *turn) routeDown(ctx workflow.Context, req signals.RespondRequest, down map[string][]protocol.InputResponse, children []string) []protocol.InputResolution {
+	if t.typedOn {
+		return t.routeDownResolved(ctx, req, down, children) // typed.go
+	}
 	var resolved []protocol.InputResolution
 	for _, child := range children {
 		rs := down[child]

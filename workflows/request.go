@@ -104,6 +104,9 @@ type request struct {
 	schema, editSchema *schema.Schema
 	// follow: its reminders and escalation (changeFollowUps).
 	follow followState
+	// order is when it was asked among the turn's requests and those its
+	// children proxied (inputBoard.asked; prompts).
+	order int
 }
 
 // decision is how an answer settles a request.
@@ -749,6 +752,9 @@ type inputBoard struct {
 	responses bool
 	// origin: the session is a subagent's child (turnInput.Origin).
 	origin *protocol.SubagentOrigin
+	// asked counts the requests asked, the turn's and those its children
+	// proxied (request.order, relayed.order).
+	asked int
 }
 
 func newInputBoard(in turnInput, responses bool) *inputBoard {
@@ -764,6 +770,8 @@ func newInputBoard(in turnInput, responses bool) *inputBoard {
 // add opens a request on the board.
 func (b *inputBoard) add(r *request, opened time.Time) *request {
 	r.b, r.opened = b, opened
+	b.asked++
+	r.order = b.asked
 	b.requests = append(b.requests, r)
 	b.byID[r.req.RequestID] = r
 	return r

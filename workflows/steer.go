@@ -123,7 +123,21 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 	if sender == nil {
 		sender = t.in.Auth.Initiator // as the session counts it
 	}
-	if open := t.board.open(); len(open) > 0 {
+	open := t.board.open()
+	if t.typedOn {
+		// The first open prompt may be a child's proxied request (typed.go).
+		if ps := t.prompts(); len(ps) == 0 {
+			open = nil
+		} else if rl := ps[0].relay; rl != nil {
+			if answered, taken := t.answerRelayed(ctx, rl, m, sender); answered {
+				return taken
+			}
+			open = nil // the message answers none of the turn's own prompts
+		} else {
+			open = []protocol.InputRequest{ps[0].req}
+		}
+	}
+	if len(open) > 0 {
 		r := t.board.byID[open[0].RequestID]
 		if resp, ok := protocol.ResolveText(r.req, m.Message); ok {
 			if d, err := r.decide(resp); err == nil {

@@ -59,6 +59,10 @@ func runAgent(ctx workflow.Context, h callHost, c *pendingCall, in work.ExecuteT
 		text = signals.SubagentPrompt(p.Subagent.Agent, p.Subagent.Description, msg.Message)
 	}
 	t.listenAgentReplies(ctx)
+	if t.callTasks == nil {
+		t.callTasks = map[string]string{}
+	}
+	t.callTasks[p.Call.ID] = c.taskID
 	self := workflow.GetInfo(ctx).WorkflowExecution.ID
 	m := signals.AgentMessage{Message: text, DeliveryID: subagentDeliveryPrefix + strings.ReplaceAll(self, "/", "_") + "_" + p.Call.ID,
 		ReplyTo: self, CallID: p.Call.ID, Caller: t.in.Auth.Current}

@@ -69,6 +69,9 @@ func (t *turn) withdrawRelayed(ctx workflow.Context, callID string) {
 		res[i] = protocol.InputResolution{Kind: r.kind, Outcome: protocol.OutcomeCancelled, RequestID: ids[r]}
 	}
 	t.log.emit(ctx, protocol.InputResolved, protocol.InputResolvedData{Resolutions: res, StepRef: t.step(t.stepIdx)})
+	if t.typedOn {
+		t.tellInputs(ctx) // typed.go
+	}
 }
 
 // takeChildResolution reports whether this turn records a child's

@@ -155,6 +155,13 @@ type turn struct {
 	proxyDecided bool
 	relayQueue   []signals.AgentInput
 	relaySending bool
+	// typedOn: a typed message may answer a request a child proxied
+	// (typed.go, changeProxyTyped; decided at the first one).
+	typedOn      bool
+	typedDecided bool
+	// callTasks are the task ids of this turn's subagent calls, by call
+	// id (a proxied input.requested carries its call's: changeProxyTaskID).
+	callTasks map[string]string
 	// reqTag is the tag in a subagent's turn's request ids (requestTag).
 	reqTag     string
 	tagDecided bool

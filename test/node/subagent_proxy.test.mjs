@@ -2,8 +2,9 @@
 // client (npm eve@0.80.1): the demo's `ask researcher fetch <topic>`
 // delegates to its researcher, whose fetch_paper needs a person's
 // approval. The request is proxied on the root session's stream (the
-// child's request id, the root's callId), the client answers it through
-// the root session, and the child's reply arrives in the root turn.
+// child's request id, the root's callId and the call's taskId), the client
+// answers it through the root session (with respond, or a typed "approve"
+// sent as a message), and the child's reply arrives in the root turn.
 import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -39,6 +40,7 @@ describe("a subagent's approval through the root, with eve's client", { timeout:
     const task = parked.events.find((e) => e.type === "task.started");
     const proxied = parked.events.find((e) => e.type === "input.requested");
     assert.equal(proxied.data.callId, task.data.callId);
+    assert.equal(proxied.data.taskId, task.data.taskId);
 
     const done = await (await session.respond([{ requestId: req.requestId, optionId: "approve" }])).result();
     const settled = done.events.filter((e) => e.type === "approval.settled");
@@ -58,5 +60,19 @@ describe("a subagent's approval through the root, with eve's client", { timeout:
     assert.equal(seen.filter((e) => e.type === "approval.settled").length, 1, types(seen).join(" "));
     const results = seen.filter((e) => e.type === "action.result" && JSON.stringify(e.data).includes("12 pages"));
     assert.equal(results.length, 1, types(seen).join(" "));
+  });
+
+  test("a typed approve answers the proxied approval, as on a text channel", async () => {
+    const { response, session } = await client.sessions.create({ message: "ask researcher fetch wind farms" });
+    const parked = await response.result();
+    assert.equal(parked.inputRequests.length, 1, types(parked.events).join(" "));
+    const [req] = parked.inputRequests;
+    const done = await (await session.send("approve")).result();
+    const received = done.events.filter((e) => e.type === "message.received").map((e) => [e.data.turnId, e.data.message]);
+    assert.deepEqual(received, [["turn_0", "approve"]], types(done.events).join(" "));
+    assert.deepEqual(done.events.filter((e) => e.type === "approval.settled").map((e) => [e.data.requestId, e.data.outcome]), [[req.requestId, "approved"]]);
+    assert.match(done.message ?? "", /^The researcher says: Fetched: the paper on wind farms \(12 pages\)\./);
+    assert.equal(done.inputRequests.length, 0);
+    assert.equal(done.events.filter((e) => e.type === "turn.started").length, 0, "the message is no turn of its own");
   });
 });
