@@ -27,6 +27,10 @@ type InboxMemo struct {
 	Owner     *auth.Principal `json:"owner,omitempty"`
 	Requester *auth.Principal `json:"requester,omitempty"`
 	Items     []InboxEntry    `json:"items"`
+	// Relayed counts the open requests the turn's subagents proxied
+	// through it (listed under their own turns): a root turn with none of
+	// its own open may still wait on them.
+	Relayed int `json:"relayed,omitempty"`
 	// Origin places a subagent's turn under its root session (nil: a
 	// root session's turn, or a child started before eve-subagent-origin).
 	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`

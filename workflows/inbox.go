@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -43,15 +44,22 @@ func publishInbox(ctx workflow.Context, b *inputBoard) {
 // publishInboxMemo is publishInbox's memo alone: the attributes are the
 // turn's attribute writer's (changeSearchWrites). The memo is no billable
 // action; it follows every change of the open requests.
-func publishInboxMemo(ctx workflow.Context, b *inputBoard) {
+//
+// relayed counts the open requests the turn's subagents proxied through it
+// (0 for a turn that records none: changeProxyTyped), so the memo says
+// whether the turn waits on people at all (sessions.List reads it).
+func publishInboxMemo(ctx workflow.Context, b *inputBoard, relayed func() int) {
 	published := ""
+	key := func() string { return b.openKey() + "/" + strconv.Itoa(relayed()) }
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return b.openKey() != published }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return key() != published }); err != nil {
 				return
 			}
-			published = b.openKey()
-			_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoInbox: b.inboxMemo()})
+			published = key()
+			memo := b.inboxMemo()
+			memo.Relayed = relayed()
+			_ = workflow.UpsertMemo(ctx, map[string]any{signals.MemoInbox: memo})
 		}
 	})
 }

@@ -384,8 +384,8 @@ func (t *turn) reportInput(ctx workflow.Context) {
 		}
 	} else {
 		t.setStatus(ctx, statusRunning, nil)
-		if t.quiet {
-			return
+		if t.quiet && len(t.inputs().Open) == 0 {
+			return // nothing open, a proxied request's neither
 		}
 	}
 	t.tell(ctx, signals.SignalTurnInputs, t.inputs()) // typed.go

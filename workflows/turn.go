@@ -368,7 +368,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 		t.visStatus, t.visInbox = statusRunning, inbox
 		writeVisibility(ctx, t.visState, inbox, false, in.Versions)
 		if inbox {
-			publishInboxMemo(ctx, t.board)
+			publishInboxMemo(ctx, t.board, t.relayedOpen)
 		}
 	case inbox:
 		publishInbox(ctx, t.board)

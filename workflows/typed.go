@@ -95,6 +95,21 @@ func (t *turn) inputs() signals.TurnInputs {
 	return in
 }
 
+// relayedOpen counts the proxied requests still open (the inbox memo's
+// Relayed), with changeProxyTyped: 0 before it, as memos were.
+func (t *turn) relayedOpen() int {
+	if !t.typedOn {
+		return 0
+	}
+	n := 0
+	for _, rl := range t.relays {
+		if !rl.retired {
+			n++
+		}
+	}
+	return n
+}
+
 // tellInputs sends the session the mirror (a command of this workflow
 // task, as reportInput's).
 func (t *turn) tellInputs(ctx workflow.Context) {

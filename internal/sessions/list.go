@@ -130,7 +130,8 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 // so): a turn whose last request closed does not tell its session
 // (eve-quiet-resume), so the session says waiting-input until its turn
 // ends or parks again, while the turn's memo already lists no open
-// request. Such a session is running. A session whose turn has no inbox
+// request, its own or one its subagents proxied. Such a session is
+// running. A session whose turn has no inbox
 // memo keeps what it says.
 func (s *Service) confirmWaiting(ctx context.Context, rows []Listed) error {
 	var ids []string
@@ -158,7 +159,7 @@ func (s *Service) confirmWaiting(ctx context.Context, rows []Listed) error {
 			continue
 		}
 		var m signals.InboxMemo
-		if dc.FromPayload(f, &m) == nil && len(m.Items) == 0 && m.SessionID != "" {
+		if dc.FromPayload(f, &m) == nil && len(m.Items) == 0 && m.Relayed == 0 && m.SessionID != "" {
 			resumed[m.SessionID] = true
 		}
 	}

@@ -35,9 +35,9 @@ func (f *listFake) ListWorkflow(_ context.Context, req *workflowservice.ListWork
 }
 
 // turnRow is a running turn of session with an inbox memo of open items.
-func turnRow(t *testing.T, session string, open int) *workflowpb.WorkflowExecutionInfo {
+func turnRow(t *testing.T, session string, open, relayed int) *workflowpb.WorkflowExecutionInfo {
 	t.Helper()
-	m := signals.InboxMemo{SessionID: session, TurnID: "turn_0", Items: []signals.InboxEntry{}}
+	m := signals.InboxMemo{SessionID: session, TurnID: "turn_0", Items: []signals.InboxEntry{}, Relayed: relayed}
 	for i := 0; i < open; i++ {
 		m.Items = append(m.Items, signals.InboxEntry{})
 	}
@@ -79,7 +79,8 @@ func listRow(t *testing.T, id, status string, tools []string, memo *signals.Stat
 // under the filters that status matches; one without the memo (recorded
 // before changeParkWrites) lists as its attributes say. One whose turn
 // resumed quietly (eve-quiet-resume: no memo, its running turn's inbox memo
-// empty) lists as running; the turns are read in one query.
+// empty) lists as running, unless its turn waits on a request its
+// subagent proxied (the memo's Relayed); the turns are read in one query.
 func TestListReadsTheStatusMemo(t *testing.T) {
 	rows := func(t *testing.T) []*workflowpb.WorkflowExecutionInfo {
 		return []*workflowpb.WorkflowExecutionInfo{
@@ -88,12 +89,13 @@ func TestListReadsTheStatusMemo(t *testing.T) {
 			listRow(t, "ses_old", "waiting-input", []string{"refund_charge"}, nil),
 			listRow(t, "ses_idle", "idle", []string{}, &signals.StatusMemo{Status: "idle"}),
 			listRow(t, "ses_quiet", "waiting-input", []string{"refund_charge"}, nil),
+			listRow(t, "ses_proxied", "waiting-input", []string{"fetch_paper"}, nil),
 		}
 	}
 	turns := func(t *testing.T) []*workflowpb.WorkflowExecutionInfo {
-		return []*workflowpb.WorkflowExecutionInfo{turnRow(t, "ses_parked", 1), turnRow(t, "ses_quiet", 0)}
+		return []*workflowpb.WorkflowExecutionInfo{turnRow(t, "ses_parked", 1, 0), turnRow(t, "ses_quiet", 0, 0), turnRow(t, "ses_proxied", 0, 1)}
 	}
-	const turnQuery = `WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveSessionId IN ("ses_parked", "ses_old", "ses_quiet")`
+	const turnQuery = `WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveSessionId IN ("ses_parked", "ses_old", "ses_quiet", "ses_proxied")`
 	for _, c := range []struct {
 		name       string
 		q          ListQuery
@@ -101,11 +103,11 @@ func TestListReadsTheStatusMemo(t *testing.T) {
 		wantListed []string
 	}{
 		{"all", ListQuery{}, `WorkflowType = "eve.Session"`,
-			[]string{"ses_lagging running []", "ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]", "ses_idle idle []", "ses_quiet running []"}},
+			[]string{"ses_lagging running []", "ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]", "ses_idle idle []", "ses_quiet running []", "ses_proxied waiting-input [fetch_paper]"}},
 		{"running", ListQuery{Status: "running"}, `WorkflowType = "eve.Session" AND ExecutionStatus = "Running" AND EveStatus IN ("running", "waiting-input")`,
 			[]string{"ses_lagging running []", "ses_quiet running []"}},
 		{"waiting-input", ListQuery{Status: "waiting-input"}, `WorkflowType = "eve.Session" AND ExecutionStatus = "Running" AND EveStatus = "waiting-input"`,
-			[]string{"ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]"}},
+			[]string{"ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]", "ses_proxied waiting-input [fetch_paper]"}},
 		{"tool", ListQuery{Tool: "refund_charge"}, `WorkflowType = "eve.Session" AND EveTools = "refund_charge"`,
 			[]string{"ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]"}},
 	} {
