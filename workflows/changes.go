@@ -55,6 +55,8 @@ const (
 	changeSubagentUsage = "eve-subagent-usage"
 	// changeSubagentRequestIDs: a subagent's turn tags its request ids.
 	changeSubagentRequestIDs = "eve-subagent-request-ids"
+	// changeSubagentAskIDs: a subagent's turn tags its tools' question ids.
+	changeSubagentAskIDs = "eve-subagent-ask-ids"
 	// changeParkWrites: an answered park is not written to search
 	// attributes (recorded where a workflow first leaves waiting-input).
 	changeParkWrites = "eve-park-writes"
@@ -138,6 +140,8 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-usage*.json", "v0.5.0-session-subagent-usage*.json"}},
 	{changeSubagentRequestIDs, "0.5.0", "a subagent's turn (turnInput.CalledBy) puts its session's tag (s + 8 hex digits of a hash of the session id) in its approval and question request ids (apr_<tag>_<callId>, inp_<tag>_<callId>), so requests it proxies to the root never share an id with the root's or a sibling's (models number call ids per conversation); recorded at its first such request",
 		[]string{"v0.5.0-turn-subagent-request-ids*.json"}},
+	{changeSubagentAskIDs, "0.5.0", "a subagent's turn (turnInput.CalledBy), as it first runs a call that may ask its person (an activity's or a delegated job's tools.Context.Ask, a workflow tool's wfcall.Ask), hands its calls its session's tag (work.ExecuteToolInput.AskTag; a workflow tool's child the memo signals.MemoAskTag), so their questions' ids are ask_<tag>_<callId>_<n> (signals.AskID) and a tool's question it proxies to the root never shares an id with a sibling's; the turn takes a call's question tagged or untagged",
+		[]string{"v0.5.0-turn-subagent-ask-ids*.json"}},
 	{changeParkWrites, "0.5.0", "a workflow whose open requests were answered (waiting-input to running) does not upsert that: its search attributes keep waiting-input until its next other change (idle, a new park, waiting-tasks), the turn's inbox memo says it has no open request (the inbox drops it) and the session's status memo (signals.MemoStatus, written from then on) says running: one billable upsert fewer per park in each of the two workflows",
 		[]string{"v0.5.0-session-park-writes*.json", "v0.5.0-turn-park-writes*.json"}},
 	{changeTurnVersions, "0.5.0", "a session starts its turns with turnInput.Versions = 1, and such a turn takes eve-approval-responses, eve-task-events, eve-session-limits, eve-message-order, eve-inbox and eve-search-writes as on from its input instead of a version marker each (up to 6 markers and the SDK's 6 TemporalChangeVersion upserts fewer per turn, each a Visibility write on the server); a turn without it (started before) decides them by GetVersion as before. Not a GetVersion: the input is in the turn's start event, so a replay reads it back",
