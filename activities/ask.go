@@ -3,6 +3,7 @@ package activities
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -27,7 +28,9 @@ const askUnknownAfter = 30 * time.Second
 // query with a backoff up to 2 s (30 s when the notify bus wakes it on
 // each change of the session), heartbeating meanwhile. Questions are
 // numbered in the order the call asks them, so a retried attempt asking
-// the same ones finds their answers. Nil when nobody can be asked.
+// the same ones finds their answers (ids signals.AskID, with the tag a
+// subagent's turn hands the call in in.AskTag). Nil when nobody can be
+// asked.
 func (a *activitySet) asker(in work.ExecuteToolInput) tools.Asker {
 	if a.Client == nil || in.TurnID == "" || in.TurnID == in.Session.ID {
 		return nil
@@ -38,7 +41,7 @@ func (a *activitySet) asker(in work.ExecuteToolInput) tools.Asker {
 			return tools.Answer{}, tools.ErrCannotAsk
 		}
 		n++
-		id := fmt.Sprintf("ask_%s_%d", in.CallID, n)
+		id := signals.AskID(in.AskTag, in.CallID, strconv.Itoa(n))
 		wid := signals.TurnWorkflowID(in.Session.ID, in.TurnID)
 		req := protocol.InputRequest{Kind: protocol.KindQuestion, Prompt: q.Prompt, Display: q.Display, Options: q.Options,
 			AllowFreeform: q.AllowFreeform, RequestID: id}

@@ -288,7 +288,9 @@ func subKillAgent(workerName, markerDir string, idempotent bool) *agent.Agent {
 // fetch_paper and tally once each; slow's attempt lost with the worker is
 // retried once when the tool is idempotent and completes on the new
 // worker, and is not retried when it is not (the call fails, the child
-// still answers once).
+// still answers once). Recording (EVE_RECORD_HISTORIES=1
+// EVE_RECORD_PREFIX=v0.5.0-) saves the idempotent run's root session and
+// calling turn, and the children's (v0.5.0-*-subagent-killed*.json).
 func TestSubagentsWorkerKilled(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -354,6 +356,7 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 				t.Fatalf("settled tasks %v, want 2: %s", settled, evetest.Join(evs))
 			}
 			var fetched, crunched []string
+			var fetchChild, crunchChild string
 			for task, outs := range settled {
 				child := signals.SubagentSessionID(id, task)
 				cevs := waitWithin(t, env, child, time.Minute, idle(1))
@@ -364,9 +367,9 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 					t.Errorf("child %s replied %d times, want 1", task, sent)
 				}
 				if len(stubResults(t, cevs, "fetch_paper")) > 0 {
-					fetched = append(fetched, outs...)
+					fetched, fetchChild = append(fetched, outs...), child
 				} else {
-					crunched = append(crunched, outs...)
+					crunched, crunchChild = append(crunched, outs...), child
 				}
 				for _, tool := range []string{"fetch_paper", "tally", "slow"} {
 					if n := len(stubResults(t, cevs, tool)); n > 1 {
@@ -399,6 +402,17 @@ func TestSubagentsWorkerKilled(t *testing.T) {
 			wantRuns := append([]string{"fetch_paper", "tally"}, tc.slowRuns...)
 			if diff := cmp.Diff(wantRuns, runs); diff != "" {
 				t.Errorf("tool executions (-want +got):\n%s", diff)
+			}
+			if tc.idempotent && !t.Failed() {
+				// Recording (EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0-):
+				// the root session and its calling turn, the child that waited
+				// on a person across the kill (session and turn), and the
+				// child whose slow call was lost with the worker.
+				saveTaskHistory(t, env, id, "session-subagent-killed")
+				saveTaskHistory(t, env, id+"/turn_0", "turn-subagent-killed")
+				saveTaskHistory(t, env, fetchChild, "session-subagent-killed-child")
+				saveTaskHistory(t, env, fetchChild+"/turn_0", "turn-subagent-killed-child")
+				saveTaskHistory(t, env, crunchChild+"/turn_0", "turn-subagent-killed-crunch")
 			}
 		})
 	}

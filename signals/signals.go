@@ -349,11 +349,28 @@ const (
 
 // AskRequest is SignalAsk's payload: the request (kind question) of the
 // running call CallID. Its RequestID derives from the call and the
-// question's place in it, so a retried attempt asks the same request.
+// question's place in it (AskID), so a retried attempt asks the same
+// request.
 type AskRequest struct {
 	CallID  string                `json:"callId"`
 	Request protocol.InputRequest `json:"request"`
 }
+
+// AskPrefix is how the ids of call callID's questions begin:
+// "ask_<callId>_", or "ask_<tag>_<callId>_" in a subagent's turn, whose
+// tag (its session's, "s" and 8 hex digits) keeps its calls' questions
+// apart from a sibling's with the same call id when both are proxied to
+// the root (docs/subagents.md).
+func AskPrefix(tag, callID string) string {
+	if tag == "" {
+		return "ask_" + callID + "_"
+	}
+	return "ask_" + tag + "_" + callID + "_"
+}
+
+// AskID is the request id of call callID's question named key (its
+// number in the call, or a workflow tool's key; tools/wfcall).
+func AskID(tag, callID, key string) string { return AskPrefix(tag, callID) + key }
 
 // AskState is QueryAsked's answer: Known once the turn holds the request,
 // Settled once it is settled (Resolution says how).

@@ -23,11 +23,15 @@ const (
 	MemoTurn    = "eveTurn"
 	MemoCall    = "eveCall"
 	MemoTool    = "eveTool"
+	// MemoAskTag is the tag a subagent's turn puts in its call's question
+	// ids (AskID); absent elsewhere.
+	MemoAskTag = "eveAskTag"
 )
 
 // SignalAnswered (turn → a workflow tool's child) carries the settlement
 // of a question the child asked its call's person (SignalAsk, whose
-// request id the child chose: "ask_<call id>_<key>"). Payload Answered.
+// request id the child chose: AskID, "ask_<call id>_<key>", with the
+// MemoAskTag tag in a subagent's turn). Payload Answered.
 // Package tools/wfcall sends the question and reads the answer.
 const SignalAnswered = "eve.tool.answered"
 

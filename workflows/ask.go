@@ -22,7 +22,7 @@ type runningCall struct {
 func (t *turn) ask(ctx workflow.Context, a signals.AskRequest) {
 	rc, ok := t.running[a.CallID]
 	req := a.Request
-	if !ok || rc.c.done || t.board.byID[req.RequestID] != nil || !strings.HasPrefix(req.RequestID, "ask_"+a.CallID+"_") ||
+	if !ok || rc.c.done || t.board.byID[req.RequestID] != nil || !t.askPrefixOK(a.CallID, req.RequestID) ||
 		strings.TrimSpace(req.Prompt) == "" {
 		return // not a running call's: the call hears nothing and gives up
 	}

@@ -416,6 +416,7 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 		c.stub = &protocol.ActionStub{RuleID: d.RuleID, Position: d.Position}
 		c.out = stubOutcome(d)
 	} else {
+		t.askTagFor(ctx, c)
 		c.out = execute(ctx, t, c)
 	}
 	delete(t.running, c.plan.Call.ID)
@@ -425,7 +426,8 @@ func (t *turn) execute(ctx workflow.Context, c *pendingCall) {
 
 func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
-	in := work.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name)}
+	in := work.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name),
+		AskTag: t.askTag}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edited; e != nil {

@@ -61,6 +61,8 @@ const (
 	changeSubagentUsage = "eve-subagent-usage"
 	// changeSubagentRequestIDs: a subagent's turn tags its request ids.
 	changeSubagentRequestIDs = "eve-subagent-request-ids"
+	// changeSubagentAskIDs: a subagent's turn tags its tools' question ids.
+	changeSubagentAskIDs = "eve-subagent-ask-ids"
 	// changeParkWrites: an answered park is not written to search
 	// attributes (recorded where a workflow first leaves waiting-input).
 	changeParkWrites = "eve-park-writes"
@@ -179,17 +181,19 @@ var changes = []change{
 	{changeTaskCancelUpdate, "0.5.0", "the turn's eve.task.cancel Update (POST /eve/v1/session/{id}/tasks/{taskId}/cancel): its handler stops one working task (task.settled cancelled, cancel.reason task_cancel) and the model reads a failed <task_result> saying it was stopped from outside; its validator refuses unknown and idle or settled tasks, recording nothing",
 		[]string{"v0.5.0-turn-taskcancel-*.json"}},
 	{changeProxyInput, "0.5.0", "people in the loop from any depth: a subagent's turn relays its input.requested, approval.candidate, approval.settled and input.resolved to its parent turn (eve.agent.input), which records them on its own stream (the requests with the child's ids and the parent's callId) and routes the answers it is given for them down to the child turn (eve.respond signal); the child decides by its own policies",
-		[]string{"v0.5.0-turn-subagent-proxied-*.json"}},
+		[]string{"v0.5.0-turn-subagent-proxied-*.json", "v0.5.0-turn-subagent-killed.json", "v0.5.0-turn-subagent-killed-child.json"}},
 	{changeSubagentOrigin, "0.5.0", "a parent turn starts a subagent's child session with its origin (the root session and the path of subagents down to it) in its input and memo (signals.MemoOrigin); the child session passes it to each turn, whose inbox memo and decision.recorded name the root, path and depth",
-		[]string{"v0.5.0-turn-subagent-origin-*.json"}},
+		[]string{"v0.5.0-turn-subagent-origin-*.json", "v0.5.0-turn-subagent-killed.json"}},
 	{changeSubagentCancel, "0.5.0", "a subagent's call that is stopped (eve__task_cancel, the task cancel API, its turn cancelled or failed) withdraws the requests its child proxied that are still open (input.resolved, outcome cancelled) and signals the child session eve.agent.cancel, which cancels the child's turn that reads the call's message (its conversation stays) or drops the message if it still waits; a parent records a child's resolution of a proxied question too, not only a tool approval's",
 		[]string{"v0.5.0-turn-subagent-cancel*.json", "v0.5.0-session-subagent-cancel*.json"}},
 	{changeSubagentJoin, "0.5.0", "a subagent's call by taskId while the task works joins the child's current turn: the parent runs it at once (not queued behind the working call) and the child session offers its message to the running turn as a steering message from the call's caller; the turn that reads it answers every call it read with its reply; one that ends first leaves it to a turn of its own",
 		[]string{"v0.5.0-turn-subagent-joined*.json", "v0.5.0-session-subagent-joined*.json"}},
 	{changeSubagentUsage, "0.5.0", "usage roll-up: a subagent's session reports its turns' token usage (its own subagents' included) with each reply to a parent (signals.AgentReply.Usage; what no delivered reply carried yet is kept, sessionState.Unreported), and the parent turn adds it to its own usage as the reply arrives: its session limits, turn.waiting, its output and so session.waiting count it",
-		[]string{"v0.5.0-turn-subagent-usage*.json", "v0.5.0-session-subagent-usage*.json"}},
+		[]string{"v0.5.0-turn-subagent-usage*.json", "v0.5.0-session-subagent-usage*.json", "v0.5.0-turn-subagent-killed.json", "v0.5.0-session-subagent-killed-child.json"}},
 	{changeSubagentRequestIDs, "0.5.0", "a subagent's turn (turnInput.CalledBy) puts its session's tag (s + 8 hex digits of a hash of the session id) in its approval and question request ids (apr_<tag>_<callId>, inp_<tag>_<callId>), so requests it proxies to the root never share an id with the root's or a sibling's (models number call ids per conversation); recorded at its first such request",
-		[]string{"v0.5.0-turn-subagent-request-ids*.json"}},
+		[]string{"v0.5.0-turn-subagent-request-ids*.json", "v0.5.0-turn-subagent-killed-child.json"}},
+	{changeSubagentAskIDs, "0.5.0", "a subagent's turn (turnInput.CalledBy), as it first runs a call that may ask its person (an activity's or a delegated job's tools.Context.Ask, a workflow tool's wfcall.Ask), hands its calls its session's tag (work.ExecuteToolInput.AskTag; a workflow tool's child the memo signals.MemoAskTag), so their questions' ids are ask_<tag>_<callId>_<n> (signals.AskID) and a tool's question it proxies to the root never shares an id with a sibling's; the turn takes a call's question tagged or untagged",
+		[]string{"v0.5.0-turn-subagent-ask-ids*.json", "v0.5.0-turn-subagent-killed-child.json", "v0.5.0-turn-subagent-killed-crunch.json"}},
 	{changeParkWrites, "0.5.0", "a workflow whose open requests were answered (waiting-input to running) does not upsert that: its search attributes keep waiting-input until its next other change (idle, a new park, waiting-tasks), the turn's inbox memo says it has no open request (the inbox drops it) and the session's status memo (signals.MemoStatus, written from then on) says running: one billable upsert fewer per park in each of the two workflows",
 		[]string{"v0.5.0-session-park-writes*.json", "v0.5.0-turn-park-writes*.json"}},
 	{changeTurnVersions, "0.5.0", "a session starts its turns with turnInput.Versions = 1, and such a turn takes eve-approval-responses, eve-task-events, eve-session-limits, eve-message-order, eve-inbox and eve-search-writes as on from its input instead of a version marker each (up to 6 markers and the SDK's 6 TemporalChangeVersion upserts fewer per turn, each a Visibility write on the server); a turn without it (started before) decides them by GetVersion as before. Not a GetVersion: the input is in the turn's start event, so a replay reads it back",

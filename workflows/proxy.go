@@ -3,11 +3,13 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/tools"
 )
 
 // People in the loop from any depth (changeProxyInput; docs/subagents.md),
@@ -118,6 +120,41 @@ func (t *turn) requestTag(ctx workflow.Context) string {
 		}
 	}
 	return t.reqTag
+}
+
+// askTagFor decides, as a subagent's turn first runs a call that may ask
+// its person (an activity's tools.Context.Ask, a workflow tool's
+// wfcall.Ask), the tag it hands its calls for their questions' ids
+// (signals.AskID: ask_<tag>_<callId>_<n>), so a tool's question it proxies
+// to the root never shares an id with a sibling's
+// (changeSubagentAskIDs). A root turn, and a turn started before the
+// change, hands none: ask_<callId>_<n>.
+func (t *turn) askTagFor(ctx workflow.Context, c *pendingCall) {
+	if t.askTagDecided || t.in.CalledBy == nil || t.in.CalledBy.WorkflowID == "" {
+		return
+	}
+	switch tools.Kind(c.plan.Kind) {
+	case tools.KindAuthored:
+		if c.plan.Local {
+			return // a local activity cannot ask
+		}
+	case tools.KindDelegated, tools.KindWorkflow:
+	default:
+		return
+	}
+	t.askTagDecided = true
+	if workflow.GetVersion(ctx, changeSubagentAskIDs, workflow.DefaultVersion, 1) >= 1 {
+		t.askTag = sessionTag(t.in.SessionID)
+	}
+}
+
+// askPrefixOK says whether a running call's question id is its own: it
+// begins with the call's prefix (signals.AskPrefix), untagged or with the
+// tag this turn handed its calls (a workflow tool built with an older
+// tools/wfcall asks untagged).
+func (t *turn) askPrefixOK(callID, requestID string) bool {
+	return strings.HasPrefix(requestID, signals.AskPrefix("", callID)) ||
+		t.askTag != "" && strings.HasPrefix(requestID, signals.AskPrefix(t.askTag, callID))
 }
 
 // takeAgentInput records a child turn's relayed event on this turn's

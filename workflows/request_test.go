@@ -13,6 +13,7 @@ import (
 	"github.com/eve-temporal/eve/internal/work"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/protocol"
+	"github.com/eve-temporal/eve/signals"
 	"github.com/eve-temporal/eve/tools"
 )
 
@@ -401,5 +402,37 @@ func TestRequestIDs(t *testing.T) {
 	a, b := sessionTag("ses_sub_a"), sessionTag("ses_sub_b")
 	if a == b || len(a) != 9 || a[0] != 's' {
 		t.Errorf("tags %q and %q: want s and 8 hex digits, apart", a, b)
+	}
+}
+
+// A subagent's turn hands its calls its session's tag for their own
+// questions (changeSubagentAskIDs): the ids are tagged, and the turn takes
+// a call's question by its prefix, tagged or not (a workflow tool built
+// with an older tools/wfcall asks untagged), never another call's.
+func TestAskIDs(t *testing.T) {
+	tag := sessionTag("ses_sub_a")
+	if got, want := signals.AskID(tag, "call_1_0", "1"), "ask_"+tag+"_call_1_0_1"; got != want {
+		t.Errorf("tagged id %q, want %q", got, want)
+	}
+	if got, want := signals.AskID("", "call_1_0", "size"), "ask_call_1_0_size"; got != want {
+		t.Errorf("untagged id %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		name, turnTag, id string
+		ok                bool
+	}{
+		{name: "root, untagged", id: "ask_call_1_0_1", ok: true},
+		{name: "root, tagged", id: "ask_" + tag + "_call_1_0_1", ok: false},
+		{name: "child, tagged", turnTag: tag, id: "ask_" + tag + "_call_1_0_1", ok: true},
+		{name: "child, untagged", turnTag: tag, id: "ask_call_1_0_1", ok: true},
+		{name: "child, a sibling's tag", turnTag: tag, id: "ask_" + sessionTag("ses_sub_b") + "_call_1_0_1", ok: false},
+		{name: "child, another call", turnTag: tag, id: "ask_" + tag + "_call_2_0_1", ok: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &turn{askTag: tc.turnTag}
+			if got := tr.askPrefixOK("call_1_0", tc.id); got != tc.ok {
+				t.Errorf("askPrefixOK(%q) = %t, want %t", tc.id, got, tc.ok)
+			}
+		})
 	}
 }

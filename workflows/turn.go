@@ -165,6 +165,10 @@ type turn struct {
 	// reqTag is the tag in a subagent's turn's request ids (requestTag).
 	reqTag     string
 	tagDecided bool
+	// askTag is the tag a subagent's turn hands its running calls for
+	// their own questions' ids (askTagFor).
+	askTag        string
+	askTagDecided bool
 	// stopping counts the cancels on their way to children
 	// (subagent_cancel.go): the turn does not end before they are sent.
 	stopping int

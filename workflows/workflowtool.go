@@ -54,6 +54,9 @@ func runWorkflow(ctx workflow.Context, h callHost, c *pendingCall, in work.Execu
 		},
 		StaticSummary: fmt.Sprintf("eve tool %s, call %s of %s", p.Call.Name, p.Call.ID, owner),
 	}
+	if in.AskTag != "" {
+		opts.Memo[signals.MemoAskTag] = in.AskTag // its questions' ids (tools/wfcall)
+	}
 	if r := p.Workflow.Retry; r != nil {
 		opts.RetryPolicy = &temporal.RetryPolicy{
 			InitialInterval:    r.InitialInterval,

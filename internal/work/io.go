@@ -82,6 +82,9 @@ type ExecuteToolInput struct {
 	TaskID    string          `json:"taskId,omitempty"`
 	TaskState json.RawMessage `json:"taskState,omitempty"`
 	Resumable bool            `json:"resumable,omitempty"`
+	// AskTag is the tag a subagent's turn puts in its call's question ids
+	// (signals.AskID: ask_<tag>_<callId>_<n>); empty: ask_<callId>_<n>.
+	AskTag string `json:"askTag,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input

@@ -35,6 +35,9 @@ type Call struct {
 	// Parent is the workflow that started this one (the turn's or the
 	// execution's).
 	Parent workflow.Execution
+	// AskTag is the tag a subagent's turn puts in its questions' request
+	// ids (signals.AskID); empty for a root turn's call.
+	AskTag string
 }
 
 // From reads the call from the workflow's memo and parent; ok is false
@@ -52,7 +55,7 @@ func From(ctx workflow.Context) (Call, bool) {
 		return s
 	}
 	c := Call{SessionID: read(signals.MemoSession), TurnID: read(signals.MemoTurn), CallID: read(signals.MemoCall), Tool: read(signals.MemoTool),
-		Parent: *info.ParentWorkflowExecution}
+		Parent: *info.ParentWorkflowExecution, AskTag: read(signals.MemoAskTag)}
 	if c.CallID == "" || c.SessionID == "" {
 		return Call{}, false
 	}
@@ -82,7 +85,8 @@ var ErrNoPerson = errors.New("wfcall: this workflow does not run for a session's
 
 // Ask puts q to the person of the session whose call this workflow runs
 // for and waits for the settlement. The turn records input.requested
-// (request id "ask_<call id>_<key>") and parks; the answer arrives
+// (request id "ask_<call id>_<key>", or "ask_<tag>_<call id>_<key>" in a
+// subagent's turn: signals.AskID) and parks; the answer arrives
 // through the usual respond routes, and the turn signals it back. key
 // names the question within the workflow (letters, digits, "_" and "-"):
 // asking the same key again, on a replay or a retry, is the same
@@ -95,7 +99,7 @@ func Ask(ctx workflow.Context, key string, q Question) (Answer, error) {
 	if key == "" || strings.TrimSpace(q.Prompt) == "" {
 		return Answer{}, errors.New("wfcall: a question needs a key and a prompt")
 	}
-	id := "ask_" + c.CallID + "_" + key
+	id := signals.AskID(c.AskTag, c.CallID, key)
 	req := protocol.InputRequest{Kind: protocol.KindQuestion, RequestID: id, Prompt: q.Prompt, Display: q.Display,
 		Options: q.Options, AllowFreeform: q.AllowFreeform}
 	if err := workflow.SignalExternalWorkflow(ctx, c.Parent.ID, c.Parent.RunID, signals.SignalAsk,
