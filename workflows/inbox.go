@@ -50,7 +50,12 @@ func publishInbox(ctx workflow.Context, b *inputBoard) {
 // whether the turn waits on people at all (sessions.List reads it).
 func publishInboxMemo(ctx workflow.Context, b *inputBoard, relayed func() int) {
 	published := ""
-	key := func() string { return b.openKey() + "/" + strconv.Itoa(relayed()) }
+	key := func() string {
+		if n := relayed(); n > 0 {
+			return b.openKey() + "/" + strconv.Itoa(n)
+		}
+		return b.openKey() // as before relayed counts: "" for none open
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			if err := workflow.Await(ctx, func() bool { return key() != published }); err != nil {
