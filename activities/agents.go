@@ -53,7 +53,10 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 			text = signals.SubagentPrompt(sub.Name, sub.Description, text)
 		}
 		uid := signals.CodeAgentUpdateID(childID, m)
-		req := signals.SendRequest{Message: text, DeliveryID: "dlv_" + uid, Caller: in.Session.Auth.Current, Wait: true, OutputSchema: o.OutputSchema}
+		// The child's turn relays its people in the loop to this call's
+		// turn, so the root's person answers them (as eve's ctx.agent).
+		relay := &signals.AgentReplyTo{WorkflowID: signals.TurnWorkflowID(in.Session.ID, in.TurnID), CallID: in.CallID}
+		req := signals.SendRequest{Message: text, DeliveryID: "dlv_" + uid, Caller: in.Session.Auth.Current, Wait: true, OutputSchema: o.OutputSchema, RelayTo: relay}
 		defer keepBeating(tctx)()
 		var opened func()
 		if m == 1 {

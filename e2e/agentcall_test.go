@@ -167,3 +167,86 @@ rules:
 		t.Errorf("%d agent.started on the parent, want 1: %s", n, evetest.Join(evs))
 	}
 }
+
+// A session a tool's code opens with a subagent relays its people in the
+// loop to the root, as eve's ctx.agent does ("a person answers the
+// child's questions and sign-ins at the root session"): the researcher's
+// fetch approval is asked on the root's stream under the tool's call, the
+// root's person answers it there (through the root session, or typing
+// "approve" to it), the child's own policy decides it, the tool runs once,
+// and the code reads the child's reply. With EVE_RECORD_HISTORIES=1 and
+// EVE_RECORD_PREFIX=v0.5.0- it saves the root turn, the child's turn and
+// the child session (v0.5.0-*code-agent-proxy*.json).
+func TestDelegateFromCodeProxied(t *testing.T) {
+	researcher, err := demo.Researcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := tools.Func("ask_researcher", "Ask the researcher to fetch a paper.",
+		func(ctx *tools.Context, in struct {
+			Topic string `json:"topic"`
+		}) (string, error) {
+			res, err := ctx.Agent("researcher").Send("fetch "+in.Topic, tools.SendOptions{})
+			if err != nil {
+				return "", err
+			}
+			return res.Message, nil
+		})
+	ask.Timeout = 2 * time.Minute
+	a := evetest.Agent(t, `
+name: coder
+rules:
+  - match: '^look into (?P<topic>.+)$'
+    steps:
+      - calls: [{tool: ask_researcher, input: {topic: "{{topic}}"}}]
+      - reply: "the researcher says: {{result.ask_researcher}}"
+`, ask)
+	a.Subagents = []*agent.Agent{researcher}
+	env := evetest.New(t)
+	env.StartWorker(a)
+	for _, c := range []struct{ name, topic string }{{"respond", "tides"}, {"typed", "reefs"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := env.Ctx(2 * time.Minute)
+			id, err := env.Sessions.Create(ctx, "", alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(t, env, id, signals.SendRequest{Message: "look into " + c.topic, Caller: alice})
+			evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) == 1 })
+			var d protocol.InputRequestedData
+			_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&d)
+			var call protocol.ActionsRequestedData
+			_ = evetest.Of(evs, protocol.ActionsRequested)[0].Decode(&call)
+			if len(d.Requests) != 1 || d.Requests[0].Kind != protocol.KindToolApproval || d.Requests[0].Action.ToolName != "fetch_paper" || d.CallID != call.Actions[0].CallID {
+				t.Fatalf("the root's input.requested %+v, want the researcher's fetch_paper approval under call %s", d, call.Actions[0].CallID)
+			}
+			if c.name == "typed" {
+				send(t, env, id, signals.SendRequest{Message: "approve", Caller: alice})
+			} else {
+				respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+			}
+			evs = waitFor(t, env, id, idle(1))
+			want := "the researcher says: Fetched: the paper on " + c.topic
+			if got := lastReply(t, evs); !strings.HasPrefix(got, want) {
+				t.Fatalf("reply %q, want it to start with %q: %s", got, want, evetest.Join(evs))
+			}
+			if n := len(evetest.Of(evs, protocol.InputResolved)); n != 1 {
+				t.Errorf("%d input.resolved on the root, want 1: %s", n, evetest.Join(evs))
+			}
+			if n := len(evetest.Of(evs, protocol.TurnStarted)); n != 1 {
+				t.Errorf("%d turns on the root, want 1 (the typed approve answered, it ran no turn): %s", n, evetest.Join(evs))
+			}
+			var as protocol.AgentStartedData
+			_ = evetest.Of(evs, protocol.AgentStarted)[0].Decode(&as)
+			cevs := waitFor(t, env, as.SessionID, idle(1))
+			if n := len(evetest.Of(cevs, protocol.ActionResult)); n != 1 {
+				t.Errorf("the child settled %d calls, want 1 (fetch_paper, once): %s", n, evetest.Join(cevs))
+			}
+			if c.name == "respond" {
+				saveTaskHistory(t, env, id+"/turn_0", "turn-code-agent-proxy-root")
+				saveTaskHistory(t, env, as.SessionID+"/turn_0", "turn-code-agent-proxy-child")
+				saveTaskHistory(t, env, as.SessionID, "session-code-agent-proxy-child")
+			}
+		})
+	}
+}

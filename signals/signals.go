@@ -106,6 +106,13 @@ type SendRequest struct {
 	// with it, result.completed carries it, and the outcome's Data is it.
 	// Such a message never joins a running turn: it runs as its own.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// RelayTo is set by a tool's code sending to a subagent's session it
+	// opened (tools.Context.Agent): the turn this message starts relays
+	// its people-in-the-loop events to that call's turn, as a subagent
+	// called by the model does, so the root's person answers them
+	// (docs/subagents.md). It answers nothing there: the code reads the
+	// turn's outcome. eve's HTTP API never sets it.
+	RelayTo *AgentReplyTo `json:"relayTo,omitempty"`
 }
 
 // eve's turnPolicy values. A message from the person the turn serves that

@@ -34,6 +34,30 @@ func (t *turn) listenCodeAgents(ctx workflow.Context) {
 			seen[d.SessionID] = true
 			d.TurnID = t.in.TurnID
 			t.log.emit(ctx, protocol.AgentStarted, d)
+			t.listenCodeAgentInputs(ctx)
+		}
+	})
+}
+
+// listenCodeAgentInputs receives what the sessions the turn's code opened
+// relay (their turns' people in the loop: signals.SendRequest.RelayTo),
+// from the first one announced on (changeCodeAgentProxy), and records it
+// as a model-called subagent's (takeAgentInput): the root's person answers
+// it. A turn that also calls subagents receives them there already.
+func (t *turn) listenCodeAgentInputs(ctx workflow.Context) {
+	if t.agentInputs || !t.changeOn(ctx, changeCodeAgentProxy) {
+		return
+	}
+	t.agentInputs = true
+	ch := workflow.GetSignalChannel(ctx, signals.SignalAgentInput)
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	workflow.Go(dctx, func(ctx workflow.Context) {
+		for {
+			var in signals.AgentInput
+			if !ch.Receive(ctx, &in) {
+				return
+			}
+			t.takeAgentInput(ctx, in) // proxy.go
 		}
 	})
 }

@@ -78,6 +78,9 @@ const (
 	changeInputVersions = "eve-input-versions"
 	// changeQuietResume: a turn does not tell its session of an un-park.
 	changeQuietResume = "eve-quiet-resume"
+	// changeCodeAgentProxy: a code-opened child's people in the loop
+	// reach the root.
+	changeCodeAgentProxy = "eve-code-agent-proxy"
 )
 
 // inputVersions is the Versions eve's starters put in the inputs of the
@@ -202,6 +205,8 @@ var changes = []change{
 		[]string{"v0.5.0-input-versions-*.json"}},
 	{changeQuietResume, "0.5.0", "a turn whose last open request closes (answered, expired, withdrawn) does not signal its session (eve.turn.inputs): the session's mirror of the open requests and its status keep the park until the turn's end or its next park, and the sessions listing reads a waiting-input session against its running turn's inbox memo; decided at the turn's first park, only where the inbox memo exists or no search attributes are written. One signal and one session workflow task fewer per answered park",
 		[]string{"v0.5.0-quiet-resume-*.json"}},
+	{changeCodeAgentProxy, "0.5.0", "a session a tool's code opens with a subagent (tools.Context.Agent) relays its turns' people-in-the-loop events to the call's turn (signals.SendRequest.RelayTo: the child's turnInput.CalledBy), which records them from the first agent.started it records on, as a model-called subagent's: the root's person answers the child's approvals and questions, and the child's own policies decide them",
+		[]string{"v0.5.0-*code-agent-proxy*.json"}},
 	{changeOutputSchema, "0.5.0", "structured output (a message's outputSchema): the turn offers the model eve__reply with the schema, ends on a valid call with result.completed and the value in its outcome (Data), answers an invalid or premature one and goes on, and fails with OUTPUT_SCHEMA_NOT_FULFILLED on an answer in prose; asked only when the message sent a schema, so a turn without one records no marker",
 		[]string{"v0.5.0-turn-output-schema-*.json", "v0.5.0-session-output-schema-*.json"}},
 	{changeProxyTyped, "0.5.0", "a typed answer to a proxied prompt (decided at a turn's first proxied request): the parent turn keeps the requests its children proxied, its mirror to the session (signals.TurnInputs) lists the open ones among its own in the order asked (a session-limit prompt first), so the session's status says waiting-input and routes a typed message to the turn; a message that answers the first open prompt by text (protocol.ResolveText), when that is a proxied request, is taken (message.received) and its answer goes down to the child turn that asked (eve.respond, as the sender's), unless the child's rule (signals.AgentInput.Rules) leaves the approval to its requester and the sender is not: the message waits for the turn's end; an answer to a proxied question (typed or through inputResponses) resolves it on the parent in the workflow task that sends it down, not once the signal is delivered (when the child's relayed resolution could be recorded too)",

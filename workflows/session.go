@@ -99,6 +99,21 @@ type queuedMessage struct {
 	// OutputSchema: the message asks its turn for a structured result
 	// (output.go); such a message always runs as a turn of its own.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// RelayTo: a tool's code sent it (signals.SendRequest.RelayTo); its
+	// turn relays people-in-the-loop events there and replies nothing.
+	RelayTo *signals.AgentReplyTo `json:"relayTo,omitempty"`
+}
+
+// calledBy is the parent turn's call the message's turn relays to: the
+// call it answers, or the code that sent it.
+func (m queuedMessage) calledBy() *signals.AgentReplyTo {
+	if m.ReplyTo != nil {
+		return m.ReplyTo
+	}
+	if m.RelayTo != nil && m.RelayTo.WorkflowID != "" && m.RelayTo.CallID != "" {
+		return m.RelayTo
+	}
+	return nil
 }
 
 type session struct {

@@ -40,7 +40,7 @@ func (s *session) acceptFirst(req signals.SendRequest) {
 	if req.DeliveryID == "" {
 		req.DeliveryID = "dlv_" + s.id
 	}
-	s.enqueue(queuedMessage{Message: req.Message, DeliveryID: req.DeliveryID, Caller: req.Caller, OutputSchema: req.OutputSchema})
+	s.enqueue(queuedMessage{Message: req.Message, DeliveryID: req.DeliveryID, Caller: req.Caller, OutputSchema: req.OutputSchema, RelayTo: req.RelayTo})
 }
 
 func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.SendResult, error) {
@@ -63,7 +63,7 @@ func (s *session) send(ctx workflow.Context, req signals.SendRequest) (signals.S
 		seq = s.st.NextSeq
 		s.st.NextSeq++
 		s.st.Deliveries[dlv] = seq
-		s.st.Queue = append(s.st.Queue, queuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema})
+		s.st.Queue = append(s.st.Queue, queuedMessage{Sequence: seq, Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema, RelayTo: req.RelayTo})
 	}
 	res := signals.SendResult{SessionID: s.id, DeliveryID: dlv, TurnID: signals.TurnID(seq), Sequence: seq}
 	if !req.Wait {

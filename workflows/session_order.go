@@ -57,7 +57,7 @@ func (s *session) waiting() int { return len(s.st.Queue) + len(s.pending) }
 // pending ones (pump decides it); otherwise it waits in the queue behind
 // everything accepted before it.
 func (s *session) acceptInOrder(ctx workflow.Context, req signals.SendRequest, dlv string) (p *pendingMessage, seq int) {
-	m := queuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema}
+	m := queuedMessage{Message: req.Message, DeliveryID: dlv, Caller: req.Caller, OutputSchema: req.OutputSchema, RelayTo: req.RelayTo}
 	if s.active == nil {
 		return nil, s.enqueue(m)
 	}

@@ -79,7 +79,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		Message: msg.Message, Conversation: s.st.Conversation, DeliveryIDs: []string{msg.DeliveryID},
 		EventBase: base, Config: s.st.Config, ApprovedTools: s.st.ApprovedTools,
 		Stubs: s.st.Stubs, Tasks: s.st.Tasks, TasksNote: s.st.TasksNote,
-		PrevTurn: s.st.LastTurn, CalledBy: msg.ReplyTo, Origin: s.st.Origin, OutputSchema: msg.OutputSchema,
+		PrevTurn: s.st.LastTurn, CalledBy: msg.calledBy(), Origin: s.st.Origin, OutputSchema: msg.OutputSchema,
 		// The child's input is recorded in its start event, which a replay
 		// of this session does not compare: no marker needed here.
 		Versions: inputVersions,

@@ -139,6 +139,10 @@ func (t *turn) listenAgentReplies(ctx workflow.Context) {
 		return
 	}
 	t.agentReplies = map[string]signals.AgentReply{}
+	// The relayed inputs, unless the listener of the sessions the turn's
+	// code opened has them already (agentcall.go): one receiver each.
+	takeInputs := !t.agentInputs
+	t.agentInputs = true
 	ch := workflow.GetSignalChannel(ctx, signals.SignalAgentReply)
 	inputs := workflow.GetSignalChannel(ctx, signals.SignalAgentInput)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -151,11 +155,13 @@ func (t *turn) listenAgentReplies(ctx workflow.Context) {
 				t.countAgentUsage(ctx, r) // subagent_usage.go
 				t.agentReplies[r.CallID] = r
 			})
-			sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
-				var in signals.AgentInput
-				c.Receive(ctx, &in)
-				t.takeAgentInput(ctx, in) // proxy.go
-			})
+			if takeInputs {
+				sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
+					var in signals.AgentInput
+					c.Receive(ctx, &in)
+					t.takeAgentInput(ctx, in) // proxy.go
+				})
+			}
 			sel.Select(ctx)
 		}
 	})

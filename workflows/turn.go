@@ -145,6 +145,9 @@ type turn struct {
 	// agentReplies are the subagents' replies to this turn's calls, by
 	// call id (subagent.go).
 	agentReplies map[string]signals.AgentReply
+	// agentInputs: a coroutine receives the relayed inputs of the turn's
+	// children (subagent.go, agentcall.go).
+	agentInputs bool
 	// Proxied input (proxy.go, changeProxyInput): relays are the requests
 	// a child turn asked through this turn, by request id; relayedSeen the
 	// relayed approval events recorded; proxyOn whether this subagent's
