@@ -70,7 +70,8 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 				}
 			}
 		}
-		res, err := a.sendChild(tctx, childID, signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), in.Session.Auth.Initiator, uid, req, opened)
+		origin := in.Origin.Child(in.Session.ID, sub.Name, childID)
+		res, err := a.sendChild(tctx, childID, signals.SubagentTaskQueue(activity.GetInfo(tctx).TaskQueue, name), in.Session.Auth.Initiator, origin, uid, req, opened)
 		if err != nil {
 			return tools.AgentResult{SessionID: childID}, fmt.Errorf("send to agent %s (session %s): %w", name, childID, err)
 		}
@@ -91,7 +92,10 @@ func (a *activitySet) agentSender(in work.ExecuteToolInput) tools.AgentSender {
 // is the calling session's initiator, in its memo, as a model-called
 // child's: the API authorizes its routes as the parent's).
 // opened, when set, runs once the Update was accepted.
-func (a *activitySet) sendChild(ctx context.Context, childID, queue string, initiator *auth.Principal, uid string, req signals.SendRequest, opened func()) (signals.SendResult, error) {
+//
+// origin places the child under the calling session's root (the inbox,
+// the decision record), as a model-called child's.
+func (a *activitySet) sendChild(ctx context.Context, childID, queue string, initiator *auth.Principal, origin *protocol.SubagentOrigin, uid string, req signals.SendRequest, opened func()) (signals.SendResult, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                       childID,
 		TaskQueue:                queue,
@@ -99,13 +103,14 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            "eve subagent session opened by a tool's code",
 	}
+	opts.Memo = map[string]any{signals.MemoOrigin: origin}
 	if initiator != nil {
-		opts.Memo = map[string]any{signals.MemoInitiator: initiator}
+		opts.Memo[signals.MemoInitiator] = initiator
 	}
 	if a.SearchAttributes {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet("running"), searchSession.ValueSet(childID))
 	}
-	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator, Versions: signals.SessionVersions})
+	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator, Versions: signals.SessionVersions, Origin: origin})
 	h, err := a.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/demo"
@@ -241,6 +242,24 @@ rules:
 			cevs := waitFor(t, env, as.SessionID, idle(1))
 			if n := len(evetest.Of(cevs, protocol.ActionResult)); n != 1 {
 				t.Errorf("the child settled %d calls, want 1 (fetch_paper, once): %s", n, evetest.Join(cevs))
+			}
+			// The child sits under the root, as a model-called one: its
+			// decision names the root, path and depth (and so do its
+			// inbox entries), and its memo places it.
+			var dec protocol.Decision
+			_ = evetest.Of(cevs, protocol.DecisionRecorded)[0].Decode(&dec)
+			wantPath := []protocol.SubagentHop{{Agent: "researcher", SessionID: as.SessionID}}
+			if dec.RootSessionID != id || dec.Depth != 1 || !cmp.Equal(dec.Path, wantPath) {
+				t.Errorf("the child's decision sits at %q %+v depth %d, want %q %+v depth 1", dec.RootSessionID, dec.Path, dec.Depth, id, wantPath)
+			}
+			desc, err := env.Client.DescribeWorkflowExecution(ctx, as.SessionID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var origin protocol.SubagentOrigin
+			if p := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[signals.MemoOrigin]; p == nil || converter.GetDefaultDataConverter().FromPayload(p, &origin) != nil ||
+				origin.RootSessionID != id || !cmp.Equal(origin.Path, wantPath) {
+				t.Errorf("the child's memo origin %+v, want root %s path %+v", origin, id, wantPath)
 			}
 			if c.name == "respond" {
 				saveTaskHistory(t, env, id+"/turn_0", "turn-code-agent-proxy-root")

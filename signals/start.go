@@ -57,6 +57,9 @@ type SessionInput struct {
 	// session); 0 decides each by a marker, as sessions started before it
 	// do. Workers of eve 0.5.0 before eve-input-versions ignore it.
 	Versions int `json:"versions,omitempty"`
+	// Origin places a subagent's child session under its root session:
+	// eve sets it on the sessions a parent turn or a tool's code opens.
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // SessionVersions is what eve's starters put in SessionInput.Versions.

@@ -428,6 +428,9 @@ func (t *turn) toolInput(c *pendingCall) work.ExecuteToolInput {
 	p := c.plan
 	in := work.ExecuteToolInput{Session: t.session(), TurnID: t.in.TurnID, CallID: p.Call.ID, ToolName: p.Call.Name, Input: p.Call.Input, Dynamic: t.dynamicFor(p.Call.Name),
 		AskTag: t.askTag}
+	if t.cfg.CodeAgents {
+		in.Origin = t.in.Origin
+	}
 	if c.req != nil {
 		in.Approver = c.req.approver // set only under changeResponses
 		if e := c.req.edited; e != nil {

@@ -85,6 +85,11 @@ type ExecuteToolInput struct {
 	// AskTag is the tag a subagent's turn puts in its call's question ids
 	// (signals.AskID: ask_<tag>_<callId>_<n>); empty: ask_<callId>_<n>.
 	AskTag string `json:"askTag,omitempty"`
+	// Origin is the calling session's place under its root (nil: a root
+	// session), for the sessions the call's code opens (tools.Context.Agent):
+	// they list under the same root. Set by the turns of agents with
+	// subagents.
+	Origin *protocol.SubagentOrigin `json:"origin,omitempty"`
 }
 
 // ToolOutcome is a settled call as the model and the stream see it. Input
