@@ -36,13 +36,7 @@ func TestSubagentCancelled(t *testing.T) {
 	failer := &failRule{why: "cancels the child's turn", match: func(name string, _ any) bool { return name == signals.SignalAgentCancel }}
 	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failTurnSignal{rules: []*failRule{failer}}}})
 	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	ts, child := firstChild(t, id, evs)
+	id, evs, ts, child := delegateParked(t, env, "tidal power")
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	if len(req.Requests) != 1 {
@@ -157,14 +151,7 @@ func signalsSent(t *testing.T, env *evetest.Env, wid, signal string) (sent, fail
 // (v0.5.0-turn-subagent-joined.json, v0.5.0-session-subagent-joined-child.json).
 func TestSubagentJoined(t *testing.T) {
 	env := demoEnv(t)
-	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	ts, child := firstChild(t, id, evs)
+	id, evs, ts, child := delegateParked(t, env, "tidal power")
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	rid := req.Requests[0].RequestID

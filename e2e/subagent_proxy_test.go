@@ -49,13 +49,7 @@ func TestSubagentProxiedApproval(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := env.Ctx(2 * time.Minute)
-			id, err := env.Sessions.Create(ctx, "", alice)
-			if err != nil {
-				t.Fatal(err)
-			}
-			send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
-			evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-			ts, child := firstChild(t, id, evs)
+			id, evs, ts, child := delegateParked(t, env, "tidal power")
 			var req protocol.InputRequestedData
 			_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 			if len(req.Requests) != 1 {

@@ -80,14 +80,7 @@ func receivedByTurn(evs []protocol.Event) []string {
 // the root session and the child's turn.
 func TestSubagentTypedApproval(t *testing.T) {
 	env := searchEnv(t, true)
-	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	ts, child := firstChild(t, id, evs)
+	id, evs, ts, child := delegateParked(t, env, "tidal power")
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	if len(req.Requests) != 1 || req.CallID != ts.CallID || req.TaskID != ts.TaskID || req.Requests[0].Action.ToolName != "fetch_paper" {

@@ -241,6 +241,22 @@ func (o *failChildOutbound) ExecuteChildWorkflow(ctx workflow.Context, typ strin
 
 // firstChild is the first task.started among a root session's events and
 // the child session that task's subagent call started.
+// delegateParked opens a session of alice's that asks the demo's
+// researcher to fetch topic, and waits until the child's approval is
+// proxied to it: the session, its events, the delegating task and the
+// child session.
+func delegateParked(t *testing.T, env *evetest.Env, topic string) (id string, evs []protocol.Event, ts protocol.TaskStartedData, child string) {
+	t.Helper()
+	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch " + topic, Caller: alice})
+	evs = waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	ts, child = firstChild(t, id, evs)
+	return id, evs, ts, child
+}
+
 func firstChild(t *testing.T, id string, evs []protocol.Event) (protocol.TaskStartedData, string) {
 	t.Helper()
 	started := evetest.Of(evs, protocol.TaskStarted)
