@@ -41,6 +41,9 @@ func TestTurnsAreCommittedChildren(t *testing.T) {
 	if res.Outcome == nil || res.Outcome.Status != signals.TurnStatusCompleted {
 		t.Fatalf("respond outcome %+v", res.Outcome)
 	}
+	// The answer's outcome is the turn's; the session records the child's
+	// completion after it (session.waiting).
+	env.WaitIdle(id)
 	desc, err := env.Client.DescribeWorkflowExecution(ctx, id+"/turn_0", "")
 	if err != nil {
 		t.Fatal(err)
