@@ -131,8 +131,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 // (eve-quiet-resume), so the session says waiting-input until its turn
 // ends or parks again, while the turn's memo already lists no open
 // request, its own or one its subagents proxied. Such a session is
-// running. A session whose turn has no inbox
-// memo keeps what it says.
+// running. A session whose turn has no inbox memo keeps what it says.
 func (s *Service) confirmWaiting(ctx context.Context, rows []Listed) error {
 	var ids []string
 	for _, l := range rows {
