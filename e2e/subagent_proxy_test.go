@@ -136,12 +136,7 @@ func TestSubagentProxiedApprovalDepth2(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(depth2Agent(t))
 	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "delegate fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	id, evs := parkedOn(t, env, "delegate fetch tidal power")
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	var ts protocol.TaskStartedData
@@ -186,12 +181,7 @@ func TestSubagentProxiedOnce(t *testing.T) {
 	down := &failRule{why: "routes the answer down", match: func(name string, _ any) bool { return name == signals.SignalRespond }}
 	env.StartWorkerWith(a, worker.Options{Interceptors: []interceptor.WorkerInterceptor{&failTurnSignal{rules: []*failRule{relay, down}}}})
 	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch wind farms", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	id, evs := parkedOn(t, env, "ask researcher fetch wind farms")
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
 	if _, err := env.Sessions.Respond(ctx, id, signals.RespondRequest{Responses: []protocol.InputResponse{{RequestID: req.Requests[0].RequestID, OptionID: "approve"}}, Responder: alice}); err != nil {

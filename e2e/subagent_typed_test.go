@@ -199,13 +199,7 @@ func TestSubagentTypedInOrder(t *testing.T) {
 func TestSubagentTypedApprovalDepth2(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(depth2Agent(t))
-	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "delegate fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	id, evs := parkedOn(t, env, "delegate fetch tidal power")
 	ts, midID := firstChild(t, id, evs)
 	mevs := waitFor(t, env, midID, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
 	mts, _ := firstChild(t, midID, mevs)
@@ -284,13 +278,7 @@ rules:
 func TestSubagentTypedJudged(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(fourEyesAgent(t))
-	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "ask fetch tidal power", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	id, evs := parkedOn(t, env, "ask fetch tidal power")
 	_, child := firstChild(t, id, evs)
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)
@@ -445,12 +433,7 @@ func TestSubagentTypedQuestion(t *testing.T) {
 	env := evetest.New(t)
 	env.StartWorker(greeterAgent(t))
 	ctx := env.Ctx(2 * time.Minute)
-	id, err := env.Sessions.Create(ctx, "", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, env, id, signals.SendRequest{Message: "greet the visitor", Caller: alice})
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
+	id, evs := parkedOn(t, env, "greet the visitor")
 	ts, _ := firstChild(t, id, evs)
 	var req protocol.InputRequestedData
 	_ = evetest.Of(evs, protocol.InputRequested)[0].Decode(&req)

@@ -247,14 +247,21 @@ func (o *failChildOutbound) ExecuteChildWorkflow(ctx workflow.Context, typ strin
 // child session.
 func delegateParked(t *testing.T, env *evetest.Env, topic string) (id string, evs []protocol.Event, ts protocol.TaskStartedData, child string) {
 	t.Helper()
+	id, evs = parkedOn(t, env, "ask researcher fetch "+topic)
+	ts, child = firstChild(t, id, evs)
+	return id, evs, ts, child
+}
+
+// parkedOn opens a session of alice's, sends it message and waits until
+// its stream asks a person something: the session and its events.
+func parkedOn(t *testing.T, env *evetest.Env, message string) (string, []protocol.Event) {
+	t.Helper()
 	id, err := env.Sessions.Create(env.Ctx(30*time.Second), "", alice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, env, id, signals.SendRequest{Message: "ask researcher fetch " + topic, Caller: alice})
-	evs = waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
-	ts, child = firstChild(t, id, evs)
-	return id, evs, ts, child
+	send(t, env, id, signals.SendRequest{Message: message, Caller: alice})
+	return id, waitFor(t, env, id, func(evs []protocol.Event) bool { return len(evetest.Of(evs, protocol.InputRequested)) > 0 })
 }
 
 func firstChild(t *testing.T, id string, evs []protocol.Event) (protocol.TaskStartedData, string) {
