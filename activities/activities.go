@@ -73,6 +73,8 @@ type Options struct {
 	// SearchAttributes: the namespace has eve's search attributes, so a
 	// child session a call opens starts with them.
 	SearchAttributes bool
+	// ConversationFormat is how conversations are written (agent.Host).
+	ConversationFormat conversation.Format
 }
 
 // activitySet is the receiver of the activities registered on a worker.

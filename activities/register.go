@@ -52,7 +52,7 @@ func Register(w worker.ActivityRegistry, o Options) error {
 func newActivitySet(o Options) *activitySet {
 	a := &activitySet{Options: o}
 	if o.Store != nil {
-		a.conversations = conversation.New(o.Store)
+		a.conversations = conversation.NewFormat(o.Store, o.ConversationFormat)
 	}
 	return a
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/activities"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/toolcatalog"
 	"github.com/eve-temporal/eve/model"
 	"github.com/eve-temporal/eve/payloadstore"
@@ -207,6 +208,12 @@ type Host struct {
 	// search attributes (with SearchAttributes; set it only when the
 	// namespace has them too; eve's worker checks).
 	InboxAttributes bool
+	// ConversationFormat is how conversations are written: one object per
+	// model step (conversation.FormatInline, the default), or one per
+	// message (conversation.FormatObjects), all an eve 0.4 worker reads:
+	// for a fleet that still runs 0.4 workers beside this build. Both are
+	// read. eve's worker sets it from EVE_CONVERSATION_FORMAT.
+	ConversationFormat conversation.Format
 }
 
 // Actions configure the completion URLs of delegated tools: Secret (at
@@ -380,7 +387,7 @@ func Register(w worker.Registry, a *Agent, h Host) error {
 	}
 	opts := activities.Options{Tools: reg, Model: a.Model, System: a.System, Resolvers: a.Resolvers, Disabled: a.Disable,
 		CheckTool: toolcatalog.Check, OnReminder: a.OnReminder, Store: h.Store, Client: h.Client, Logger: h.Logger, Actions: h.Actions,
-		SearchAttributes: h.SearchAttributes}
+		SearchAttributes: h.SearchAttributes, ConversationFormat: h.ConversationFormat}
 	for _, sub := range a.Subagents {
 		if sub != nil {
 			opts.Subagents = append(opts.Subagents, activities.Subagent{Name: sub.Name, Description: sub.Description})

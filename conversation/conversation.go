@@ -2,11 +2,12 @@
 // reference, so that workflow inputs, model-step inputs and continue-as-new
 // state carry a small Ref whatever the conversation's size.
 //
-// Each message is written once, under a content-addressed key of its
-// session; a conversation is a manifest (the list of its messages' keys),
-// also content-addressed. Appending writes the new messages and a new
-// manifest; a retried activity rewrites the same objects. Objects are
-// immutable, so a worker caches what it read or wrote.
+// A conversation is a manifest: the list of its messages' keys, stored
+// under a content-addressed key of its session. Appending writes one new
+// manifest that holds the appended messages too (FormatInline), or each
+// message as an object of its own and then the manifest (FormatObjects, as
+// eve 0.4 wrote them); a retried activity rewrites the same objects.
+// Objects are immutable, so a worker caches what it read or wrote.
 package conversation
 
 import (
@@ -17,6 +18,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -60,10 +63,66 @@ func EstimateTokens(msgs []model.Message) int {
 type manifest struct {
 	Parent string `json:"parent,omitempty"`
 	// Before is how many messages the parent chain holds.
-	Before int      `json:"before,omitempty"`
-	Keys   []string `json:"keys"`
+	Before int `json:"before,omitempty"`
+	// Keys name the messages: an object's key, "<manifest key>#<i>" for
+	// the i-th message held inline by another manifest, or "#<i>" for this
+	// manifest's own Messages[i].
+	Keys []string `json:"keys"`
 	// Bytes is the size of all the conversation's messages.
 	Bytes int64 `json:"bytes"`
+	// Messages are the messages this manifest's append added
+	// (FormatInline): one object per append instead of one per message.
+	Messages []json.RawMessage `json:"messages,omitempty"`
+}
+
+// Format is how a Store writes a conversation.
+type Format int
+
+const (
+	// FormatInline stores each append's messages in its manifest: one
+	// object per append (per model step), however many messages it adds.
+	FormatInline Format = iota
+	// FormatObjects stores each message as an object of its own, then the
+	// manifest: what eve 0.4 wrote and all a 0.4 worker reads. For a fleet
+	// that still runs 0.4 workers beside this build (docs/deploy.md).
+	FormatObjects
+)
+
+// ParseFormat reads a Format by name: "inline" or "objects" ("": inline).
+func ParseFormat(name string) (Format, error) {
+	switch name {
+	case "", "inline":
+		return FormatInline, nil
+	case "objects":
+		return FormatObjects, nil
+	}
+	return 0, fmt.Errorf("conversation format %q: want inline (one object per append, the default) or objects (one per message, readable by eve 0.4)", name)
+}
+
+// inlineRef splits an inline message's key into its manifest's key and
+// its index; ok is false for a message stored as an object.
+func inlineRef(key string) (manifestKey string, i int, ok bool) {
+	at := strings.LastIndexByte(key, '#')
+	if at < 0 {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(key[at+1:])
+	if err != nil || i < 0 {
+		return "", 0, false
+	}
+	return key[:at], i, true
+}
+
+// absolute makes the keys of manifest key's chunk usable outside it.
+func absolute(keys []string, key string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		if strings.HasPrefix(k, "#") {
+			k = key + k
+		}
+		out[i] = k
+	}
+	return out
 }
 
 const chunkKeys = 256
@@ -82,15 +141,22 @@ type Objects interface {
 type Store struct {
 	objects Objects
 	cache   *lru
+	format  Format
 }
 
 // DefaultCacheBytes bounds the decoded messages and manifests a Store keeps
 // in memory.
 const DefaultCacheBytes = 64 << 20
 
-// New returns a Store over objects with the default cache.
+// New returns a Store over objects with the default cache, writing
+// FormatInline. It reads both formats.
 func New(objects Objects) *Store {
-	return &Store{objects: objects, cache: newLRU(DefaultCacheBytes)}
+	return NewFormat(objects, FormatInline)
+}
+
+// NewFormat returns a Store that writes conversations in format f.
+func NewFormat(objects Objects, f Format) *Store {
+	return &Store{objects: objects, cache: newLRU(DefaultCacheBytes), format: f}
 }
 
 var unsafeKey = regexp.MustCompile(`[^a-zA-Z0-9._-]`)
@@ -132,22 +198,42 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		return out, nil // a model step's usual case: this worker wrote them
 	}
 	// Messages the cache lacks are read concurrently: from S3 a cold
-	// conversation of n messages costs n/ioParallelism round trips, not n.
+	// conversation of n messages costs n/ioParallelism round trips, not n
+	// (and one per append whose manifest holds them inline).
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ioParallelism)
+	inline := map[string][]int{} // manifest key → indexes into out
 	for _, i := range missing {
 		k := keys[i]
+		if mk, _, ok := inlineRef(k); ok {
+			inline[mk] = append(inline[mk], i)
+			continue
+		}
 		g.Go(func() error {
 			b, err := s.objects.Get(gctx, k)
 			if err != nil {
 				return fmt.Errorf("read message %d of conversation %s from %s: %w", i, ref.Manifest, s.objects.Location(), err)
 			}
-			var m model.Message
-			if err := json.Unmarshal(b, &m); err != nil {
-				return fmt.Errorf("decode message %s: %w", k, err)
-			}
-			s.cache.put(k, m, int64(len(b)))
+			m, err := s.decode(k, b)
 			out[i] = m
+			return err
+		})
+	}
+	for mk, idx := range inline {
+		g.Go(func() error {
+			man, err := s.manifest(gctx, mk)
+			if err != nil {
+				return err
+			}
+			for _, i := range idx {
+				b, err := inlineBytes(man, keys[i])
+				if err != nil {
+					return err
+				}
+				if out[i], err = s.decode(keys[i], b); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 	}
@@ -155,6 +241,25 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// decode reads one stored message and caches it.
+func (s *Store) decode(key string, b []byte) (model.Message, error) {
+	var m model.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return model.Message{}, fmt.Errorf("decode message %s: %w", key, err)
+	}
+	s.cache.put(key, m, int64(len(b)))
+	return m, nil
+}
+
+// inlineBytes is the encoding of inline message key in its manifest man.
+func inlineBytes(man manifest, key string) ([]byte, error) {
+	_, i, _ := inlineRef(key)
+	if i >= len(man.Messages) {
+		return nil, fmt.Errorf("read message %s: its conversation holds %d messages inline", key, len(man.Messages))
+	}
+	return man.Messages[i], nil
 }
 
 // ioParallelism bounds the objects one Load reads, or one Append writes, at
@@ -170,7 +275,7 @@ func (s *Store) keys(ctx context.Context, key string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		chunks = append(chunks, man.Keys)
+		chunks = append(chunks, absolute(man.Keys, key))
 		n += len(man.Keys)
 		key = man.Parent
 	}
@@ -214,25 +319,29 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 		if err != nil {
 			return Ref{}, err
 		}
-		cur = manifest{Parent: m.Parent, Before: m.Before, Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), m.Keys...), Bytes: m.Bytes}
+		cur = manifest{Parent: m.Parent, Before: m.Before, Keys: append(make([]string, 0, len(m.Keys)+len(msgs)), absolute(m.Keys, base.Manifest)...), Bytes: m.Bytes}
 	}
 	prefix := sessionPrefix(sessionID)
 	var w writes
+	// stored is cur's key while cur is base's chunk unchanged: a full
+	// one becomes the parent as it is, not rewritten.
+	stored := base.Manifest
 	for _, m := range msgs {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return Ref{}, fmt.Errorf("encode message: %w", err)
 		}
-		key := contentKey(prefix, "messages", b)
-		w.add(s, key, b, m, "message")
 		if len(cur.Keys) == chunkKeys {
-			full, err := w.addManifest(s, prefix, cur)
-			if err != nil {
-				return Ref{}, err
+			full := stored
+			if full == "" {
+				if full, err = w.addManifest(s, prefix, cur); err != nil {
+					return Ref{}, err
+				}
 			}
 			cur = manifest{Parent: full, Before: cur.Before + len(cur.Keys), Bytes: cur.Bytes}
 		}
-		cur.Keys = append(cur.Keys, key)
+		stored = ""
+		cur.Keys = append(cur.Keys, w.addMessage(s, prefix, &cur, b, m))
 		cur.Bytes += int64(len(b))
 	}
 	key, err := w.addManifest(s, prefix, cur)
@@ -250,6 +359,16 @@ func (s *Store) Append(ctx context.Context, sessionID string, base Ref, msgs ...
 type writes struct {
 	list []write
 	seen map[string]bool
+	// inline are the messages of the chunk being built (FormatInline);
+	// cached, those of the chunks built, to cache once all are stored.
+	inline []model.Message
+	cached []cachedMessage
+}
+
+type cachedMessage struct {
+	key  string
+	m    model.Message
+	size int64
 }
 
 type write struct {
@@ -272,12 +391,37 @@ func (w *writes) add(s *Store, key string, data []byte, val any, kind string) {
 	w.list = append(w.list, write{key: key, kind: kind, data: data, val: val})
 }
 
+// addMessage adds message m (encoded b) to the chunk man and returns its
+// key there: inline in the chunk's manifest, or an object of its own.
+func (w *writes) addMessage(s *Store, prefix string, man *manifest, b []byte, m model.Message) string {
+	if s.format == FormatObjects {
+		key := contentKey(prefix, "messages", b)
+		w.add(s, key, b, m, "message")
+		return key
+	}
+	man.Messages = append(man.Messages, b)
+	w.inline = append(w.inline, m)
+	return "#" + strconv.Itoa(len(man.Messages)-1)
+}
+
 func (w *writes) addManifest(s *Store, prefix string, man manifest) (string, error) {
 	b, err := json.Marshal(man)
 	if err != nil {
 		return "", fmt.Errorf("encode conversation: %w", err)
 	}
 	key := contentKey(prefix, "conversations", b)
+	if s.format == FormatInline {
+		// No subdirectory: a file store creates one directory per
+		// session, not two.
+		sum := sha256.Sum256(b)
+		key = prefix + "/conversation-" + hex.EncodeToString(sum[:])
+	}
+	// Once stored, its inline messages are cached under their full keys,
+	// as a message object is: the next model step reads none of them.
+	for i, m := range w.inline {
+		w.cached = append(w.cached, cachedMessage{key: key + "#" + strconv.Itoa(i), m: m, size: int64(len(man.Messages[i]))})
+	}
+	w.inline = nil
 	w.add(s, key, b, man, "conversation")
 	return key, nil
 }
@@ -295,7 +439,13 @@ func (w *writes) run(ctx context.Context, s *Store) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, c := range w.cached {
+		s.cache.put(c.key, c.m, c.size)
+	}
+	return nil
 }
 
 // lru is a cache of immutable values bounded by their encoded size.
@@ -363,7 +513,7 @@ func (s *Store) ReplaceLast(ctx context.Context, sessionID string, base Ref, m m
 	if len(cur.Keys) == 0 {
 		return Ref{}, fmt.Errorf("replace the last message: conversation %s has an empty chunk", base.Manifest)
 	}
-	oldBytes, err := s.messageBytes(ctx, cur.Keys[len(cur.Keys)-1])
+	oldBytes, err := s.messageBytes(ctx, absolute(cur.Keys[len(cur.Keys)-1:], base.Manifest)[0])
 	if err != nil {
 		return Ref{}, err
 	}
@@ -372,11 +522,10 @@ func (s *Store) ReplaceLast(ctx context.Context, sessionID string, base Ref, m m
 		return Ref{}, fmt.Errorf("encode message: %w", err)
 	}
 	prefix := sessionPrefix(sessionID)
-	key := contentKey(prefix, "messages", b)
-	next := manifest{Parent: cur.Parent, Before: cur.Before, Keys: append(append([]string(nil), cur.Keys[:len(cur.Keys)-1]...), key),
+	next := manifest{Parent: cur.Parent, Before: cur.Before, Keys: absolute(cur.Keys[:len(cur.Keys)-1], base.Manifest),
 		Bytes: cur.Bytes - int64(len(oldBytes)) + int64(len(b))}
 	var w writes
-	w.add(s, key, b, m, "message")
+	next.Keys = append(next.Keys, w.addMessage(s, prefix, &next, b, m))
 	mkey, err := w.addManifest(s, prefix, next)
 	if err != nil {
 		return Ref{}, err
@@ -391,6 +540,13 @@ func (s *Store) ReplaceLast(ctx context.Context, sessionID string, base Ref, m m
 func (s *Store) messageBytes(ctx context.Context, key string) ([]byte, error) {
 	if v, ok := s.cache.get(key); ok {
 		return json.Marshal(v.(model.Message))
+	}
+	if mk, _, ok := inlineRef(key); ok {
+		man, err := s.manifest(ctx, mk)
+		if err != nil {
+			return nil, err
+		}
+		return inlineBytes(man, key)
 	}
 	b, err := s.objects.Get(ctx, key)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,55 +31,107 @@ func msg(i int) model.Message {
 	return model.Message{Role: model.RoleUser, Text: fmt.Sprintf("message %d", i)}
 }
 
+var formats = []struct {
+	name   string
+	format conversation.Format
+	// puts is how many objects an append of n messages writes.
+	puts func(n int) int64
+}{
+	{"inline", conversation.FormatInline, func(int) int64 { return 1 }},
+	{"objects", conversation.FormatObjects, func(n int) int64 { return int64(n) + 1 }},
+}
+
 // A long conversation reads back whole and in order, also by a process
 // that never saw it written (empty cache), and each append writes an amount
 // that does not grow with the conversation's length.
 func TestAppendLoadChunks(t *testing.T) {
+	for _, f := range formats {
+		t.Run(f.name, func(t *testing.T) {
+			ctx := context.Background()
+			objects := openStore(t)
+			s := conversation.NewFormat(objects, f.format)
+			var ref conversation.Ref
+			var perAppend []int64
+			for i := 0; i < 1000; i++ {
+				before := objects.Stats()
+				var err error
+				ref, err = s.Append(ctx, "ses_1", ref, msg(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := objects.Stats()
+				perAppend = append(perAppend, after.BytesWritten-before.BytesWritten)
+				if puts := after.Puts - before.Puts; puts != f.puts(1) {
+					t.Fatalf("append %d wrote %d objects, want %d", i, puts, f.puts(1))
+				}
+			}
+			if ref.Messages != 1000 || ref.Bytes == 0 || ref.Tokens() != int(ref.Bytes/conversation.BytesPerToken) {
+				t.Fatalf("ref = %+v", ref)
+			}
+			fresh := conversation.New(objects)
+			got, err := fresh.Load(ctx, ref)
+			if err != nil || len(got) != 1000 {
+				t.Fatalf("load: %d messages, %v", len(got), err)
+			}
+			for i, m := range got {
+				if m.Text != msg(i).Text {
+					t.Fatalf("message %d = %q", i, m.Text)
+				}
+			}
+			// Chunks hold 256 keys: the 1000th append writes no more than the 256th.
+			var most int64
+			for _, n := range perAppend {
+				most = max(most, n)
+			}
+			if most > 40<<10 {
+				t.Fatalf("an append wrote %d bytes", most)
+			}
+			// The same append twice gives the same ref (content-addressed).
+			a, _ := s.Append(ctx, "ses_1", ref, msg(1000))
+			b, _ := conversation.NewFormat(objects, f.format).Append(ctx, "ses_1", ref, msg(1000))
+			if a != b {
+				t.Fatalf("appends differ: %+v %+v", a, b)
+			}
+			// An earlier ref still reads its own prefix.
+			prefix, err := fresh.Load(ctx, conversation.Ref{})
+			if err != nil || prefix != nil {
+				t.Fatalf("empty ref: %v %v", prefix, err)
+			}
+		})
+	}
+}
+
+// A conversation eve 0.4 wrote (one object per message) goes on in the
+// inline format, and each format's store reads what the other wrote.
+func TestFormatsMix(t *testing.T) {
 	ctx := context.Background()
 	objects := openStore(t)
-	s := conversation.New(objects)
-	var ref conversation.Ref
-	var perAppend []int64
-	for i := 0; i < 1000; i++ {
-		before := objects.Stats().BytesWritten
-		var err error
-		ref, err = s.Append(ctx, "ses_1", ref, msg(i))
-		if err != nil {
-			t.Fatal(err)
+	old := conversation.NewFormat(objects, conversation.FormatObjects)
+	ref, err := old.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err = conversation.New(objects).Append(ctx, "ses_1", ref, msg(2), msg(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err = old.Append(ctx, "ses_1", ref, msg(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range formats {
+		got, err := conversation.NewFormat(objects, f.format).Load(ctx, ref)
+		if err != nil || len(got) != 5 {
+			t.Fatalf("%s: load: %d messages, %v", f.name, len(got), err)
 		}
-		perAppend = append(perAppend, objects.Stats().BytesWritten-before)
-	}
-	if ref.Messages != 1000 || ref.Bytes == 0 || ref.Tokens() != int(ref.Bytes/conversation.BytesPerToken) {
-		t.Fatalf("ref = %+v", ref)
-	}
-	fresh := conversation.New(objects)
-	got, err := fresh.Load(ctx, ref)
-	if err != nil || len(got) != 1000 {
-		t.Fatalf("load: %d messages, %v", len(got), err)
-	}
-	for i, m := range got {
-		if m.Text != msg(i).Text {
-			t.Fatalf("message %d = %q", i, m.Text)
+		for i, m := range got {
+			if m.Text != msg(i).Text {
+				t.Fatalf("%s: message %d = %q", f.name, i, m.Text)
+			}
 		}
 	}
-	// Chunks hold 256 keys: the 1000th append writes no more than the 256th.
-	var most int64
-	for _, n := range perAppend {
-		most = max(most, n)
-	}
-	if most > 40<<10 {
-		t.Fatalf("an append wrote %d bytes", most)
-	}
-	// The same append twice gives the same ref (content-addressed).
-	a, _ := s.Append(ctx, "ses_1", ref, msg(1000))
-	b, _ := fresh.Append(ctx, "ses_1", ref, msg(1000))
-	if a != b {
-		t.Fatalf("appends differ: %+v %+v", a, b)
-	}
-	// An earlier ref still reads its own prefix.
-	prefix, err := fresh.Load(ctx, conversation.Ref{})
-	if err != nil || prefix != nil {
-		t.Fatalf("empty ref: %v %v", prefix, err)
+	if _, err := conversation.ParseFormat("objekts"); err == nil || !strings.Contains(err.Error(), "inline") {
+		t.Fatalf("ParseFormat(objekts) = %v, want an error naming the formats", err)
 	}
 }
 
@@ -160,47 +213,79 @@ func (g *gate) Get(ctx context.Context, key string) ([]byte, error) {
 // load of a conversation the cache lacks reads its messages at once too.
 func TestAppendWritesAndLoadReadsConcurrently(t *testing.T) {
 	ctx := context.Background()
-	objects := openStore(t)
-	// Three messages and the manifest: four writes in flight together.
-	writer := conversation.New(newGate(objects, 4, false))
-	ref, err := writer.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := objects.Stats().Puts; got != 4 {
-		t.Fatalf("%d puts, want 4", got)
-	}
-	// A fresh store (empty cache) reads the manifest, then the three
-	// messages together.
-	g := newGate(objects, 3, true)
-	g.pass = 1
-	reader := conversation.New(g)
-	got, err := reader.Load(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 3 || got[0].Text != msg(0).Text || got[2].Text != msg(2).Text {
-		t.Fatalf("loaded %+v", got)
-	}
+	t.Run("objects", func(t *testing.T) {
+		objects := openStore(t)
+		// Three messages and the manifest: four writes in flight together.
+		writer := conversation.NewFormat(newGate(objects, 4, false), conversation.FormatObjects)
+		ref, err := writer.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := objects.Stats().Puts; got != 4 {
+			t.Fatalf("%d puts, want 4", got)
+		}
+		// A fresh store (empty cache) reads the manifest, then the three
+		// messages together.
+		g := newGate(objects, 3, true)
+		g.pass = 1
+		reader := conversation.New(g)
+		got, err := reader.Load(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got[0].Text != msg(0).Text || got[2].Text != msg(2).Text {
+			t.Fatalf("loaded %+v", got)
+		}
+	})
+	t.Run("inline", func(t *testing.T) {
+		objects := openStore(t)
+		// 600 messages in one append: three chunks, written together.
+		var msgs []model.Message
+		for i := range 600 {
+			msgs = append(msgs, msg(i))
+		}
+		writer := conversation.New(newGate(objects, 3, false))
+		ref, err := writer.Append(ctx, "ses_1", conversation.Ref{}, msgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := objects.Stats().Puts; got != 3 {
+			t.Fatalf("%d puts, want 3", got)
+		}
+		// A fresh store reads the three chunks and nothing else: they hold
+		// the messages.
+		before := objects.Stats().Gets
+		got, err := conversation.New(objects).Load(ctx, ref)
+		if err != nil || len(got) != 600 || got[0].Text != msg(0).Text || got[599].Text != msg(599).Text {
+			t.Fatalf("loaded %d messages, %v", len(got), err)
+		}
+		if gets := objects.Stats().Gets - before; gets != 3 {
+			t.Fatalf("%d gets, want 3", gets)
+		}
+	})
 }
 
 // A failed write fails the append, and the append's retry stores the
 // conversation whole.
 func TestAppendFailedWriteThenRetry(t *testing.T) {
-	ctx := context.Background()
-	objects := openStore(t)
-	flaky := &failNth{Objects: objects, fail: 2}
-	s := conversation.New(flaky)
-	if _, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2)); err == nil {
-		t.Fatal("append with a failed write succeeded")
-	}
-	ref, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := conversation.New(objects).Load(ctx, ref)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("load after retry: %d messages, %v", len(got), err)
+	for _, f := range formats {
+		t.Run(f.name, func(t *testing.T) {
+			ctx := context.Background()
+			objects := openStore(t)
+			flaky := &failNth{Objects: objects, fail: int(f.puts(3))}
+			s := conversation.NewFormat(flaky, f.format)
+			if _, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2)); err == nil {
+				t.Fatal("append with a failed write succeeded")
+			}
+			ref, err := s.Append(ctx, "ses_1", conversation.Ref{}, msg(0), msg(1), msg(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := conversation.New(objects).Load(ctx, ref)
+			if err != nil || len(got) != 3 {
+				t.Fatalf("load after retry: %d messages, %v", len(got), err)
+			}
+		})
 	}
 }
 
@@ -228,43 +313,45 @@ func (f *failNth) Put(ctx context.Context, key string, data []byte) error {
 // one chunk, and the base conversation is unchanged.
 func TestReplaceLast(t *testing.T) {
 	ctx := context.Background()
-	for _, n := range []int{1, 3, 256, 258} {
-		objects := openStore(t)
-		s := conversation.New(objects)
-		var msgs []model.Message
-		for i := 0; i < n; i++ {
-			msgs = append(msgs, msg(i))
+	for _, f := range formats {
+		for _, n := range []int{1, 3, 256, 258} {
+			objects := openStore(t)
+			s := conversation.NewFormat(objects, f.format)
+			var msgs []model.Message
+			for i := 0; i < n; i++ {
+				msgs = append(msgs, msg(i))
+			}
+			base, err := s.Append(ctx, "ses_1", conversation.Ref{}, msgs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)}}}
+			before := objects.Stats().Puts
+			got, err := conversation.NewFormat(objects, f.format).ReplaceLast(ctx, "ses_1", base, edited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if puts := objects.Stats().Puts - before; puts != f.puts(1) {
+				t.Fatalf("%s n=%d: %d writes, want %d (the message and its chunk)", f.name, n, puts, f.puts(1))
+			}
+			want, err := s.Append(ctx, "ses_1", conversation.Ref{}, append(append([]model.Message(nil), msgs[:n-1]...), edited)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Messages != want.Messages || got.Bytes != want.Bytes {
+				t.Fatalf("%s n=%d: ref %+v, want the count and size of %+v (the same conversation appended whole)", f.name, n, got, want)
+			}
+			fresh := conversation.New(objects)
+			loaded, err := fresh.Load(ctx, got)
+			if err != nil || len(loaded) != n || string(loaded[n-1].ToolCalls[0].Input) != `{"amount":5}` || (n > 1 && loaded[n-2].Text != msgs[n-2].Text) {
+				t.Fatalf("%s n=%d: loaded %d messages, %v", f.name, n, len(loaded), err)
+			}
+			if old, _ := fresh.Load(ctx, base); old[n-1].Text != msgs[n-1].Text {
+				t.Fatalf("%s n=%d: the base changed: %+v", f.name, n, old[n-1])
+			}
 		}
-		base, err := s.Append(ctx, "ses_1", conversation.Ref{}, msgs...)
-		if err != nil {
-			t.Fatal(err)
+		if _, err := conversation.NewFormat(openStore(t), f.format).ReplaceLast(ctx, "ses_1", conversation.Ref{}, model.Message{}); err == nil {
+			t.Fatal("replacing in an empty conversation succeeded")
 		}
-		edited := model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "refund", Input: json.RawMessage(`{"amount":5}`)}}}
-		before := objects.Stats().Puts
-		got, err := conversation.New(objects).ReplaceLast(ctx, "ses_1", base, edited)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if puts := objects.Stats().Puts - before; puts != 2 {
-			t.Fatalf("n=%d: %d writes, want 2 (the message and its chunk)", n, puts)
-		}
-		want, err := s.Append(ctx, "ses_1", conversation.Ref{}, append(append([]model.Message(nil), msgs[:n-1]...), edited)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("n=%d: ref %+v, want %+v (the same conversation appended whole)", n, got, want)
-		}
-		fresh := conversation.New(objects)
-		loaded, err := fresh.Load(ctx, got)
-		if err != nil || len(loaded) != n || string(loaded[n-1].ToolCalls[0].Input) != `{"amount":5}` || (n > 1 && loaded[n-2].Text != msgs[n-2].Text) {
-			t.Fatalf("n=%d: loaded %d messages, %v", n, len(loaded), err)
-		}
-		if old, _ := fresh.Load(ctx, base); old[n-1].Text != msgs[n-1].Text {
-			t.Fatalf("n=%d: the base changed: %+v", n, old[n-1])
-		}
-	}
-	if _, err := conversation.New(openStore(t)).ReplaceLast(ctx, "ses_1", conversation.Ref{}, model.Message{}); err == nil {
-		t.Fatal("replacing in an empty conversation succeeded")
 	}
 }

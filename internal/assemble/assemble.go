@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/eve-temporal/eve/agent"
+	"github.com/eve-temporal/eve/conversation"
 	"github.com/eve-temporal/eve/internal/actionsvc"
 	"github.com/eve-temporal/eve/internal/api"
 	"github.com/eve-temporal/eve/internal/capability"
@@ -135,6 +136,11 @@ func NewWorker(ctx context.Context, a *agent.Agent, cfg WorkerConfig) (*Worker, 
 	// The store the client offloads payloads to (tc's copies share it).
 	if h.Store, err = tc.Store(ctx); err != nil {
 		return fail(err)
+	}
+	if v := config.Env("EVE_CONVERSATION_FORMAT", ""); v != "" {
+		if h.ConversationFormat, err = conversation.ParseFormat(v); err != nil {
+			return fail(fmt.Errorf("EVE_CONVERSATION_FORMAT: %w", err))
+		}
 	}
 	if cfg.ModelFromEnv {
 		if err := workerhost.UseModelFromEnv(a); err != nil {

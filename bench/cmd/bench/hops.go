@@ -12,6 +12,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/eve-temporal/eve/bench/internal/benchkit"
 )
@@ -63,7 +64,7 @@ func countHops(ctx context.Context, c client.Client, ids []string) (hopCount, er
 	var each func(string, *historypb.HistoryEvent)
 	if hopsDump {
 		each = func(id string, e *historypb.HistoryEvent) {
-			fmt.Fprintf(os.Stderr, "hops %s %d %s%s\n", id, e.GetEventId(), e.GetEventType(), hopDetail(e))
+			fmt.Fprintf(os.Stderr, "hops %s %d %s%s (%d bytes)\n", id, e.GetEventId(), e.GetEventType(), hopDetail(e), proto.Size(e))
 		}
 	}
 	return benchkit.CountHops(ctx, c, ids, each)

@@ -152,6 +152,7 @@ type flags struct {
 	serverLog                     bool
 	cpu                           bool
 	bursts                        int
+	freshServers                  bool
 	block, settle                 int
 	dc                            multiFlag
 	store                         string
@@ -179,6 +180,7 @@ func main() {
 	flag.BoolVar(&f.serverLog, "server-log", false, "pass the dev servers' stderr through")
 	flag.IntVar(&f.block, "block", 10, "sequential calls per config before moving to the next config")
 	flag.IntVar(&f.settle, "settle", 3, "untimed calls at the start of each block (see run.go)")
+	flag.BoolVar(&f.freshServers, "fresh-servers", true, "start new dev servers for each scenario, so no row runs on what an earlier one left (false: one set of servers for the whole run)")
 	flag.IntVar(&f.bursts, "bursts", 1, "split each throughput measurement into this many bursts, alternating between configs")
 	flag.BoolVar(&f.cpu, "cpu", false, "note CPU time per call (dev server, and this process) during the throughput run (Linux)")
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
