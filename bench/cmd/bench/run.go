@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/eve-temporal/eve/bench/internal/benchkit"
 	"github.com/eve-temporal/eve/internal/devserver"
