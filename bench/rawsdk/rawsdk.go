@@ -68,6 +68,9 @@ type TurnInput struct {
 	// the tool activity as a regular activity) instead of an activity: the
 	// shape of an eve workflow tool.
 	ChildTool bool `json:"childTool,omitempty"`
+	// ChildTurn asks the session to run the turn as its child workflow
+	// (ShapeChildTurn); the turn itself ignores it.
+	ChildTurn bool `json:"childTurn,omitempty"`
 	// Task runs the tool as a task: the tool activity is started and not
 	// awaited, the model is called again (it says the work started), then
 	// the turn awaits the tool and calls the model with its result: the

@@ -25,11 +25,16 @@ import (
 //     start from a local activity), off the caller's path. The session no
 //     longer serializes turns; this is the floor of any design with a
 //     session entity.
+//   - ShapeChildTurn: as ShapeSession, but the session runs the turn as a
+//     child workflow and reads its result, as eve's session does (a child
+//     is started by the server, never eagerly, and its start wakes the
+//     parent once more).
 type Shape string
 
 const (
 	ShapeSession   Shape = "session"
 	ShapeTurnFirst Shape = "turn-first"
+	ShapeChildTurn Shape = "child-turn"
 )
 
 // Names of the shapes' workflows, activities, signal and update.
@@ -105,9 +110,16 @@ func SessionWorkflow(ctx workflow.Context) error {
 		busy = true
 		defer func() { busy = false }()
 		info := workflow.GetInfo(ctx)
-		in.ReportTo = info.WorkflowExecution.ID
-		id := fmt.Sprintf("%s/turn_%d", in.ReportTo, turns)
+		id := fmt.Sprintf("%s/turn_%d", info.WorkflowExecution.ID, turns)
 		turns++
+		if in.ChildTurn {
+			in.ChildTurn = false
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: id})
+			var res TurnResult
+			err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, in).Get(cctx, &res)
+			return res, err
+		}
+		in.ReportTo = info.WorkflowExecution.ID
 		if err := workflow.ExecuteLocalActivity(localOpts(ctx), startActivity, startReq{ID: id, TaskQueue: info.TaskQueueName, Input: in}).Get(ctx, nil); err != nil {
 			return TurnResult{}, err
 		}
@@ -125,10 +137,10 @@ func SessionWorkflow(ctx workflow.Context) error {
 // RunShape runs one turn in the shape, under a new session id, and waits
 // for its result.
 func RunShape(ctx context.Context, c client.Client, taskQueue string, shape Shape, variant Variant, sessionID string) error {
-	in := TurnInput{Variant: variant, City: "Lisbon"}
+	in := TurnInput{Variant: variant, City: "Lisbon", ChildTurn: shape == ShapeChildTurn}
 	var res TurnResult
 	switch shape {
-	case ShapeSession:
+	case ShapeSession, ShapeChildTurn:
 		start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID: sessionID, TaskQueue: taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		}, SessionWorkflowName)

@@ -57,6 +57,7 @@ func init() {
 	}{
 		{"raw-session/regular", "raw-turn/regular", rawsdk.ShapeSession, rawsdk.Regular},
 		{"raw-session/local", "raw-turn/local", rawsdk.ShapeSession, rawsdk.Local},
+		{"raw-session-child/regular", "raw-session/regular", rawsdk.ShapeChildTurn, rawsdk.Regular},
 		{"raw-turn-first/regular", "raw-turn/regular", rawsdk.ShapeTurnFirst, rawsdk.Regular},
 		{"raw-turn-first/local", "raw-turn/local", rawsdk.ShapeTurnFirst, rawsdk.Local},
 	} {
