@@ -122,7 +122,7 @@ func TestShapes(t *testing.T) {
 	defer w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, shape := range []rawsdk.Shape{rawsdk.ShapeSession, rawsdk.ShapeTurnFirst} {
+	for _, shape := range []rawsdk.Shape{rawsdk.ShapeSession, rawsdk.ShapeTurnFirst, rawsdk.ShapeChildTurn} {
 		for _, v := range []rawsdk.Variant{rawsdk.Regular, rawsdk.Local} {
 			id := rawsdk.NextWorkflowID("shape")
 			if err := rawsdk.RunShape(ctx, c, tq, shape, v, id); err != nil {
@@ -136,8 +136,14 @@ func TestShapes(t *testing.T) {
 			if d.WorkflowExecutionInfo.GetType().GetName() != rawsdk.SessionWorkflowName {
 				t.Fatalf("%s/%s: session type %s", shape, v, d.WorkflowExecutionInfo.GetType().GetName())
 			}
-			if _, err := c.DescribeWorkflowExecution(ctx, id+"/turn_0", ""); err != nil {
+			turn, err := c.DescribeWorkflowExecution(ctx, id+"/turn_0", "")
+			if err != nil {
 				t.Fatalf("%s/%s: turn: %v", shape, v, err)
+			}
+			// Only the child-turn shape makes the turn the session's child.
+			parent := turn.WorkflowExecutionInfo.GetParentExecution().GetWorkflowId()
+			if want := map[bool]string{true: id}[shape == rawsdk.ShapeChildTurn]; parent != want {
+				t.Fatalf("%s/%s: turn's parent %q, want %q", shape, v, parent, want)
 			}
 		}
 	}
