@@ -113,16 +113,89 @@ func inlineRef(key string) (manifestKey string, i int, ok bool) {
 	return key[:at], i, true
 }
 
-// absolute makes the keys of manifest key's chunk usable outside it.
+// absolute makes the keys of manifest key's chunk usable outside it: "#i"
+// names the manifest's own message, a key without a "/" one of another
+// manifest in its directory (the session's).
 func absolute(keys []string, key string) []string {
+	dir := key[:strings.LastIndexByte(key, '/')+1]
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		if strings.HasPrefix(k, "#") {
+		switch {
+		case strings.HasPrefix(k, "#"):
 			k = key + k
+		case !strings.Contains(k, "/"):
+			k = dir + k
 		}
 		out[i] = k
 	}
 	return out
+}
+
+// compactKeys is how an inline manifest stores its keys: inline messages'
+// without their session's directory, and a run of one manifest's
+// messages as one range ("<key>#3-5"). A cold load reads every manifest
+// that holds its messages, and each lists its chunk's keys so far: this
+// keeps those lists short.
+func compactKeys(keys []string, prefix string) []string {
+	out := make([]string, 0, len(keys))
+	for i := 0; i < len(keys); {
+		k := strings.TrimPrefix(keys[i], prefix+"/")
+		mk, first, ok := inlineRef(k)
+		if !ok {
+			out = append(out, keys[i])
+			i++
+			continue
+		}
+		last := first
+		for i+1 < len(keys) {
+			nk, n, ok := inlineRef(strings.TrimPrefix(keys[i+1], prefix+"/"))
+			if !ok || nk != mk || n != last+1 {
+				break
+			}
+			last = n
+			i++
+		}
+		i++
+		if last > first {
+			k = fmt.Sprintf("%s#%d-%d", mk, first, last)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// decodeManifest reads manifest key (encoded b), its ranges expanded.
+func decodeManifest(key string, b []byte) (manifest, error) {
+	var man manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return manifest{}, fmt.Errorf("decode conversation %s: %w", key, err)
+	}
+	var keys []string
+	for i, k := range man.Keys {
+		at := strings.LastIndexByte(k, '#')
+		dash := strings.LastIndexByte(k, '-')
+		if at < 0 || dash < at {
+			if keys != nil {
+				keys = append(keys, k)
+			}
+			continue
+		}
+		first, err1 := strconv.Atoi(k[at+1 : dash])
+		last, err2 := strconv.Atoi(k[dash+1:])
+		if err1 != nil || err2 != nil || first < 0 || last < first || last-first >= chunkKeys {
+			return manifest{}, fmt.Errorf("decode conversation %s: bad key range %q", key, k)
+		}
+		if keys == nil {
+			keys = append(make([]string, 0, len(man.Keys)+last-first), man.Keys[:i]...)
+		}
+		for n := first; n <= last; n++ {
+			keys = append(keys, k[:at+1]+strconv.Itoa(n))
+		}
+	}
+	if keys != nil {
+		man.Keys = keys
+	}
+	return man, nil
 }
 
 const chunkKeys = 256
@@ -221,7 +294,7 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 	}
 	for mk, idx := range inline {
 		g.Go(func() error {
-			man, err := s.manifest(gctx, mk)
+			man, err := s.inlineManifest(gctx, mk)
 			if err != nil {
 				return err
 			}
@@ -241,6 +314,20 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// inlineManifest reads the manifest that holds inline messages a load
+// lacks. Unlike a chain's manifest it is not cached: the messages are,
+// and its list of keys (up to a chunk's) would only crowd them out.
+func (s *Store) inlineManifest(ctx context.Context, key string) (manifest, error) {
+	if v, ok := s.cache.get(key); ok {
+		return v.(manifest), nil
+	}
+	b, err := s.objects.Get(ctx, key)
+	if err != nil {
+		return manifest{}, fmt.Errorf("read conversation %s from %s: %w", key, s.objects.Location(), err)
+	}
+	return decodeManifest(key, b)
 }
 
 // decode reads one stored message and caches it.
@@ -294,9 +381,9 @@ func (s *Store) manifest(ctx context.Context, key string) (manifest, error) {
 	if err != nil {
 		return manifest{}, fmt.Errorf("read conversation %s from %s: %w", key, s.objects.Location(), err)
 	}
-	var man manifest
-	if err := json.Unmarshal(b, &man); err != nil {
-		return manifest{}, fmt.Errorf("decode conversation %s: %w", key, err)
+	man, err := decodeManifest(key, b)
+	if err != nil {
+		return manifest{}, err
 	}
 	s.cache.put(key, man, int64(len(b)))
 	return man, nil
@@ -405,7 +492,11 @@ func (w *writes) addMessage(s *Store, prefix string, man *manifest, b []byte, m 
 }
 
 func (w *writes) addManifest(s *Store, prefix string, man manifest) (string, error) {
-	b, err := json.Marshal(man)
+	stored := man
+	if s.format == FormatInline {
+		stored.Keys = compactKeys(man.Keys, prefix)
+	}
+	b, err := json.Marshal(stored)
 	if err != nil {
 		return "", fmt.Errorf("encode conversation: %w", err)
 	}
@@ -542,7 +633,7 @@ func (s *Store) messageBytes(ctx context.Context, key string) ([]byte, error) {
 		return json.Marshal(v.(model.Message))
 	}
 	if mk, _, ok := inlineRef(key); ok {
-		man, err := s.manifest(ctx, mk)
+		man, err := s.inlineManifest(ctx, mk)
 		if err != nil {
 			return nil, err
 		}

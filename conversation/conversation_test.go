@@ -355,3 +355,46 @@ func TestReplaceLast(t *testing.T) {
 		}
 	}
 }
+
+// An inline manifest lists its chunk's keys compactly (relative to the
+// session, a run of one manifest's messages as a range): its appends
+// write less than half of what one object per message writes, and a cold
+// load still reads every message.
+func TestInlineKeysCompact(t *testing.T) {
+	ctx := context.Background()
+	last := map[string]int64{}
+	for _, f := range formats {
+		objects := openStore(t)
+		s := conversation.NewFormat(objects, f.format)
+		var ref conversation.Ref
+		for i := 0; i < 254; i += 2 {
+			before := objects.Stats().BytesWritten
+			var err error
+			if ref, err = s.Append(ctx, "ses_01M8X4CBJW717089H1B15YX382", ref, msg(i), msg(i+1)); err != nil {
+				t.Fatal(err)
+			}
+			last[f.name] = objects.Stats().BytesWritten - before
+		}
+		got, err := conversation.New(objects).Load(ctx, ref)
+		if err != nil || len(got) != 254 || got[253].Text != msg(253).Text {
+			t.Fatalf("%s: loaded %d messages, %v", f.name, len(got), err)
+		}
+	}
+	if last["inline"]*2 > last["objects"] {
+		t.Fatalf("the 127th append wrote %d bytes inline, %d as objects: want less than half", last["inline"], last["objects"])
+	}
+}
+
+// A manifest whose key range is corrupt fails its load, naming it.
+func TestBadKeyRange(t *testing.T) {
+	ctx := context.Background()
+	objects := openStore(t)
+	key := "sessions/ses_1/conversation-bad"
+	if err := objects.Put(ctx, key, []byte(`{"keys":["#3-1"],"bytes":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conversation.New(objects).Load(ctx, conversation.Ref{Manifest: key, Messages: 1, Bytes: 1})
+	if err == nil || !strings.Contains(err.Error(), `bad key range "#3-1"`) {
+		t.Fatalf("load = %v, want a bad key range error", err)
+	}
+}
