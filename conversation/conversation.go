@@ -170,14 +170,12 @@ func decodeManifest(key string, b []byte) (manifest, error) {
 	if err := json.Unmarshal(b, &man); err != nil {
 		return manifest{}, fmt.Errorf("decode conversation %s: %w", key, err)
 	}
-	var keys []string
-	for i, k := range man.Keys {
+	keys := make([]string, 0, len(man.Keys))
+	for _, k := range man.Keys {
 		at := strings.LastIndexByte(k, '#')
 		dash := strings.LastIndexByte(k, '-')
 		if at < 0 || dash < at {
-			if keys != nil {
-				keys = append(keys, k)
-			}
+			keys = append(keys, k)
 			continue
 		}
 		first, err1 := strconv.Atoi(k[at+1 : dash])
@@ -185,16 +183,11 @@ func decodeManifest(key string, b []byte) (manifest, error) {
 		if err1 != nil || err2 != nil || first < 0 || last < first || last-first >= chunkKeys {
 			return manifest{}, fmt.Errorf("decode conversation %s: bad key range %q", key, k)
 		}
-		if keys == nil {
-			keys = append(make([]string, 0, len(man.Keys)+last-first), man.Keys[:i]...)
-		}
 		for n := first; n <= last; n++ {
 			keys = append(keys, k[:at+1]+strconv.Itoa(n))
 		}
 	}
-	if keys != nil {
-		man.Keys = keys
-	}
+	man.Keys = keys
 	return man, nil
 }
 
@@ -320,14 +313,7 @@ func (s *Store) Load(ctx context.Context, ref Ref) ([]model.Message, error) {
 // lacks. Unlike a chain's manifest it is not cached: the messages are,
 // and its list of keys (up to a chunk's) would only crowd them out.
 func (s *Store) inlineManifest(ctx context.Context, key string) (manifest, error) {
-	if v, ok := s.cache.get(key); ok {
-		return v.(manifest), nil
-	}
-	b, err := s.objects.Get(ctx, key)
-	if err != nil {
-		return manifest{}, fmt.Errorf("read conversation %s from %s: %w", key, s.objects.Location(), err)
-	}
-	return decodeManifest(key, b)
+	return s.readManifest(ctx, key, false)
 }
 
 // decode reads one stored message and caches it.
@@ -374,6 +360,12 @@ func (s *Store) keys(ctx context.Context, key string) ([]string, error) {
 }
 
 func (s *Store) manifest(ctx context.Context, key string) (manifest, error) {
+	return s.readManifest(ctx, key, true)
+}
+
+// readManifest reads manifest key from the cache or the store; keep
+// caches what it read from the store.
+func (s *Store) readManifest(ctx context.Context, key string, keep bool) (manifest, error) {
 	if v, ok := s.cache.get(key); ok {
 		return v.(manifest), nil
 	}
@@ -385,7 +377,9 @@ func (s *Store) manifest(ctx context.Context, key string) (manifest, error) {
 	if err != nil {
 		return manifest{}, err
 	}
-	s.cache.put(key, man, int64(len(b)))
+	if keep {
+		s.cache.put(key, man, int64(len(b)))
+	}
 	return man, nil
 }
 
