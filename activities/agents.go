@@ -108,7 +108,8 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 		opts.Memo[signals.MemoInitiator] = initiator
 	}
 	if a.SearchAttributes {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet("running"), searchSession.ValueSet(childID))
+		// No status: the session's running turn's is its (SessionVersions 3).
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchSession.ValueSet(childID))
 	}
 	start := a.Client.NewWithStartWorkflowOperation(opts, signals.SessionWorkflow, signals.SessionInput{SessionID: childID, Initiator: initiator, Versions: signals.SessionVersions, Origin: origin})
 	h, err := a.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -129,11 +130,8 @@ func (a *activitySet) sendChild(ctx context.Context, childID, queue string, init
 	return res, err
 }
 
-// The search attributes a session starts with (as internal/sessions starts one).
-var (
-	searchStatus  = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrStatus)
-	searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
-)
+// The search attribute a session starts with (as internal/sessions starts one).
+var searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
 
 // turnOutcome waits for a turn workflow's end and reads its outcome.
 func turnOutcome(tctx *tools.Context, a *activitySet, wid string) (*signals.TurnOutcome, error) {

@@ -475,6 +475,7 @@ func TestRecordHistories(t *testing.T) {
 	recordTurnVersions(t, prefix)
 	recordInputVersions(t, prefix)
 	recordQuietResume(t, prefix)
+	recordStatusFromTurns(t, prefix)
 
 	// Workflow tools (eve-workflow-tools), each on a queue of its own.
 	recordWorkflowTools(t, prefix)

@@ -46,8 +46,14 @@ func searchEnv(t *testing.T, marked bool) *evetest.Env {
 // EveStatus, its value.
 func upserts(t *testing.T, ctx context.Context, c client.Client, wid string) []string {
 	t.Helper()
+	return upsertsOfRun(t, ctx, c, wid, "")
+}
+
+// upsertsOfRun is upserts of one run ("": the latest).
+func upsertsOfRun(t *testing.T, ctx context.Context, c client.Client, wid, run string) []string {
+	t.Helper()
 	var out []string
-	it := c.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.GetWorkflowHistory(ctx, wid, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
@@ -131,43 +137,57 @@ func waitSessionListed(t *testing.T, env *evetest.Env, id string, want map[[2]st
 }
 
 // Search attributes follow the workflows' state with one write per change
-// (changeSearchWrites), an answered park aside (changeParkWrites): a session
-// created with its message and marked running by its creator writes
-// waiting-input when its turn parks and idle when it ends (not running when
-// it resumes: its status memo says so); its turn starts marked running and
-// writes its status with the inbox's attributes once, when it parks.
-// Unmarked (an API server that did not check the attributes), the session
-// writes running itself, once. The listing and the inbox read the memos:
-// the resumed session lists as running, not waiting-input, and the turn
-// leaves the inbox.
+// (changeSearchWrites), an answered park aside (changeParkWrites), and a
+// session's status is its running turn's (changeStatusFromTurns): the
+// session writes none, marked by its creator (EveSessionId) or not; its
+// turn starts marked running and writes its status with the inbox's
+// attributes once, when it parks. On a worker without search attributes
+// whose sessions are marked (the namespace has them), the turn still writes
+// its status, without the inbox's. The listing reads the turns: parked,
+// the session lists as waiting-input on its tool; once its turn ends, as
+// idle, and the turn leaves the inbox.
 func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 	for _, c := range []struct {
-		name          string
-		marked        bool
-		session, turn []string
+		name           string
+		marked, worker bool
+		session, turn  []string
 	}{
-		{"marked at start", true,
-			[]string{"[EveStatus EveTools] waiting-input", "[EveStatus EveTools] idle"},
+		{"marked at start", true, true, nil,
 			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input"}},
-		{"unmarked", false,
-			[]string{"[EveSessionId EveStatus] running", "[EveStatus EveTools] waiting-input", "[EveStatus EveTools] idle"},
+		{"unmarked", false, true, nil,
 			[]string{"[EveInbox EveParkedAt EveRequestKinds EveRequester EveStatus EveTools] waiting-input"}},
+		{"worker without attributes", true, false, nil,
+			[]string{"[EveStatus EveTools] waiting-input"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := searchEnv(t, c.marked)
+			if !c.worker {
+				env = evetest.New(t)
+				if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
+					t.Fatal(err)
+				}
+				a, err := demo.Agent()
+				if err != nil {
+					t.Fatal(err)
+				}
+				env.StartWorkerHost(a, agent.Host{})
+				env.Sessions.SearchAttributes = true
+			}
 			id, d := startParked(t, env, "refund ch_5 5")
 			turn := id + "/turn_0"
-			waitQueried(t, env, fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id), id, turn)
-			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id), turn)
+			waitQueried(t, env, fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id), turn)
+			if c.worker {
+				waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q`, id), turn)
+			}
 			waitSessionListed(t, env, id, map[[2]string]string{
 				{"waiting-input", "refund_charge"}: "waiting-input [refund_charge]",
+				{"", ""}:                           "waiting-input [refund_charge]",
 				{"running", ""}:                    "",
 				{"idle", ""}:                       "",
 			})
 			respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
 			env.WaitIdle(id)
-			waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q`, id), id)
-			waitQueried(t, env, fmt.Sprintf(`EveInbox = "open" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id))
+			waitQueried(t, env, fmt.Sprintf(`WorkflowType = %q AND EveSessionId = %q AND ExecutionStatus = "Running"`, signals.TurnWorkflow, id))
 			waitSessionListed(t, env, id, map[[2]string]string{
 				{"idle", ""}: "idle []", {"", ""}: "idle []",
 				{"running", ""}: "", {"waiting-input", ""}: "", {"", "refund_charge"}: "",
@@ -223,8 +243,9 @@ func recordSearchWrites(t *testing.T, prefix string) {
 	}
 }
 
-// A session that continues as new keeps its attributes: the new run starts
-// with the last run's, and writes only what then changes.
+// A session that continues as new keeps its attributes (EveSessionId,
+// from its creator): the new run starts with the last run's, writes none
+// (its status is its turns', changeStatusFromTurns), and lists as idle.
 func TestSearchAttributesAcrossContinueAsNew(t *testing.T) {
 	env := evetest.New(t)
 	ctx := env.Ctx(60 * time.Second)
@@ -245,8 +266,21 @@ func TestSearchAttributesAcrossContinueAsNew(t *testing.T) {
 	id := res.SessionID
 	env.SendAndWait(ctx, id, "what's the weather in Oslo")
 	env.WaitIdle(id)
-	waitQueried(t, env, fmt.Sprintf(`EveStatus = "idle" AND EveSessionId = %q AND ExecutionStatus = "Running"`, id), id)
-	waitQueried(t, env, fmt.Sprintf(`EveStatus = "running" AND EveSessionId = %q AND WorkflowType = "eve.Session"`, id))
+	waitQueried(t, env, fmt.Sprintf(`EveSessionId = %q AND ExecutionStatus = "Running" AND WorkflowType = %q`, id, signals.SessionWorkflow), id)
+	waitQueried(t, env, fmt.Sprintf(`EveStatus IS NOT NULL AND EveSessionId = %q AND WorkflowType = %q`, id, signals.SessionWorkflow))
+	waitSessionListed(t, env, id, map[[2]string]string{{"idle", ""}: "idle []"})
+	runs, err := env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf(`WorkflowId = %q`, id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs.Executions) < 2 {
+		t.Fatalf("session %s lists %d runs, want it continued as new", id, len(runs.Executions))
+	}
+	for _, e := range runs.Executions {
+		if got := upsertsOfRun(t, ctx, env.Client, id, e.Execution.RunId); len(got) > 0 {
+			t.Errorf("run %s of the session wrote %v, want no status of its own", e.Execution.RunId, got)
+		}
+	}
 }
 
 // TestRecordParkWrites records only the histories of changeParkWrites,
@@ -335,4 +369,56 @@ func recordTurnVersions(t *testing.T, prefix string) {
 	save("turn-versions-approved", id+"/turn_0")
 	save("turn-versions-regular", id+"/turn_1")
 	save("turn-versions-session", id)
+}
+
+// TestRecordStatusFromTurns records only the histories of
+// changeStatusFromTurns, which TestRecordHistories records too:
+//
+//	EVE_RECORD_HISTORIES=1 EVE_RECORD_PREFIX=v0.5.0- go test ./e2e -run TestRecordStatusFromTurns
+func TestRecordStatusFromTurns(t *testing.T) {
+	if os.Getenv("EVE_RECORD_HISTORIES") != "1" {
+		t.Skip("set EVE_RECORD_HISTORIES=1 to record testdata/histories")
+	}
+	prefix := os.Getenv("EVE_RECORD_PREFIX")
+	if prefix == "" {
+		t.Fatal("set EVE_RECORD_PREFIX to a new prefix: recorded histories of released code are kept as they are")
+	}
+	recordStatusFromTurns(t, prefix)
+}
+
+// recordStatusFromTurns: a session of Versions 3 with the attributes and
+// the inbox parks, is approved, then runs a regular turn; one on a worker
+// without attributes, marked by its creator, parks and is approved (its
+// turn writes its status, and its status memo once answered).
+func recordStatusFromTurns(t *testing.T, prefix string) {
+	t.Helper()
+	for _, worker := range []bool{true, false} {
+		env := evetest.New(t)
+		if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
+			t.Fatal(err)
+		}
+		a, err := demo.Agent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.StartWorkerHost(a, agent.Host{SearchAttributes: worker, InboxAttributes: worker})
+		env.Sessions.SearchAttributes = true
+		save := func(name, wid string) {
+			if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, d := startParked(t, env, "refund ch_9 9")
+		respond(t, env, id, protocol.InputResponse{RequestID: d.Requests[0].RequestID, OptionID: "approve"})
+		env.WaitIdle(id)
+		if worker {
+			env.SendAndWait(env.Ctx(30*time.Second), id, "what's the weather in Rome")
+			save("status-from-turns-session", id)
+			save("status-from-turns-turn-approved", id+"/turn_0")
+			save("status-from-turns-turn-regular", id+"/turn_1")
+		} else {
+			save("status-from-turns-plain-session", id)
+			save("status-from-turns-plain-turn", id+"/turn_0")
+		}
+	}
 }

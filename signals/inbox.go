@@ -72,17 +72,17 @@ type InboxEscalation struct {
 // memo exceed Temporal's blob limit.
 const MaxInboxEntryBytes = 16 << 10
 
-// MemoStatus is the memo key of a session's current status (a
+// MemoStatus is the memo key of a workflow's current status (a
 // StatusMemo), set once its EveStatus search attribute may lag behind:
-// a session whose turn resumed keeps EveStatus = "waiting-input" until the
-// turn ends (one billable upsert fewer per park), and says "running" here.
-// Readers take the memo over the attribute when it is there. A session
-// whose turns do not tell it of an answer (eve-quiet-resume) writes no
-// such memo: its running turn's MemoInbox, with no open item, says that
-// it runs on.
+// a workflow whose park was answered keeps EveStatus = "waiting-input"
+// until its next other change (one billable upsert fewer per park), and
+// says "running" here. Readers take the memo over the attribute when it is
+// there. A session before eve-status-from-turns writes it; since then a
+// turn without the inbox's memo does (with the inbox on, its MemoInbox
+// with no open item says that it runs on), and a session writes no status.
 const MemoStatus = "eveStatus"
 
-// StatusMemo is a session's current status and the tools it waits on.
+// StatusMemo is a workflow's current status and the tools it waits on.
 type StatusMemo struct {
 	Status string   `json:"status"`
 	Tools  []string `json:"tools,omitempty"`

@@ -63,4 +63,7 @@ type SessionInput struct {
 }
 
 // SessionVersions is what eve's starters put in SessionInput.Versions.
-const SessionVersions = 2
+// 3: the session writes no status of its own, its running turn's is its
+// status (so its starter sets only SearchAttrSessionID), and the sessions
+// listing reads the turns.
+const SessionVersions = 3

@@ -81,6 +81,8 @@ const (
 	// changeCodeAgentProxy: a code-opened child's people in the loop
 	// reach the root.
 	changeCodeAgentProxy = "eve-code-agent-proxy"
+	// changeStatusFromTurns: a session's status is its running turn's.
+	changeStatusFromTurns = "eve-status-from-turns"
 )
 
 // inputVersions is the Versions eve's starters put in the inputs of the
@@ -105,6 +107,9 @@ var inputGenerations = map[string]int{
 	changeAsk: 2, changeWorkflowAsk: 2, changeDeniedResult: 2, changeTaskCalls: 2, changeOutputSchema: 2,
 	changeSubagents: 2, changeProxyInput: 2, changeSubagentOrigin: 2, changeSubagentCancel: 2,
 	changeSubagentJoin: 2, changeSubagentUsage: 2, changeSubagentRequestIDs: 2, changeCodeAgents: 2,
+	// 3: a session's status from its turns, and the turn's quiet resume
+	// without its marker.
+	changeStatusFromTurns: 3, changeQuietResume: 3,
 }
 
 // changeOn reports whether change id is on for a workflow whose input
@@ -118,6 +123,14 @@ func changeOn(ctx workflow.Context, versions int, id string) bool {
 		return true
 	}
 	return workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) >= 1
+}
+
+// fromInput reports whether change id is on by the input's generation
+// alone: for a change that only workflows started with it take, so that
+// none decides it by a marker (changeStatusFromTurns).
+func fromInput(versions int, id string) bool {
+	g := inputGenerations[id]
+	return g > 0 && versions >= g
 }
 
 // change is one row of the table: an id, the release that brought it,
@@ -215,4 +228,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-subagent-typed-approved.json", "v0.5.0-turn-subagent-typed-depth2*.json"}},
 	{changeCodeAgents, "0.5.0", "a turn of an agent with subagents records agent.started for each session a tool's code opened with one (tools.Context.Agent; the call's activity signals eve.agent.opened), once per child session",
 		[]string{"v0.5.0-turn-code-agent-announced.json"}},
+	{changeStatusFromTurns, "0.5.0", "a session started with Versions = 3 (signals.SessionVersions) writes no status of its own (EveStatus, EveTools, the status memo): its running turn's attributes are its status, and a session without one is idle (the sessions listing reads the turns, internal/sessions/list.go); the session starts its turns marked running whenever its namespace has the attributes, and such a turn (turnInput.Versions = 3) writes its status even on a worker without SearchAttributes when its start carries them, and, without the inbox memo, says in its own status memo that an answered park runs on (changeParkWrites). Decided by the input alone, never by a marker: a session started before it writes its status as before. Two billable upserts fewer per parked turn, one per turn; and eve-quiet-resume joins generation 3 (no marker)",
+		[]string{"v0.5.0-status-from-turns-*.json"}},
 }

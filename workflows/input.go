@@ -372,8 +372,9 @@ func (t *turn) parkFor(ctx workflow.Context, stepIdx int, asked []*request, task
 // leaves (decideMessage), to be read after it, as it was without the
 // mirror; and its status says waiting-input, which the sessions listing
 // reads against the turn's inbox memo (sessions.List). So a turn is quiet
-// only where that memo exists (the inbox on) or no listing reads a status
-// (no search attributes).
+// only where that memo exists (the inbox on), where its status memo says
+// it runs on (changeStatusFromTurns), or no listing reads a status (no
+// search attributes).
 func (t *turn) reportInput(ctx workflow.Context) {
 	if len(t.board.open()) > 0 {
 		t.setStatus(ctx, statusWaitingInput, t.board.waitingTools())
@@ -381,7 +382,7 @@ func (t *turn) reportInput(ctx workflow.Context) {
 		t.parks++
 		if !t.quietDecided {
 			t.quietDecided = true
-			t.quiet = (t.inbox || !t.cfg.SearchAttributes) && t.changeOn(ctx, changeQuietResume)
+			t.quiet = (t.inbox || t.statusMemo || !t.cfg.SearchAttributes) && t.changeOn(ctx, changeQuietResume)
 		}
 	} else {
 		t.setStatus(ctx, statusRunning, nil)

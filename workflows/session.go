@@ -158,7 +158,10 @@ type session struct {
 	ordered bool
 	// vis: the session's search attributes are written by writeVisibility
 	// from its state (changeSearchWrites), not at each transition.
-	vis     bool
+	vis bool
+	// quiet: the session writes no status of its own; its running turn's
+	// attributes are its status (changeStatusFromTurns).
+	quiet   bool
 	pending []*pendingMessage
 	acked   []queuedMessage
 	// joins are the parent's messages offered to the running turn
@@ -229,6 +232,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 			return fmt.Errorf("memo: %w", err)
 		}
 		s.vis = s.writesVisibility(ctx, cfg)
+		s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
 		if !s.vis {
 			setStatus(ctx, cfg, s.id, statusIdle, nil)
 		}
@@ -241,6 +245,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	if in.State != nil {
 		s.log.base, s.log.events = s.st.EventBase, s.st.Events
 		s.vis = s.writesVisibility(ctx, s.st.Config)
+		s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
 	}
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
@@ -253,7 +258,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	if err := s.registerHandlers(ctx); err != nil {
 		return err
 	}
-	if s.vis {
+	if s.vis && !s.quiet {
 		writeVisibility(ctx, s.visState, false, true, s.versions)
 	}
 	if !s.st.ExpiresAt.IsZero() {
@@ -456,9 +461,13 @@ func (s *session) changeOn(ctx workflow.Context, id string) bool {
 // writesVisibility reports whether the session writes its search
 // attributes through writeVisibility (changeSearchWrites): when the worker
 // has them, or when its starter set them (then they exist on the namespace,
-// and the session keeps what its starter wrote true).
+// and the session keeps what its starter wrote true). A quiet session
+// (changeStatusFromTurns) has them too, but writes none: it starts its
+// turns with them, and their status is its.
 func (s *session) writesVisibility(ctx workflow.Context, cfg Config) bool {
-	if !cfg.SearchAttributes && visStart(ctx).status == "" {
+	// A starter of Versions 3 sets the session's id alone (no status:
+	// changeStatusFromTurns); one before it set both.
+	if start := visStart(ctx); !cfg.SearchAttributes && start.status == "" && start.session == "" {
 		return false
 	}
 	return s.changeOn(ctx, changeSearchWrites)

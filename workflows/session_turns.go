@@ -159,8 +159,10 @@ func (s *session) runChild(ctx workflow.Context, wid string, in turnInput) (turn
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	opts := workflow.ChildWorkflowOptions{WorkflowID: wid, WaitForCancellation: true}
-	if s.vis && s.st.Config.SearchAttributes {
+	if s.vis && (s.st.Config.SearchAttributes || s.quiet) {
 		// The turn starts marked running, in its start command: no upsert.
+		// A quiet session's turn writes its status from then on, whatever
+		// the worker's SearchAttributes (changeStatusFromTurns).
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(statusRunning), searchSession.ValueSet(s.id))
 	}
 	cctx = workflow.WithChildOptions(cctx, opts)

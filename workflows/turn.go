@@ -119,6 +119,11 @@ type turn struct {
 	// last open request closes (changeQuietResume, decided at its first
 	// park; input.go).
 	inbox, quietDecided, quiet bool
+	// fromTurns: the turn's status is its session's (changeStatusFromTurns),
+	// so it says waiting-input while a request its subagents proxied is
+	// open. statusMemo: without the inbox's memo, the turn says in its
+	// status memo that an answered park runs on.
+	fromTurns, statusMemo bool
 	// limits: the turn holds on its session's limits (changeLimits);
 	// grantedAt is its usage at the last Continue.
 	limits    bool
@@ -368,12 +373,16 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	t.limits = t.cfg.Limits != (SessionLimits{}) && t.changeOn(ctx, changeLimits)
 	t.ordered = t.changeOn(ctx, changeOrder)
 	inbox := t.cfg.SearchAttributes && !t.cfg.NoInbox && t.changeOn(ctx, changeInbox)
-	t.vis = t.cfg.SearchAttributes && t.changeOn(ctx, changeSearchWrites)
+	// A turn's status is its session's (changeStatusFromTurns): it writes
+	// it whenever its session started it with the attributes.
+	t.fromTurns = fromInput(in.Versions, changeStatusFromTurns)
+	t.vis = (t.cfg.SearchAttributes || t.fromTurns && visStart(ctx).session != "") && t.changeOn(ctx, changeSearchWrites)
 	t.inbox = inbox
+	t.statusMemo = t.vis && t.fromTurns && !inbox
 	switch {
 	case t.vis:
 		t.visStatus, t.visInbox = statusRunning, inbox
-		writeVisibility(ctx, t.visState, inbox, false, in.Versions)
+		writeVisibility(ctx, t.visState, inbox, t.statusMemo, in.Versions)
 		if inbox {
 			publishInboxMemo(ctx, t.board, t.relayedOpen)
 		}
@@ -663,6 +672,13 @@ func (t *turn) visState() visState {
 	v := visState{status: t.visStatus, tools: t.visTools, session: t.in.SessionID}
 	if v.status == statusWaitingInput {
 		v.tools = t.board.waitingTools() // as the requests settle one by one
+	}
+	if t.fromTurns && v.status != statusWaitingInput {
+		// A request a subagent proxied is the root's to answer: the turn
+		// waits on it as on its own, as its session's mirror says (typed.go).
+		if tools := t.proxiedTools(); len(tools) > 0 {
+			v.status, v.tools = statusWaitingInput, tools
+		}
 	}
 	if t.visInbox {
 		v.inbox, v.requester, v.kinds, v.parkedAt = t.board.inboxAttributes()

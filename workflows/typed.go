@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"go.temporal.io/sdk/workflow"
@@ -108,6 +109,21 @@ func (t *turn) relayedOpen() int {
 		}
 	}
 	return n
+}
+
+// proxiedTools names the tools of the open requests the turn's subagents
+// proxied (with changeProxyTyped), each once, in the order asked.
+func (t *turn) proxiedTools() []string {
+	if !t.typedOn {
+		return nil
+	}
+	var names []string
+	for _, p := range t.prompts() {
+		if p.relay != nil && !slices.Contains(names, p.req.Action.ToolName) {
+			names = append(names, p.req.Action.ToolName)
+		}
+	}
+	return names
 }
 
 // tellInputs sends the session the mirror (a command of this workflow

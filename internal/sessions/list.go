@@ -21,8 +21,9 @@ import (
 
 // ListQuery narrows List: every field is optional.
 type ListQuery struct {
-	// Status is an EveStatus value (idle, running, waiting-input,
-	// waiting-tasks) or "closed" (the session workflow ended).
+	// Status is a session's status (idle, running, waiting-input,
+	// waiting-tasks: its running turn's EveStatus, or idle without one)
+	// or "closed" (the session workflow ended).
 	Status string
 	// Tool: sessions waiting on this tool (EveTools).
 	Tool     string
@@ -39,8 +40,8 @@ type Listed struct {
 	// RunID is the run Visibility listed (a session continued as new
 	// lists once per run).
 	RunID string
-	// Status is EveStatus, or "closed"; "" when the namespace lacks the
-	// attribute.
+	// Status is the session's: its running turn's, idle, or "closed" (see
+	// List); "" when the namespace lacks eve's attributes.
 	Status    string
 	Tools     []string
 	Initiator *auth.Principal
@@ -51,35 +52,75 @@ type Listed struct {
 // Statuses List accepts.
 var ListStatuses = []string{"idle", "running", "waiting-input", "waiting-tasks", "closed"}
 
-// Query renders q as a Visibility query over this service's sessions.
+// A session's status is its running turn's (eve-status-from-turns): a
+// session started with signals.SessionVersions = 3 writes none of its own,
+// and its turn writes EveStatus and EveTools from its start (running) to its
+// end; a session without a running turn is idle. A turn's attributes may
+// lag after an answered park (eve-park-writes): its inbox memo with no open
+// item, or its status memo (signals.MemoStatus), says that it runs on. A
+// session started before writes its own status (its attributes, and its
+// status memo over them); its running turn, when that has attributes, says
+// the same or newer, so List reads the turn wherever there is one.
+//
+// So a listing by status or tool pages over running turns (their
+// attributes name their session: EveSessionId) and reads their sessions,
+// and one by neither, idle or closed pages over sessions and reads the
+// running turns of a page's sessions: one Visibility query each.
+
+// turnStatuses are the statuses a listing finds by its sessions' turns.
+var turnStatuses = []string{"running", "waiting-input", "waiting-tasks"}
+
+// byTurns reports whether q pages over running turns rather than sessions.
+func (q ListQuery) byTurns() bool {
+	return slices.Contains(turnStatuses, q.Status) || q.Tool != "" && q.Status == ""
+}
+
+// Query renders q as the Visibility query List pages over: sessions, or
+// for a status or tool running turns (byTurns).
 func (q ListQuery) Query(taskQueue string) string {
+	if q.byTurns() {
+		parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`}
+		if taskQueue != "" {
+			parts = append(parts, `TaskQueue = `+quote(taskQueue))
+		}
+		switch q.Status {
+		case "":
+		case "running":
+			// A turn whose park was answered may still say waiting-input
+			// (its memo says running): List keeps the rows whose current
+			// status matches.
+			parts = append(parts, `EveStatus IN ("running", "waiting-input")`)
+		default:
+			parts = append(parts, `EveStatus = `+quote(q.Status))
+		}
+		if q.Tool != "" {
+			parts = append(parts, `EveTools = `+quote(q.Tool))
+		}
+		return strings.Join(parts, " AND ")
+	}
 	parts := []string{`WorkflowType = ` + quote(signals.SessionWorkflow)}
 	if taskQueue != "" {
 		parts = append(parts, `TaskQueue = `+quote(taskQueue))
 	}
 	switch q.Status {
-	case "":
 	case "closed":
 		parts = append(parts, `ExecutionStatus != "Running"`)
-	case "running":
-		// A session whose turn resumed may still say waiting-input in its
-		// attributes (its status memo says running): List keeps the rows
-		// whose current status matches.
-		parts = append(parts, `ExecutionStatus = "Running"`, `EveStatus IN ("running", "waiting-input")`)
-	default:
-		parts = append(parts, `ExecutionStatus = "Running"`, `EveStatus = `+quote(q.Status))
-	}
-	if q.Tool != "" {
-		parts = append(parts, `EveTools = `+quote(q.Tool))
+	case "idle":
+		parts = append(parts, `ExecutionStatus = "Running"`)
 	}
 	return strings.Join(parts, " AND ")
 }
 
-// List reads one page of sessions (newest first): one Visibility query.
+// List reads one page of sessions, newest first (for a status or tool,
+// those of the newest running turns first). A page may hold fewer rows
+// than asked when Visibility lags behind a status (see above).
 func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, error) {
 	size := q.PageSize
 	if size <= 0 {
 		size = DefaultListPageSize
+	}
+	if q.Tool != "" && (q.Status == "idle" || q.Status == "closed") {
+		return []Listed{}, nil, nil // such a session waits on no tool
 	}
 	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q.Query(s.TaskQueue), PageSize: int32(size), NextPageToken: q.Cursor})
 	if err != nil {
@@ -89,31 +130,13 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 		}
 		return nil, nil, fmt.Errorf("list sessions from Visibility: %w", err)
 	}
-	dc := converter.GetDefaultDataConverter()
-	out := make([]Listed, 0, len(resp.GetExecutions()))
-	for _, e := range resp.GetExecutions() {
-		l := Listed{SessionID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(), StartTime: e.GetStartTime().AsTime(),
-			Initiator: initiatorOf(e)}
-		if e.GetCloseTime() != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			l.CloseTime, l.Status = e.GetCloseTime().AsTime(), "closed"
-		}
-		sa := e.GetSearchAttributes().GetIndexedFields()
-		if f, ok := sa["EveStatus"]; ok && l.Status == "" {
-			_ = dc.FromPayload(f, &l.Status)
-		}
-		if f, ok := sa["EveTools"]; ok {
-			_ = dc.FromPayload(f, &l.Tools)
-		}
-		if f, ok := e.GetMemo().GetFields()[signals.MemoStatus]; ok && l.Status != "closed" {
-			// The attributes may lag (signals.MemoStatus): the memo is current.
-			var m signals.StatusMemo
-			if dc.FromPayload(f, &m) == nil && m.Status != "" {
-				l.Status, l.Tools = m.Status, m.Tools
-			}
-		}
-		out = append(out, l)
+	var out []Listed
+	if q.byTurns() {
+		out, err = s.sessionsOfTurns(ctx, resp.GetExecutions())
+	} else {
+		out, err = s.withTurnStatus(ctx, resp.GetExecutions())
 	}
-	if err := s.confirmWaiting(ctx, out); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	kept := out[:0]
@@ -125,49 +148,197 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 	return kept, resp.GetNextPageToken(), nil
 }
 
-// confirmWaiting reads the sessions that say waiting-input against their
-// running turns' inbox memos (one Visibility query, only when a row says
-// so): a turn whose last request closed does not tell its session
-// (eve-quiet-resume), so the session says waiting-input until its turn
-// ends or parks again, while the turn's memo already lists no open
-// request, its own or one its subagents proxied. Such a session is
-// running. A session whose turn has no inbox memo keeps what it says.
-func (s *Service) confirmWaiting(ctx context.Context, rows []Listed) error {
+// listed is a session execution as List shows it: closed, or its own
+// status (attributes, the status memo over them) as a session before
+// eve-status-from-turns writes it; "" when it has none.
+func listed(e *workflowpb.WorkflowExecutionInfo) Listed {
+	l := Listed{SessionID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(), StartTime: e.GetStartTime().AsTime(),
+		Initiator: initiatorOf(e)}
+	if e.GetCloseTime() != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		l.CloseTime, l.Status = e.GetCloseTime().AsTime(), "closed"
+		return l
+	}
+	l.Status, l.Tools = statusOf(e)
+	return l
+}
+
+// statusOf reads a workflow's status and tools: its attributes, or its
+// status memo when it has one (the attributes may lag: signals.MemoStatus).
+func statusOf(e *workflowpb.WorkflowExecutionInfo) (status string, tools []string) {
+	dc := converter.GetDefaultDataConverter()
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	if f, ok := sa[signals.SearchAttrStatus]; ok {
+		_ = dc.FromPayload(f, &status)
+	}
+	if f, ok := sa["EveTools"]; ok {
+		_ = dc.FromPayload(f, &tools)
+	}
+	if f, ok := e.GetMemo().GetFields()[signals.MemoStatus]; ok {
+		var m signals.StatusMemo
+		if dc.FromPayload(f, &m) == nil && m.Status != "" {
+			status, tools = m.Status, m.Tools
+		}
+	}
+	return status, tools
+}
+
+// turnStatus reads a running turn's status and tools, and whether it has
+// any (a turn of a worker without search attributes has none). A turn that
+// says waiting-input while its inbox memo lists no open request, its own
+// or one its subagents proxied, runs on (eve-quiet-resume).
+func turnStatus(e *workflowpb.WorkflowExecutionInfo) (status string, tools []string, ok bool) {
+	status, tools = statusOf(e)
+	if status == "" {
+		return "", nil, false
+	}
+	if status == "waiting-input" {
+		if f, has := e.GetMemo().GetFields()[signals.MemoInbox]; has {
+			var m signals.InboxMemo
+			if converter.GetDefaultDataConverter().FromPayload(f, &m) == nil && len(m.Items) == 0 && m.Relayed == 0 && m.SessionID != "" {
+				return "running", nil, true
+			}
+		}
+	}
+	if status == "running" {
+		tools = nil
+	}
+	return status, tools, true
+}
+
+// sessionOfTurn names a turn's session: its EveSessionId, else its
+// workflow id's (<session>/turn_<n>).
+func sessionOfTurn(e *workflowpb.WorkflowExecutionInfo) string {
+	var id string
+	if f, ok := e.GetSearchAttributes().GetIndexedFields()[signals.SearchAttrSessionID]; ok {
+		_ = converter.GetDefaultDataConverter().FromPayload(f, &id)
+	}
+	if id == "" {
+		if i := strings.LastIndex(e.GetExecution().GetWorkflowId(), "/"); i > 0 {
+			id = e.GetExecution().GetWorkflowId()[:i]
+		}
+	}
+	return id
+}
+
+// withTurnStatus lists a page of sessions, each running one with its
+// running turn's status (one Visibility query for the page), or idle
+// without one. Where the namespace lacks eve's attributes, each keeps what
+// it says of itself (nothing).
+func (s *Service) withTurnStatus(ctx context.Context, execs []*workflowpb.WorkflowExecutionInfo) ([]Listed, error) {
+	out := make([]Listed, 0, len(execs))
+	var running []string
+	for _, e := range execs {
+		l := listed(e)
+		if l.Status != "closed" {
+			running = append(running, l.SessionID)
+		}
+		out = append(out, l)
+	}
+	if len(running) == 0 {
+		return out, nil
+	}
+	turns, err := s.runningTurns(ctx, running)
+	if errors.Is(err, ErrStatusUnavailable) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		l := &out[i]
+		if l.Status == "closed" {
+			continue
+		}
+		if t, ok := turns[l.SessionID]; ok {
+			if status, tools, ok := turnStatus(t); ok {
+				l.Status, l.Tools = status, tools
+				continue
+			}
+		}
+		if l.Status == "" {
+			l.Status = "idle" // a session that writes no status, between turns
+		}
+	}
+	return out, nil
+}
+
+// runningTurns reads the running turns of sessions ids, by session: one
+// Visibility query.
+func (s *Service) runningTurns(ctx context.Context, ids []string) (map[string]*workflowpb.WorkflowExecutionInfo, error) {
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = quote(id)
+	}
+	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveSessionId IN (` + strings.Join(quoted, ", ") + `)`}
+	if s.TaskQueue != "" {
+		parts = append(parts, `TaskQueue = `+quote(s.TaskQueue))
+	}
+	// Twice the sessions: Visibility may list a turn that just ended
+	// beside the next.
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(parts, " AND "), PageSize: int32(len(ids) * 2)})
+	if err != nil {
+		var inv *serviceerror.InvalidArgument
+		if errors.As(err, &inv) && strings.Contains(inv.Error(), "Eve") {
+			return nil, fmt.Errorf("%w (%v)", ErrStatusUnavailable, err)
+		}
+		return nil, fmt.Errorf("list the running turns of sessions from Visibility: %w", err)
+	}
+	out := map[string]*workflowpb.WorkflowExecutionInfo{}
+	for _, e := range resp.GetExecutions() {
+		id := sessionOfTurn(e)
+		if prev, ok := out[id]; !ok || e.GetStartTime().AsTime().After(prev.GetStartTime().AsTime()) {
+			out[id] = e // the newest: a session runs one turn at a time
+		}
+	}
+	return out, nil
+}
+
+// sessionsOfTurns lists the sessions of a page of running turns, in the
+// turns' order, each once, with its turn's status: the sessions are read
+// in one Visibility query. A session Visibility does not list (yet) is
+// left out.
+func (s *Service) sessionsOfTurns(ctx context.Context, turns []*workflowpb.WorkflowExecutionInfo) ([]Listed, error) {
 	var ids []string
-	for _, l := range rows {
-		if l.Status == "waiting-input" {
-			ids = append(ids, quote(l.SessionID))
+	for _, t := range turns {
+		if id := sessionOfTurn(t); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return []Listed{}, nil
 	}
-	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveSessionId IN (` + strings.Join(ids, ", ") + `)`}
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = quote(id)
+	}
+	parts := []string{`WorkflowType = ` + quote(signals.SessionWorkflow), `ExecutionStatus = "Running"`, `WorkflowId IN (` + strings.Join(quoted, ", ") + `)`}
 	if s.TaskQueue != "" {
 		parts = append(parts, `TaskQueue = `+quote(s.TaskQueue))
 	}
 	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(parts, " AND "), PageSize: int32(len(ids) * 2)})
 	if err != nil {
-		return fmt.Errorf("list the running turns of waiting sessions from Visibility: %w", err)
+		return nil, fmt.Errorf("list the sessions of running turns from Visibility: %w", err)
 	}
-	dc := converter.GetDefaultDataConverter()
-	resumed := map[string]bool{}
+	sessions := map[string]*workflowpb.WorkflowExecutionInfo{}
 	for _, e := range resp.GetExecutions() {
-		f, ok := e.GetMemo().GetFields()[signals.MemoInbox]
-		if !ok {
+		sessions[e.GetExecution().GetWorkflowId()] = e
+	}
+	out := make([]Listed, 0, len(ids))
+	seen := map[string]bool{}
+	for _, t := range turns {
+		id := sessionOfTurn(t)
+		e, ok := sessions[id]
+		if !ok || seen[id] {
 			continue
 		}
-		var m signals.InboxMemo
-		if dc.FromPayload(f, &m) == nil && len(m.Items) == 0 && m.Relayed == 0 && m.SessionID != "" {
-			resumed[m.SessionID] = true
+		seen[id] = true
+		l := listed(e)
+		if status, tools, ok := turnStatus(t); ok {
+			l.Status, l.Tools = status, tools
 		}
+		out = append(out, l)
 	}
-	for i := range rows {
-		if rows[i].Status == "waiting-input" && resumed[rows[i].SessionID] {
-			rows[i].Status, rows[i].Tools = "running", nil
-		}
-	}
-	return nil
+	return out, nil
 }
 
 // matches reports whether a listed session's current status and tools

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/eve-temporal/eve/signals"
 )
@@ -20,9 +23,9 @@ import (
 // for a query of turns) and keeps the queries.
 type listFake struct {
 	client.Client
-	rows, turns []*workflowpb.WorkflowExecutionInfo
-	query       string // the first
-	turnQueries []string
+	rows, turns    []*workflowpb.WorkflowExecutionInfo
+	sessionQueries []string
+	turnQueries    []string
 }
 
 func (f *listFake) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
@@ -30,89 +33,126 @@ func (f *listFake) ListWorkflow(_ context.Context, req *workflowservice.ListWork
 		f.turnQueries = append(f.turnQueries, req.GetQuery())
 		return &workflowservice.ListWorkflowExecutionsResponse{Executions: f.turns}, nil
 	}
-	f.query = req.GetQuery()
+	f.sessionQueries = append(f.sessionQueries, req.GetQuery())
 	return &workflowservice.ListWorkflowExecutionsResponse{Executions: f.rows}, nil
 }
 
-// turnRow is a running turn of session with an inbox memo of open items.
-func turnRow(t *testing.T, session string, open, relayed int) *workflowpb.WorkflowExecutionInfo {
+func payload(t *testing.T, v any) *commonpb.Payload {
 	t.Helper()
-	m := signals.InboxMemo{SessionID: session, TurnID: "turn_0", Items: []signals.InboxEntry{}, Relayed: relayed}
-	for i := 0; i < open; i++ {
-		m.Items = append(m.Items, signals.InboxEntry{})
-	}
-	p, err := converter.GetDefaultDataConverter().ToPayload(m)
+	p, err := converter.GetDefaultDataConverter().ToPayload(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &workflowpb.WorkflowExecutionInfo{
-		Execution: &commonpb.WorkflowExecution{WorkflowId: session + "/turn_0", RunId: "r"},
-		Memo:      &commonpb.Memo{Fields: map[string]*commonpb.Payload{signals.MemoInbox: p}},
-	}
+	return p
 }
 
-// listRow is a running session with attributes status and tools and, when
-// memo is set, a status memo.
-func listRow(t *testing.T, id, status string, tools []string, memo *signals.StatusMemo) *workflowpb.WorkflowExecutionInfo {
+// execution is a running workflow id with search attributes status and
+// tools (none when status is "") and the memo given.
+func execution(t *testing.T, id, status string, tools []string, memo map[string]any) *workflowpb.WorkflowExecutionInfo {
 	t.Helper()
-	dc := converter.GetDefaultDataConverter()
-	p := func(v any) *commonpb.Payload {
-		out, err := dc.ToPayload(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
 	e := &workflowpb.WorkflowExecutionInfo{
 		Execution:        &commonpb.WorkflowExecution{WorkflowId: id, RunId: "r"},
-		SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{"EveStatus": p(status), "EveTools": p(tools)}},
+		Status:           enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		StartTime:        timestamppb.New(time.Unix(1, 0)),
+		SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{}},
 		Memo:             &commonpb.Memo{Fields: map[string]*commonpb.Payload{}},
 	}
-	if memo != nil {
-		e.Memo.Fields[signals.MemoStatus] = p(memo)
+	if status != "" {
+		e.SearchAttributes.IndexedFields[signals.SearchAttrStatus] = payload(t, status)
+		e.SearchAttributes.IndexedFields["EveTools"] = payload(t, tools)
+	}
+	for k, v := range memo {
+		e.Memo.Fields[k] = payload(t, v)
 	}
 	return e
 }
 
-// A session whose attributes lag (an answered park: EveStatus still
-// waiting-input, its memo running) lists with the memo's status and only
-// under the filters that status matches; one without the memo (recorded
-// before changeParkWrites) lists as its attributes say. One whose turn
-// resumed quietly (eve-quiet-resume: no memo, its running turn's inbox memo
-// empty) lists as running, unless its turn waits on a request its
-// subagent proxied (the memo's Relayed); the turns are read in one query.
-func TestListReadsTheStatusMemo(t *testing.T) {
+// turn is session's running turn with attributes status and tools, its
+// EveSessionId, and the memo given.
+func turn(t *testing.T, session, status string, tools []string, memo map[string]any) *workflowpb.WorkflowExecutionInfo {
+	t.Helper()
+	e := execution(t, session+"/turn_0", status, tools, memo)
+	e.SearchAttributes.IndexedFields[signals.SearchAttrSessionID] = payload(t, session)
+	return e
+}
+
+func inbox(session string, open, relayed int) map[string]any {
+	m := signals.InboxMemo{SessionID: session, TurnID: "turn_0", Items: []signals.InboxEntry{}, Relayed: relayed}
+	for range open {
+		m.Items = append(m.Items, signals.InboxEntry{})
+	}
+	return map[string]any{signals.MemoInbox: m}
+}
+
+// A session's status is its running turn's (eve-status-from-turns): a
+// session that writes none and has no running turn is idle; a turn whose
+// park was answered says so in its inbox memo (no open item, none
+// proxied) or its status memo; a session that writes its own status (one
+// started before) keeps it where its turn has none. A listing by status or
+// tool pages over running turns and reads their sessions; the others page
+// over sessions and read their running turns: one query each.
+func TestListReadsTheTurns(t *testing.T) {
+	refund := []string{"refund_charge"}
 	rows := func(t *testing.T) []*workflowpb.WorkflowExecutionInfo {
+		closed := execution(t, "ses_closed", "", nil, nil)
+		closed.Status, closed.CloseTime = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, timestamppb.New(time.Unix(2, 0))
 		return []*workflowpb.WorkflowExecutionInfo{
-			listRow(t, "ses_lagging", "waiting-input", []string{"refund_charge"}, &signals.StatusMemo{Status: "running"}),
-			listRow(t, "ses_parked", "waiting-input", []string{"refund_charge"}, &signals.StatusMemo{Status: "waiting-input", Tools: []string{"refund_charge"}}),
-			listRow(t, "ses_old", "waiting-input", []string{"refund_charge"}, nil),
-			listRow(t, "ses_idle", "idle", []string{}, &signals.StatusMemo{Status: "idle"}),
-			listRow(t, "ses_quiet", "waiting-input", []string{"refund_charge"}, nil),
-			listRow(t, "ses_proxied", "waiting-input", []string{"fetch_paper"}, nil),
+			execution(t, "ses_parked", "", nil, nil),
+			execution(t, "ses_idle", "", nil, nil),
+			execution(t, "ses_resumed", "", nil, nil),
+			execution(t, "ses_proxied", "", nil, nil),
+			execution(t, "ses_memo", "", nil, nil),
+			execution(t, "ses_tasks", "", nil, nil),
+			execution(t, "ses_old", "waiting-input", refund, nil),
+			execution(t, "ses_lagging", "waiting-input", refund, map[string]any{signals.MemoStatus: signals.StatusMemo{Status: "running"}}),
+			execution(t, "ses_old_idle", "idle", []string{}, nil),
+			closed,
 		}
 	}
 	turns := func(t *testing.T) []*workflowpb.WorkflowExecutionInfo {
-		return []*workflowpb.WorkflowExecutionInfo{turnRow(t, "ses_parked", 1, 0), turnRow(t, "ses_quiet", 0, 0), turnRow(t, "ses_proxied", 0, 1)}
+		return []*workflowpb.WorkflowExecutionInfo{
+			turn(t, "ses_parked", "waiting-input", refund, inbox("ses_parked", 1, 0)),
+			turn(t, "ses_resumed", "waiting-input", refund, inbox("ses_resumed", 0, 0)),
+			turn(t, "ses_proxied", "waiting-input", []string{"fetch_paper"}, inbox("ses_proxied", 0, 1)),
+			turn(t, "ses_memo", "waiting-input", refund, map[string]any{signals.MemoStatus: signals.StatusMemo{Status: "running"}}),
+			turn(t, "ses_tasks", "waiting-tasks", []string{"crunch"}, nil),
+			turn(t, "ses_old", "", nil, nil), // a worker without search attributes
+		}
 	}
-	const turnQuery = `WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveSessionId IN ("ses_parked", "ses_old", "ses_quiet", "ses_proxied")`
+	const runningTurns = `WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveSessionId IN ("ses_parked", "ses_idle", "ses_resumed", "ses_proxied", "ses_memo", "ses_tasks", "ses_old", "ses_lagging", "ses_old_idle")`
+	const sessionsOfTurns = `WorkflowType = "eve.Session" AND ExecutionStatus = "Running" AND WorkflowId IN ("ses_parked", "ses_resumed", "ses_proxied", "ses_memo", "ses_tasks", "ses_old")`
+	all := []string{"ses_parked waiting-input [refund_charge]", "ses_idle idle []", "ses_resumed running []", "ses_proxied waiting-input [fetch_paper]",
+		"ses_memo running []", "ses_tasks waiting-tasks [crunch]", "ses_old waiting-input [refund_charge]", "ses_lagging running []", "ses_old_idle idle []", "ses_closed closed []"}
 	for _, c := range []struct {
-		name       string
-		q          ListQuery
-		wantQuery  string
-		wantListed []string
+		name                    string
+		q                       ListQuery
+		wantSessions, wantTurns []string
+		wantListed              []string
 	}{
-		{"all", ListQuery{}, `WorkflowType = "eve.Session"`,
-			[]string{"ses_lagging running []", "ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]", "ses_idle idle []", "ses_quiet running []", "ses_proxied waiting-input [fetch_paper]"}},
-		{"running", ListQuery{Status: "running"}, `WorkflowType = "eve.Session" AND ExecutionStatus = "Running" AND EveStatus IN ("running", "waiting-input")`,
-			[]string{"ses_lagging running []", "ses_quiet running []"}},
-		{"waiting-input", ListQuery{Status: "waiting-input"}, `WorkflowType = "eve.Session" AND ExecutionStatus = "Running" AND EveStatus = "waiting-input"`,
-			[]string{"ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]", "ses_proxied waiting-input [fetch_paper]"}},
-		{"tool", ListQuery{Tool: "refund_charge"}, `WorkflowType = "eve.Session" AND EveTools = "refund_charge"`,
+		{"all", ListQuery{}, []string{`WorkflowType = "eve.Session"`}, []string{runningTurns}, all},
+		{"idle", ListQuery{Status: "idle"}, []string{`WorkflowType = "eve.Session" AND ExecutionStatus = "Running"`}, []string{runningTurns},
+			[]string{"ses_idle idle []", "ses_old_idle idle []"}},
+		{"closed", ListQuery{Status: "closed"}, []string{`WorkflowType = "eve.Session" AND ExecutionStatus != "Running"`}, nil,
+			[]string{"ses_closed closed []"}},
+		{"running", ListQuery{Status: "running"}, []string{sessionsOfTurns},
+			[]string{`WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveStatus IN ("running", "waiting-input")`},
+			[]string{"ses_resumed running []", "ses_memo running []"}},
+		{"waiting-input", ListQuery{Status: "waiting-input"}, []string{sessionsOfTurns},
+			[]string{`WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveStatus = "waiting-input"`},
+			[]string{"ses_parked waiting-input [refund_charge]", "ses_proxied waiting-input [fetch_paper]", "ses_old waiting-input [refund_charge]"}},
+		{"waiting-tasks", ListQuery{Status: "waiting-tasks", Tool: "crunch"}, []string{sessionsOfTurns},
+			[]string{`WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveStatus = "waiting-tasks" AND EveTools = "crunch"`},
+			[]string{"ses_tasks waiting-tasks [crunch]"}},
+		{"tool", ListQuery{Tool: "refund_charge"}, []string{sessionsOfTurns},
+			[]string{`WorkflowType = "eve.Turn" AND ExecutionStatus = "Running" AND EveTools = "refund_charge"`},
 			[]string{"ses_parked waiting-input [refund_charge]", "ses_old waiting-input [refund_charge]"}},
+		{"idle tool", ListQuery{Status: "idle", Tool: "refund_charge"}, nil, nil, []string{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &listFake{rows: rows(t), turns: turns(t)}
+			if c.q.Status == "closed" {
+				f.rows = f.rows[len(f.rows)-1:] // what Visibility answers
+			}
 			s := &Service{Client: f}
 			listed, _, err := s.List(context.Background(), c.q)
 			if err != nil {
@@ -125,10 +165,10 @@ func TestListReadsTheStatusMemo(t *testing.T) {
 			if diff := cmp.Diff(c.wantListed, got); diff != "" {
 				t.Errorf("listed (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(c.wantQuery, f.query); diff != "" {
-				t.Errorf("query (-want +got):\n%s", diff)
+			if diff := cmp.Diff(c.wantSessions, f.sessionQueries); diff != "" {
+				t.Errorf("session queries (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{turnQuery}, f.turnQueries); diff != "" {
+			if diff := cmp.Diff(c.wantTurns, f.turnQueries); diff != "" {
 				t.Errorf("turn queries (-want +got):\n%s", diff)
 			}
 		})

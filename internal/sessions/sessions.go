@@ -67,23 +67,23 @@ func (s *Service) startOptions(id string) client.StartWorkflowOptions {
 const MemoInitiator = signals.MemoInitiator
 
 // startOptionsFor is startOptions with the initiator in the memo (carried
-// across continue-as-new).
-func (s *Service) startOptionsFor(id string, initiator *auth.Principal, status string) client.StartWorkflowOptions {
+// across continue-as-new) and, where the namespace has eve's attributes,
+// the session's id in EveSessionId. No status: a session started with
+// signals.SessionVersions = 3 writes none, its running turn's is its
+// (List).
+func (s *Service) startOptionsFor(id string, initiator *auth.Principal) client.StartWorkflowOptions {
 	o := s.startOptions(id)
 	if initiator != nil {
 		o.Memo = map[string]any{MemoInitiator: initiator}
 	}
 	if s.SearchAttributes {
-		o.TypedSearchAttributes = temporal.NewSearchAttributes(searchStatus.ValueSet(status), searchSession.ValueSet(id))
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(searchSession.ValueSet(id))
 	}
 	return o
 }
 
-// The attributes a session starts with (workflows/visibility.go).
-var (
-	searchStatus  = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrStatus)
-	searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
-)
+// The attribute a session starts with (workflows/visibility.go).
+var searchSession = temporal.NewSearchAttributeKeyKeyword(signals.SearchAttrSessionID)
 
 // Create starts a session workflow. id may be empty (one is generated).
 func (s *Service) Create(ctx context.Context, id string, initiator *auth.Principal) (string, error) {
@@ -96,7 +96,7 @@ func (s *Service) CreateStubbed(ctx context.Context, id string, initiator *auth.
 	if id == "" {
 		id = NewID("ses")
 	}
-	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator, "idle"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
+	_, err := s.Client.ExecuteWorkflow(ctx, s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
 	if err != nil {
 		return "", s.classify(ctx, id, fmt.Errorf("start session %s: %w", id, err))
 	}
@@ -133,7 +133,7 @@ func (s *Service) CreateAndSendStubbed(ctx context.Context, id string, initiator
 		// delivery join the first), a session by that id, or a closed one.
 		// The Update-with-Start below answers each as before.
 	}
-	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator, "running"), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
+	start := s.Client.NewWithStartWorkflowOperation(s.startOptionsFor(id, initiator), signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, Versions: signals.SessionVersions})
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -171,7 +171,7 @@ func (s *Service) startWithMessage(ctx context.Context, id string, initiator *au
 	default:
 		req.DeliveryID = NewID("dlv")
 	}
-	o := s.startOptionsFor(id, initiator, "running")
+	o := s.startOptionsFor(id, initiator)
 	o.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
 	o.WorkflowExecutionErrorWhenAlreadyStarted = true
 	if _, err := s.Client.ExecuteWorkflow(ctx, o, signals.SessionWorkflow, signals.SessionInput{SessionID: id, Initiator: initiator, Stubs: stubs, First: &req, Versions: signals.SessionVersions}); err != nil {
