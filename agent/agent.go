@@ -201,8 +201,9 @@ type Host struct {
 	// workflows record events, so API servers stream by push instead of
 	// polling (eve's worker sets it from EVE_NOTIFY).
 	Notifier Notifier
-	// SearchAttributes records session status in eve's search attributes
-	// (set it only when the namespace has them; eve's worker checks).
+	// SearchAttributes records session status in eve's search attributes:
+	// each turn writes its own, and a session's is its running turn's (set
+	// it only when the namespace has them; eve's worker checks).
 	SearchAttributes bool
 	// InboxAttributes lists parked turns' open requests in the inbox's
 	// search attributes (with SearchAttributes; set it only when the
