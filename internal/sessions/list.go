@@ -135,6 +135,11 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Listed, []byte, erro
 		out, err = s.sessionsOfTurns(ctx, resp.GetExecutions())
 	} else {
 		out, err = s.withTurnStatus(ctx, resp.GetExecutions())
+		if errors.Is(err, ErrStatusUnavailable) && q.Status != "idle" {
+			// Without eve's attributes, sessions list with no status
+			// (closed ones as closed); only a filter by status needs them.
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -222,8 +227,9 @@ func sessionOfTurn(e *workflowpb.WorkflowExecutionInfo) string {
 
 // withTurnStatus lists a page of sessions, each running one with its
 // running turn's status (one Visibility query for the page), or idle
-// without one. Where the namespace lacks eve's attributes, each keeps what
-// it says of itself (nothing).
+// without one. Where the namespace lacks eve's attributes, it answers the
+// rows as they say of themselves (no status, or closed) with
+// ErrStatusUnavailable.
 func (s *Service) withTurnStatus(ctx context.Context, execs []*workflowpb.WorkflowExecutionInfo) ([]Listed, error) {
 	out := make([]Listed, 0, len(execs))
 	var running []string
@@ -239,7 +245,7 @@ func (s *Service) withTurnStatus(ctx context.Context, execs []*workflowpb.Workfl
 	}
 	turns, err := s.runningTurns(ctx, running)
 	if errors.Is(err, ErrStatusUnavailable) {
-		return out, nil
+		return out, err
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -24,6 +26,7 @@ import (
 type listFake struct {
 	client.Client
 	rows, turns    []*workflowpb.WorkflowExecutionInfo
+	turnErr        error // a query of turns fails so
 	sessionQueries []string
 	turnQueries    []string
 }
@@ -31,6 +34,9 @@ type listFake struct {
 func (f *listFake) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
 	if strings.HasPrefix(req.GetQuery(), `WorkflowType = "`+signals.TurnWorkflow+`"`) {
 		f.turnQueries = append(f.turnQueries, req.GetQuery())
+		if f.turnErr != nil {
+			return nil, f.turnErr
+		}
 		return &workflowservice.ListWorkflowExecutionsResponse{Executions: f.turns}, nil
 	}
 	f.sessionQueries = append(f.sessionQueries, req.GetQuery())
@@ -170,6 +176,41 @@ func TestListReadsTheTurns(t *testing.T) {
 			}
 			if diff := cmp.Diff(c.wantTurns, f.turnQueries); diff != "" {
 				t.Errorf("turn queries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Without eve's attributes on the namespace the query of turns fails: the
+// unfiltered listing shows each session with no status (a closed one as
+// closed), and a listing by status answers ErrStatusUnavailable, idle too.
+func TestListWithoutAttributes(t *testing.T) {
+	closed := execution(t, "ses_closed", "", nil, nil)
+	closed.Status, closed.CloseTime = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, timestamppb.New(time.Unix(2, 0))
+	unknown := serviceerror.NewInvalidArgument("invalid query: unknown or unsupported search attribute EveSessionId")
+	for _, c := range []struct {
+		name    string
+		q       ListQuery
+		want    []string
+		wantErr error
+	}{
+		{"all", ListQuery{}, []string{"ses_a  []", "ses_closed closed []"}, nil},
+		{"idle", ListQuery{Status: "idle"}, nil, ErrStatusUnavailable},
+		{"waiting-input", ListQuery{Status: "waiting-input"}, nil, ErrStatusUnavailable},
+		{"tool", ListQuery{Tool: "refund_charge"}, nil, ErrStatusUnavailable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &listFake{rows: []*workflowpb.WorkflowExecutionInfo{execution(t, "ses_a", "", nil, nil), closed}, turnErr: unknown}
+			listed, _, err := (&Service{Client: f}).List(context.Background(), c.q)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("err = %v, want %v", err, c.wantErr)
+			}
+			var got []string
+			for _, l := range listed {
+				got = append(got, fmt.Sprintf("%s %s %v", l.SessionID, l.Status, l.Tools))
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("listed (-want +got):\n%s", diff)
 			}
 		})
 	}
