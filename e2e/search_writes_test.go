@@ -28,6 +28,13 @@ import (
 // too); marked: its API's sessions start with their status set.
 func searchEnv(t *testing.T, marked bool) *evetest.Env {
 	t.Helper()
+	return searchEnvHost(t, marked, agent.Host{SearchAttributes: true, InboxAttributes: true})
+}
+
+// searchEnvHost is searchEnv with the worker's host as given (its
+// SearchAttributes and InboxAttributes): the namespace has the attributes.
+func searchEnvHost(t *testing.T, marked bool, host agent.Host) *evetest.Env {
+	t.Helper()
 	env := evetest.New(t)
 	if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func searchEnv(t *testing.T, marked bool) *evetest.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.StartWorkerHost(a, agent.Host{SearchAttributes: true, InboxAttributes: true})
+	env.StartWorkerHost(a, host)
 	env.Sessions.SearchAttributes = marked
 	return env
 }
@@ -160,19 +167,7 @@ func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 			[]string{"[EveStatus EveTools] waiting-input"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env := searchEnv(t, c.marked)
-			if !c.worker {
-				env = evetest.New(t)
-				if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
-					t.Fatal(err)
-				}
-				a, err := demo.Agent()
-				if err != nil {
-					t.Fatal(err)
-				}
-				env.StartWorkerHost(a, agent.Host{})
-				env.Sessions.SearchAttributes = true
-			}
+			env := searchEnvHost(t, c.marked, agent.Host{SearchAttributes: c.worker, InboxAttributes: c.worker})
 			id, d := startParked(t, env, "refund ch_5 5")
 			turn := id + "/turn_0"
 			waitQueried(t, env, fmt.Sprintf(`EveStatus = "waiting-input" AND EveSessionId = %q AND EveTools = "refund_charge"`, id), turn)
@@ -393,16 +388,7 @@ func TestRecordStatusFromTurns(t *testing.T) {
 func recordStatusFromTurns(t *testing.T, prefix string) {
 	t.Helper()
 	for _, worker := range []bool{true, false} {
-		env := evetest.New(t)
-		if err := visibility.Register(env.Ctx(60*time.Second), env.Client, "default"); err != nil {
-			t.Fatal(err)
-		}
-		a, err := demo.Agent()
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.StartWorkerHost(a, agent.Host{SearchAttributes: worker, InboxAttributes: worker})
-		env.Sessions.SearchAttributes = true
+		env := searchEnvHost(t, true, agent.Host{SearchAttributes: worker, InboxAttributes: worker})
 		save := func(name, wid string) {
 			if err := writeHistory(env.Ctx(30*time.Second), env.Client, wid, "", filepath.Join(historyDir, prefix+name+".json")); err != nil {
 				t.Fatal(err)

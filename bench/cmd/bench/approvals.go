@@ -255,15 +255,5 @@ func httpCreate(ctx context.Context, hc *http.Client, base string) (string, erro
 
 // waitEvent waits (bounded) until a session's last event is of type typ.
 func waitEvent(ctx context.Context, svc *sessions.Service, id, typ string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		evs, err := svc.Events(ctx, id, 0)
-		if err == nil && len(evs) > 0 && evs[len(evs)-1].Type == typ {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("session %s: no %s (%v)", id, typ, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return waitEventEvery(ctx, svc, id, typ, 50*time.Millisecond)
 }
