@@ -384,7 +384,10 @@ func TestRecordStatusFromTurns(t *testing.T) {
 // recordStatusFromTurns: a session of Versions 3 with the attributes and
 // the inbox parks, is approved, then runs a regular turn; one on a worker
 // without attributes, marked by its creator, parks and is approved (its
-// turn writes its status, and its status memo once answered).
+// turn writes its status, and its status memo once answered). The change's
+// subagent histories (a root turn waiting-input on a proxied request) are
+// TestSubagentTypedApproval's, recorded with
+// EVE_RECORD_PREFIX=v0.5.0-status-from-turns- (its child's turn left out).
 func recordStatusFromTurns(t *testing.T, prefix string) {
 	t.Helper()
 	for _, worker := range []bool{true, false} {
