@@ -194,6 +194,35 @@ func TestSearchAttributesWrittenOncePerChange(t *testing.T) {
 			if diff := cmp.Diff(c.turn, upserts(t, ctx, env.Client, turn)); diff != "" {
 				t.Errorf("turn's upserts (-want +got):\n%s", diff)
 			}
+			// What says that the answered park ran on: the inbox's memo with
+			// no open item, or without the inbox the turn's status memo.
+			desc, err := env.Client.DescribeWorkflowExecution(ctx, turn, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			memo := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()
+			var status signals.StatusMemo
+			if f := memo[signals.MemoStatus]; f != nil {
+				if err := converter.GetDefaultDataConverter().FromPayload(f, &status); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var inbox signals.InboxMemo
+			if f := memo[signals.MemoInbox]; f != nil {
+				if err := converter.GetDefaultDataConverter().FromPayload(f, &inbox); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := signals.StatusMemo{}
+			if !c.worker {
+				want.Status = "running"
+			}
+			if diff := cmp.Diff(want, status); diff != "" {
+				t.Errorf("turn's status memo (-want +got):\n%s", diff)
+			}
+			if got := memo[signals.MemoInbox] != nil; got != c.worker || len(inbox.Items) > 0 {
+				t.Errorf("turn's inbox memo present %v with %d open items, want present %v with none", got, len(inbox.Items), c.worker)
+			}
 		})
 	}
 }

@@ -119,7 +119,7 @@ var inputGenerations = map[string]int{
 // recorded by a worker that did not read the input is skipped on replay
 // (the SDK skips version markers nobody asks for).
 func changeOn(ctx workflow.Context, versions int, id string) bool {
-	if g := inputGenerations[id]; g > 0 && versions >= g {
+	if fromInput(versions, id) {
 		return true
 	}
 	return workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) >= 1

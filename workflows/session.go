@@ -232,7 +232,6 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 			return fmt.Errorf("memo: %w", err)
 		}
 		s.vis = s.writesVisibility(ctx, cfg)
-		s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
 		if !s.vis {
 			setStatus(ctx, cfg, s.id, statusIdle, nil)
 		}
@@ -245,8 +244,8 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 	if in.State != nil {
 		s.log.base, s.log.events = s.st.EventBase, s.st.Events
 		s.vis = s.writesVisibility(ctx, s.st.Config)
-		s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
 	}
+	s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
 	}

@@ -38,6 +38,16 @@ var ErrInboxUnavailable = errors.New("the inbox needs eve's search attributes (E
 // quote makes a Visibility string literal.
 func quote(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"` }
 
+// quoteList makes the list of an IN clause: Visibility string literals,
+// comma-separated.
+func quoteList(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = quote(s)
+	}
+	return strings.Join(quoted, ", ")
+}
+
 // Query renders q as a Visibility query over parked turns.
 func (q InboxQuery) Query() string {
 	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveInbox = "open"`}

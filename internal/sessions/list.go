@@ -271,11 +271,7 @@ func (s *Service) withTurnStatus(ctx context.Context, execs []*workflowpb.Workfl
 // runningTurns reads the running turns of sessions ids, by session: one
 // Visibility query.
 func (s *Service) runningTurns(ctx context.Context, ids []string) (map[string]*workflowpb.WorkflowExecutionInfo, error) {
-	quoted := make([]string, len(ids))
-	for i, id := range ids {
-		quoted[i] = quote(id)
-	}
-	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveSessionId IN (` + strings.Join(quoted, ", ") + `)`}
+	parts := []string{`WorkflowType = ` + quote(signals.TurnWorkflow), `ExecutionStatus = "Running"`, `EveSessionId IN (` + quoteList(ids) + `)`}
 	if s.TaskQueue != "" {
 		parts = append(parts, `TaskQueue = `+quote(s.TaskQueue))
 	}
@@ -313,11 +309,7 @@ func (s *Service) sessionsOfTurns(ctx context.Context, turns []*workflowpb.Workf
 	if len(ids) == 0 {
 		return []Listed{}, nil
 	}
-	quoted := make([]string, len(ids))
-	for i, id := range ids {
-		quoted[i] = quote(id)
-	}
-	parts := []string{`WorkflowType = ` + quote(signals.SessionWorkflow), `ExecutionStatus = "Running"`, `WorkflowId IN (` + strings.Join(quoted, ", ") + `)`}
+	parts := []string{`WorkflowType = ` + quote(signals.SessionWorkflow), `ExecutionStatus = "Running"`, `WorkflowId IN (` + quoteList(ids) + `)`}
 	if s.TaskQueue != "" {
 		parts = append(parts, `TaskQueue = `+quote(s.TaskQueue))
 	}
@@ -481,11 +473,7 @@ func (s *Service) Owners(ctx context.Context, ids []string) (map[string]*auth.Pr
 	out := map[string]*auth.Principal{}
 	for len(ids) > 0 {
 		n := min(len(ids), ownersBatch)
-		quoted := make([]string, n)
-		for i, id := range ids[:n] {
-			quoted[i] = quote(id)
-		}
-		q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND WorkflowId IN (` + strings.Join(quoted, ", ") + `)`
+		q := `WorkflowType = ` + quote(signals.SessionWorkflow) + ` AND WorkflowId IN (` + quoteList(ids[:n]) + `)`
 		var token []byte
 		for {
 			resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(2 * n), NextPageToken: token})
