@@ -201,11 +201,23 @@ func (i *holdInterceptor) InterceptWorkflow(ctx workflow.Context, next intercept
 
 type holdInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
-	h *holds
+	h   *holds
+	out *holdOutbound
 }
 
 func (i *holdInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
-	return i.Next.Init(&holdOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, h: i.h})
+	i.out = &holdOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, h: i.h}
+	return i.Next.Init(i.out)
+}
+
+// ExecuteUpdate: an answer to the turn's requests. The turn's next
+// activity is the answered call's, whether or not the turn told its
+// session it parked (a turn nobody waits on does not: eve-turn-decides).
+func (i *holdInbound) ExecuteUpdate(ctx workflow.Context, in *interceptor.UpdateInput) (any, error) {
+	if in.Name == signals.UpdateRespond {
+		i.out.parked = true
+	}
+	return i.Next.ExecuteUpdate(ctx, in)
 }
 
 func (i *holdInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
@@ -217,8 +229,8 @@ func (i *holdInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.Exec
 type holdOutbound struct {
 	interceptor.WorkflowOutboundInterceptorBase
 	h *holds
-	// parked: the turn told its session it waits; its next activity is
-	// the answered call's.
+	// parked: the turn told its session it waits, or was given an
+	// answer; its next activity is the answered call's.
 	parked bool
 }
 
@@ -387,7 +399,15 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 			watch := watchStream(t, r.Env, id)
 			turn0 := signals.TurnWorkflowID(id, "turn_0")
 			h := r.holds.arm(holdKey{turn0, tc.point})
-			if _, err := r.Sessions.Send(ctx, id, signals.SendRequest{Message: tc.first, DeliveryID: "dlv_first", Caller: alice}); err != nil {
+			first := signals.SendRequest{Message: tc.first, DeliveryID: "dlv_first", Caller: alice}
+			var waited <-chan sendOutcome
+			if tc.point == "park" {
+				// The hold finds the park by the turn's signal to its
+				// session, which it sends when someone waits for its
+				// outcome (eve-turn-decides).
+				first.Wait = true
+				waited = r.sendAsync(ctx, id, first)
+			} else if _, err := r.Sessions.Send(ctx, id, first); err != nil {
 				t.Fatal(err)
 			}
 			if tc.point == "resume" {
@@ -399,6 +419,11 @@ func TestMessageRacingTurnRunsOnce(t *testing.T) {
 			offered, res := r.race(t, ctx, h, id, signals.SendRequest{Message: "look up k2", DeliveryID: "dlv_race", Caller: tc.sender, TurnPolicy: tc.policy})
 			evs := r.settle(t, ctx, id)
 			watch.verify(t, r.Env.Events(ctx, id))
+			if waited != nil {
+				if o := <-waited; o.err != nil || o.res.TurnID != "turn_0" {
+					t.Fatalf("the first message's send: %+v %v", o.res, o.err)
+				}
+			}
 
 			if n := received(evs); n[tc.first] != 1 || n["look up k2"] != 1 {
 				t.Fatalf("messages read %v, want each once: %s", n, evetest.Join(evs))

@@ -105,9 +105,9 @@ func TestBackToBackSendsReadInOrder(t *testing.T) {
 // turn its answer named. During the final task ("end") the task fails and
 // its retry takes the message (the turn goes on) or leaves it; during the
 // task that takes the approval's answer ("resume") a queued message is
-// offered on the session's stale view of an open approval (the turn tells
-// the session nothing of it: eve-quiet-resume), and the turn leaves it: it
-// and the two behind it run as turns of their own.
+// offered to the turn (the session offers every message to its running
+// turn: eve-turn-decides), and the turn, its approval answered, leaves it:
+// it and the two behind it run as turns of their own.
 func TestMessagesBehindARaceKeepTheirOrder(t *testing.T) {
 	for _, tc := range []struct {
 		point, first, policy string

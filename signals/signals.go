@@ -296,7 +296,10 @@ type ControlResult struct {
 // Messages between a session and its running turn.
 const (
 	// SignalTurnInputs (turn → session) mirrors the turn's open input
-	// requests, so the session can route a message that answers one.
+	// requests, so the session can route a message that answers one, and
+	// answers its waiters that the turn parked. A turn of a session that
+	// lets its turns decide (eve-turn-decides) sends it only while someone
+	// waits for its outcome.
 	SignalTurnInputs = "eve.turn.inputs"
 	// SignalTurnMessage (session → turn) offers a user message; the turn
 	// answers a prompt with it, steers with it, or leaves it for the next
@@ -340,6 +343,11 @@ type TurnMessage struct {
 	// AnswerOnly: messages accepted before this one wait for the turn's
 	// end; the turn takes it only if it answers its first open prompt.
 	AnswerOnly bool `json:"answerOnly,omitempty"`
+	// Report: its sender waits for the outcome of the turn that reads it
+	// (SendRequest.Wait), so a turn that takes it tells the session when
+	// it parks (SignalTurnInputs), which a turn started without anyone
+	// waiting does not (eve-turn-decides).
+	Report bool `json:"report,omitempty"`
 }
 
 // SignalTextDelta (model step activity → turn) carries streamed text,

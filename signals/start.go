@@ -65,5 +65,8 @@ type SessionInput struct {
 // SessionVersions is what eve's starters put in SessionInput.Versions.
 // 3: the session writes no status of its own, its running turn's is its
 // status (so its starter sets only SearchAttrSessionID), and the sessions
-// listing reads the turns.
-const SessionVersions = 3
+// listing reads the turns. 4: the session keeps no mirror of its running
+// turn's open requests; it offers the turn every message that arrives
+// while it runs, and the turn decides (it tells the session of a park only
+// when someone waits for its outcome).
+const SessionVersions = 4

@@ -83,6 +83,9 @@ const (
 	changeCodeAgentProxy = "eve-code-agent-proxy"
 	// changeStatusFromTurns: a session's status is its running turn's.
 	changeStatusFromTurns = "eve-status-from-turns"
+	// changeTurnDecides: the running turn decides every message that
+	// arrives while it runs; the session keeps no mirror of its prompts.
+	changeTurnDecides = "eve-turn-decides"
 )
 
 // inputVersions is the Versions eve's starters put in the inputs of the
@@ -110,6 +113,9 @@ var inputGenerations = map[string]int{
 	// 3: a session's status from its turns, and the turn's quiet resume
 	// without its marker.
 	changeStatusFromTurns: 3, changeQuietResume: 3,
+	// 4: the turn decides the messages that arrive while it runs; a
+	// parent turn's first proxied request records no markers.
+	changeTurnDecides: 4, changeProxyTyped: 4, changeProxyTaskID: 4,
 }
 
 // changeOn reports whether change id is on for a workflow whose input
@@ -230,4 +236,6 @@ var changes = []change{
 		[]string{"v0.5.0-turn-code-agent-announced.json"}},
 	{changeStatusFromTurns, "0.5.0", "a session started with Versions = 3 (signals.SessionVersions) writes no status of its own (EveStatus, EveTools, the status memo): its running turn's attributes are its status, and a session without one is idle (the sessions listing reads the turns, internal/sessions/list.go); the session starts its turns marked running whenever its namespace has the attributes, and such a turn (turnInput.Versions = 3) writes its status even on a worker without SearchAttributes when its start carries them, and, without the inbox memo, says in its own status memo that an answered park runs on (changeParkWrites). Decided by the input alone, never by a marker: a session started before it writes its status as before. Two billable upserts fewer per parked turn, one per turn; and eve-quiet-resume joins generation 3 (no marker)",
 		[]string{"v0.5.0-status-from-turns-*.json"}},
+	{changeTurnDecides, "0.5.0", "a session started with Versions = 4 (signals.SessionVersions; it keeps its messages in order, eve-message-order) keeps no mirror of its running turn's open requests: it offers the turn every message that arrives while it runs (one at a time, as before, AnswerOnly behind messages accepted earlier), and the turn decides each by the rules the session's mirror applied (another person's message only answers a first open prompt that is a judged tool approval; a queued message with nothing open waits); the session starts the turn with turnInput.Decides, and with Report when someone waits for its outcome (SendRequest.Wait), or offers a waited-for message with signals.TurnMessage.Report: only such a turn tells its session its open requests (eve.turn.inputs) when it parks. Decided by the input alone, never by a marker: a session started before it, and its turns, keep the mirror. One signal and one session workflow task fewer per park nobody waits on",
+		[]string{"v0.5.0-turn-decides-*.json"}},
 }

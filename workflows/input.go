@@ -390,7 +390,7 @@ func (t *turn) reportInput(ctx workflow.Context) {
 			return // nothing open, a proxied request's neither
 		}
 	}
-	t.tell(ctx, signals.SignalTurnInputs, t.inputs()) // typed.go
+	t.tellInputs(ctx) // typed.go
 }
 
 // tell signals the session by a SignalExternalWorkflow command, fire and

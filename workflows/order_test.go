@@ -9,6 +9,7 @@ import (
 	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/protocol"
 	"github.com/eve-temporal/eve/signals"
+	"github.com/eve-temporal/eve/workflows"
 )
 
 // Messages in the order the session accepted them (eve-message-order).
@@ -78,37 +79,39 @@ func TestTurnReadsEveryMessageItTakes(t *testing.T) {
 // A message waiting behind a session-limit prompt (it answers neither
 // Continue nor Stop) is read before the Continue that came after it.
 func TestSessionReadsSteeringBeforeALaterAnswer(t *testing.T) {
-	h := newHarness(t, func(a *agent.Agent) {
-		a.ContinueAsNewAfterTurns = 1
-		a.MaxInputTokensPerSession = 1
-	})
-	var hello, cont *update[signals.SendResult]
-	h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "loop"}) })
-	h.at(2*time.Minute, func() {
-		reqs := h.parkedOn(turnWorkflowID(0), "input")
-		if len(reqs) != 1 || reqs[0].Kind != protocol.KindSessionLimit {
-			t.Errorf("open %+v, want the session-limit prompt", reqs)
-		}
-		hello = h.send(signals.SendRequest{Message: "hello", DeliveryID: "dlv_hello"})
-	})
-	h.at(3*time.Minute, func() {
-		cont = h.send(signals.SendRequest{Message: "continue", DeliveryID: "dlv_continue"})
-	})
-	continuedWith(t, h.runSession(s1))
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, func(a *agent.Agent) {
+			a.ContinueAsNewAfterTurns = 1
+			a.MaxInputTokensPerSession = 1
+		})
+		var hello, cont *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "loop"}) })
+		h.at(2*time.Minute, func() {
+			reqs := h.parkedOn(turnWorkflowID(0), "input")
+			if len(reqs) != 1 || reqs[0].Kind != protocol.KindSessionLimit {
+				t.Errorf("open %+v, want the session-limit prompt", reqs)
+			}
+			hello = h.send(signals.SendRequest{Message: "hello", DeliveryID: "dlv_hello"})
+		})
+		h.at(3*time.Minute, func() {
+			cont = h.send(signals.SendRequest{Message: "continue", DeliveryID: "dlv_continue"})
+		})
+		continuedWith(t, h.runSession(s1))
 
-	if len(h.turns) != 1 {
-		t.Fatalf("%d turns", len(h.turns))
-	}
-	evs := h.turns[0].Events
-	if got, want := received(t, evs), []string{"loop", "hello", "continue"}; !slices.Equal(got, want) {
-		t.Errorf("read %q, want %q: %s", got, want, join(evs))
-	}
-	for _, u := range []*update[signals.SendResult]{hello, cont} {
-		if u == nil || !u.completed || u.result.TurnID != "turn_0" {
-			t.Errorf("answer %+v, want turn_0", u)
+		if len(h.turns) != 1 {
+			t.Fatalf("%d turns", len(h.turns))
 		}
-	}
-	if !slices.Equal(h.turns[0].Taken, []string{"dlv_hello", "dlv_continue"}) {
-		t.Errorf("taken %v", h.turns[0].Taken)
-	}
+		evs := h.turns[0].Events
+		if got, want := received(t, evs), []string{"loop", "hello", "continue"}; !slices.Equal(got, want) {
+			t.Errorf("read %q, want %q: %s", got, want, join(evs))
+		}
+		for _, u := range []*update[signals.SendResult]{hello, cont} {
+			if u == nil || !u.completed || u.result.TurnID != "turn_0" {
+				t.Errorf("answer %+v, want turn_0", u)
+			}
+		}
+		if !slices.Equal(h.turns[0].Taken, []string{"dlv_hello", "dlv_continue"}) {
+			t.Errorf("taken %v", h.turns[0].Taken)
+		}
+	})
 }

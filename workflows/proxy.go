@@ -191,7 +191,7 @@ func (t *turn) takeAgentInput(ctx workflow.Context, in signals.AgentInput) {
 			return
 		}
 		d.Requests, d.CallID = fresh, in.CallID
-		if task := t.callTasks[in.CallID]; task != "" && workflow.GetVersion(ctx, changeProxyTaskID, workflow.DefaultVersion, 1) >= 1 {
+		if task := t.callTasks[in.CallID]; task != "" && t.changeOn(ctx, changeProxyTaskID) {
 			// The call runs as a task: eve's input.requested from a task's
 			// run carries its taskId (the parent's, not the child's own).
 			d.TaskID = task

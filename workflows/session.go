@@ -161,7 +161,12 @@ type session struct {
 	vis bool
 	// quiet: the session writes no status of its own; its running turn's
 	// attributes are its status (changeStatusFromTurns).
-	quiet   bool
+	quiet bool
+	// decides: the running turn decides every message that arrives while
+	// it runs, and the session keeps no mirror of its prompts (open,
+	// judged): only a turn someone waits on tells it of a park
+	// (changeTurnDecides).
+	decides bool
 	pending []*pendingMessage
 	acked   []queuedMessage
 	// joins are the parent's messages offered to the running turn
@@ -246,6 +251,7 @@ func (r *runtime) Session(ctx workflow.Context, in sessionInput) error {
 		s.vis = s.writesVisibility(ctx, s.st.Config)
 	}
 	s.quiet = s.vis && fromInput(s.versions, changeStatusFromTurns)
+	s.decides = s.ordered && fromInput(s.versions, changeTurnDecides)
 	if s.st.Deliveries == nil {
 		s.st.Deliveries = map[string]int{}
 	}

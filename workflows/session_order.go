@@ -84,12 +84,15 @@ func (s *session) decide(p *pendingMessage, seq int) {
 
 // pump decides the pending messages from the head on: one that may not go
 // to the running turn waits in the queue; the first that may is offered,
-// and the rest wait for the turn's answer.
+// and the rest wait for the turn's answer. A session whose turns decide
+// (changeTurnDecides) offers every message but one asking for a
+// structured result: the turn applies mayOffer's rules to its own
+// prompts, which the session has no mirror of.
 func (s *session) pump(ctx workflow.Context) {
 	for len(s.pending) > 0 && !s.pending[0].offered {
 		p := s.pending[0]
 		behind := len(s.st.Queue) > 0 // messages accepted before it wait
-		if p.dropped || len(p.OutputSchema) > 0 || !s.mayOffer(ctx, p.Caller, p.Message, p.policy) || (behind && !s.answersOpen(p.Message)) {
+		if p.dropped || len(p.OutputSchema) > 0 || s.active == nil || !s.decides && (!s.mayOffer(ctx, p.Caller, p.Message, p.policy) || (behind && !s.answersOpen(p.Message))) {
 			s.pending = s.pending[1:]
 			s.queue(p)
 			continue
@@ -118,7 +121,8 @@ func (s *session) offer(ctx workflow.Context, p *pendingMessage, answerOnly bool
 	if policy == "" {
 		policy = signals.TurnPolicySteer
 	}
-	m := signals.TurnMessage{Message: p.Message, DeliveryID: p.DeliveryID, Caller: p.Caller, TurnPolicy: policy, Ack: true, AnswerOnly: answerOnly}
+	m := signals.TurnMessage{Message: p.Message, DeliveryID: p.DeliveryID, Caller: p.Caller, TurnPolicy: policy, Ack: true, AnswerOnly: answerOnly,
+		Report: s.decides && s.waiters[p.DeliveryID] > 0}
 	turnID := s.active.TurnID
 	f := workflow.SignalExternalWorkflow(ctx, s.active.WorkflowID, "", signals.SignalTurnMessage, m)
 	workflow.Go(ctx, func(ctx workflow.Context) {

@@ -21,7 +21,24 @@ import (
 	"github.com/eve-temporal/eve/workflows"
 )
 
-var s1 = workflows.SessionInput{SessionID: "s1", Initiator: alice}
+// s1 is a session's input as eve's starters give it (signals.SessionVersions).
+var s1 = workflows.SessionInput{SessionID: "s1", Initiator: alice, Versions: signals.SessionVersions}
+
+// forGenerations runs a test of a session's messages with s1 and with the
+// input of a session started before eve's input generations (Versions 0),
+// whose old paths (the session's mirror of its turn's prompts among them)
+// running sessions still take.
+func forGenerations(t *testing.T, test func(t *testing.T, s1 workflows.SessionInput)) {
+	t.Helper()
+	legacy := s1
+	legacy.Versions = 0
+	for _, g := range []struct {
+		name string
+		in   workflows.SessionInput
+	}{{"current", s1}, {"legacy", legacy}} {
+		t.Run(g.name, func(t *testing.T) { test(t, g.in) })
+	}
+}
 
 // afterTurns makes the session continue as new after n turns, which ends
 // the run under test.
@@ -51,67 +68,69 @@ func continuedWith(t *testing.T, err error) workflows.SessionInput {
 // sender hears that the turn parked, and the respond goes to the turn.
 // approval.Once carries to the session's next turn, which does not ask.
 func TestSessionOnce(t *testing.T) {
-	h := newHarness(t, afterTurns(2))
-	var first, second *update[signals.SendResult]
-	var state signals.SessionSummary
-	h.at(time.Minute, func() {
-		first = h.send(signals.SendRequest{Message: "look up a", DeliveryID: "dlv_a", Wait: true})
-	})
-	h.at(2*time.Minute, func() {
-		if reqs := h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 1 {
-			h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(2))
+		var first, second *update[signals.SendResult]
+		var state signals.SessionSummary
+		h.at(time.Minute, func() {
+			first = h.send(signals.SendRequest{Message: "look up a", DeliveryID: "dlv_a", Wait: true})
+		})
+		h.at(2*time.Minute, func() {
+			if reqs := h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 1 {
+				h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+			}
+		})
+		h.at(3*time.Minute, func() {
+			second = h.send(signals.SendRequest{Message: "look up b", DeliveryID: "dlv_b", Wait: true})
+		})
+		err := h.runSession(s1)
+		next := continuedWith(t, err)
+
+		if !first.completed || first.result.TurnID != "turn_0" || first.result.Outcome == nil || first.result.Outcome.Status != signals.TurnStatusWaiting {
+			t.Fatalf("first send %+v (%+v)", first, first.result.Outcome)
+		}
+		if !second.completed || second.result.TurnID != "turn_1" || second.result.Sequence != 1 || second.result.Outcome == nil ||
+			second.result.Outcome.Status != signals.TurnStatusCompleted || second.result.Outcome.Reply != "found v-b" {
+			t.Fatalf("second send %+v (%+v)", second, second.result.Outcome)
+		}
+		if len(h.turns) != 2 {
+			t.Fatalf("%d turns", len(h.turns))
+		}
+		if len(of(h.turns[0].Events, protocol.InputRequested)) != 1 || len(of(h.turns[1].Events, protocol.InputRequested)) != 0 {
+			t.Fatalf("turn 0: %s\nturn 1: %s", join(h.turns[0].Events), join(h.turns[1].Events))
+		}
+		if got := h.executed(); !slices.Equal(got, []string{`lookup:{"key":"a"}`, `lookup:{"key":"b"}`}) {
+			t.Fatalf("executed %v", got)
+		}
+
+		page := h.sessionEvents(0)
+		evs := page.Events
+		want := []string{protocol.SessionStarted}
+		for _, turn := range h.turns {
+			want = append(append(want, types(turn.Events)...), protocol.SessionWaiting)
+		}
+		wantTypes(t, evs, want...)
+		if page.Total != len(evs) || page.ActiveTurn != nil {
+			t.Fatalf("page total %d active %+v", page.Total, page.ActiveTurn)
+		}
+		o := second.result.Outcome
+		if evs[o.FirstEvent].Type != protocol.TurnStarted || o.LastEvent != len(evs)-1 {
+			t.Fatalf("outcome indexes %d..%d: %s", o.FirstEvent, o.LastEvent, join(evs))
+		}
+		for _, e := range evs[o.FirstEvent:] {
+			if e.Type != protocol.SessionWaiting && !slices.Equal(e.Meta.DeliveryIDs, []string{"dlv_b"}) {
+				t.Fatalf("%s of turn 1 carries %v", e.Type, e.Meta.DeliveryIDs)
+			}
+		}
+		if !slices.Equal(next.State.ApprovedTools, []string{"lookup"}) {
+			t.Fatalf("approved tools carried: %v", next.State.ApprovedTools)
+		}
+		if v, err := h.QueryWorkflow(signals.QueryState); err != nil {
+			t.Fatal(err)
+		} else if err := v.Get(&state); err != nil || state.Turns != 2 || state.Queued != 0 || state.Conversation == nil {
+			t.Fatalf("state %+v (%v)", state, err)
 		}
 	})
-	h.at(3*time.Minute, func() {
-		second = h.send(signals.SendRequest{Message: "look up b", DeliveryID: "dlv_b", Wait: true})
-	})
-	err := h.runSession(s1)
-	next := continuedWith(t, err)
-
-	if !first.completed || first.result.TurnID != "turn_0" || first.result.Outcome == nil || first.result.Outcome.Status != signals.TurnStatusWaiting {
-		t.Fatalf("first send %+v (%+v)", first, first.result.Outcome)
-	}
-	if !second.completed || second.result.TurnID != "turn_1" || second.result.Sequence != 1 || second.result.Outcome == nil ||
-		second.result.Outcome.Status != signals.TurnStatusCompleted || second.result.Outcome.Reply != "found v-b" {
-		t.Fatalf("second send %+v (%+v)", second, second.result.Outcome)
-	}
-	if len(h.turns) != 2 {
-		t.Fatalf("%d turns", len(h.turns))
-	}
-	if len(of(h.turns[0].Events, protocol.InputRequested)) != 1 || len(of(h.turns[1].Events, protocol.InputRequested)) != 0 {
-		t.Fatalf("turn 0: %s\nturn 1: %s", join(h.turns[0].Events), join(h.turns[1].Events))
-	}
-	if got := h.executed(); !slices.Equal(got, []string{`lookup:{"key":"a"}`, `lookup:{"key":"b"}`}) {
-		t.Fatalf("executed %v", got)
-	}
-
-	page := h.sessionEvents(0)
-	evs := page.Events
-	want := []string{protocol.SessionStarted}
-	for _, turn := range h.turns {
-		want = append(append(want, types(turn.Events)...), protocol.SessionWaiting)
-	}
-	wantTypes(t, evs, want...)
-	if page.Total != len(evs) || page.ActiveTurn != nil {
-		t.Fatalf("page total %d active %+v", page.Total, page.ActiveTurn)
-	}
-	o := second.result.Outcome
-	if evs[o.FirstEvent].Type != protocol.TurnStarted || o.LastEvent != len(evs)-1 {
-		t.Fatalf("outcome indexes %d..%d: %s", o.FirstEvent, o.LastEvent, join(evs))
-	}
-	for _, e := range evs[o.FirstEvent:] {
-		if e.Type != protocol.SessionWaiting && !slices.Equal(e.Meta.DeliveryIDs, []string{"dlv_b"}) {
-			t.Fatalf("%s of turn 1 carries %v", e.Type, e.Meta.DeliveryIDs)
-		}
-	}
-	if !slices.Equal(next.State.ApprovedTools, []string{"lookup"}) {
-		t.Fatalf("approved tools carried: %v", next.State.ApprovedTools)
-	}
-	if v, err := h.QueryWorkflow(signals.QueryState); err != nil {
-		t.Fatal(err)
-	} else if err := v.Get(&state); err != nil || state.Turns != 2 || state.Queued != 0 || state.Conversation == nil {
-		t.Fatalf("state %+v (%v)", state, err)
-	}
 }
 
 // After ContinueAsNewAfterTurns turns the session continues as new,
@@ -228,94 +247,98 @@ func TestSessionCancel(t *testing.T) {
 // A message from the person a parked turn serves that answers its first
 // prompt resolves it, in the same turn.
 func TestSessionMessageAnswersPrompt(t *testing.T) {
-	h := newHarness(t, afterTurns(1))
-	var answer *update[signals.SendResult]
-	h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund ch_1 5", DeliveryID: "dlv_refund"}) })
-	h.at(2*time.Minute, func() {
-		h.parkedOn(turnWorkflowID(0), "input")
-		answer = h.send(signals.SendRequest{Message: "Approve", DeliveryID: "dlv_approve", Wait: true})
-	})
-	continuedWith(t, h.runSession(s1))
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(1))
+		var answer *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund ch_1 5", DeliveryID: "dlv_refund"}) })
+		h.at(2*time.Minute, func() {
+			h.parkedOn(turnWorkflowID(0), "input")
+			answer = h.send(signals.SendRequest{Message: "Approve", DeliveryID: "dlv_approve", Wait: true})
+		})
+		continuedWith(t, h.runSession(s1))
 
-	if !answer.completed || answer.result.TurnID != "turn_0" || answer.result.Outcome == nil ||
-		answer.result.Outcome.Status != signals.TurnStatusCompleted || answer.result.Outcome.Reply != "refund ch_1: 5" {
-		t.Fatalf("answer %+v (%+v)", answer, answer.result.Outcome)
-	}
-	evs := h.sessionEvents(0).Events
-	if n := len(of(evs, protocol.TurnStarted)); n != 1 {
-		t.Fatalf("%d turns: %s", n, join(evs))
-	}
-	if got := join(evs); !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved decision.recorded action.result") {
-		t.Fatalf("events %s", got)
-	}
-	mr := of(evs, protocol.MessageReceived)
-	var m protocol.MessageReceivedData
-	decode(t, mr[1], &m)
-	if m.Message != "Approve" || !slices.Contains(mr[1].Meta.DeliveryIDs, "dlv_approve") {
-		t.Fatalf("message.received %+v %v", m, mr[1].Meta.DeliveryIDs)
-	}
-	if rs := resolutions(t, evs); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeApproved {
-		t.Fatalf("input.resolved %+v", rs)
-	}
-	if !slices.Equal(h.turns[0].Taken, []string{"dlv_approve"}) || len(h.executed()) != 1 {
-		t.Fatalf("taken %v, executed %v", h.turns[0].Taken, h.executed())
-	}
+		if !answer.completed || answer.result.TurnID != "turn_0" || answer.result.Outcome == nil ||
+			answer.result.Outcome.Status != signals.TurnStatusCompleted || answer.result.Outcome.Reply != "refund ch_1: 5" {
+			t.Fatalf("answer %+v (%+v)", answer, answer.result.Outcome)
+		}
+		evs := h.sessionEvents(0).Events
+		if n := len(of(evs, protocol.TurnStarted)); n != 1 {
+			t.Fatalf("%d turns: %s", n, join(evs))
+		}
+		if got := join(evs); !strings.Contains(got, "turn.waiting message.received approval.settled input.resolved decision.recorded action.result") {
+			t.Fatalf("events %s", got)
+		}
+		mr := of(evs, protocol.MessageReceived)
+		var m protocol.MessageReceivedData
+		decode(t, mr[1], &m)
+		if m.Message != "Approve" || !slices.Contains(mr[1].Meta.DeliveryIDs, "dlv_approve") {
+			t.Fatalf("message.received %+v %v", m, mr[1].Meta.DeliveryIDs)
+		}
+		if rs := resolutions(t, evs); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeApproved {
+			t.Fatalf("input.resolved %+v", rs)
+		}
+		if !slices.Equal(h.turns[0].Taken, []string{"dlv_approve"}) || len(h.executed()) != 1 {
+			t.Fatalf("taken %v, executed %v", h.turns[0].Taken, h.executed())
+		}
+	})
 }
 
 // A message that answers nothing steers: the open approval is withdrawn
 // (ignored, its call does not run), the call approved before runs, and the
 // model reads the message in the next step of the same turn.
 func TestSessionSteer(t *testing.T) {
-	h := newHarness(t, afterTurns(1))
-	var reqs []protocol.InputRequest
-	var steer *update[signals.SendResult]
-	h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund both"}) })
-	h.at(2*time.Minute, func() {
-		if reqs = h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 2 {
-			h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
-		}
-	})
-	h.at(3*time.Minute, func() {
-		h.parkedOn(turnWorkflowID(0), "input") // on the second approval
-		steer = h.send(signals.SendRequest{Message: "and the weather in Oslo", DeliveryID: "dlv_steer"})
-	})
-	continuedWith(t, h.runSession(s1))
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(1))
+		var reqs []protocol.InputRequest
+		var steer *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund both"}) })
+		h.at(2*time.Minute, func() {
+			if reqs = h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 2 {
+				h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+			}
+		})
+		h.at(3*time.Minute, func() {
+			h.parkedOn(turnWorkflowID(0), "input") // on the second approval
+			steer = h.send(signals.SendRequest{Message: "and the weather in Oslo", DeliveryID: "dlv_steer"})
+		})
+		continuedWith(t, h.runSession(s1))
 
-	if len(reqs) != 2 || steer.result.TurnID != "turn_0" {
-		t.Fatalf("requests %+v, steer %+v", reqs, steer.result)
-	}
-	evs := h.sessionEvents(0).Events
-	if n := len(of(evs, protocol.TurnStarted)); n != 1 {
-		t.Fatalf("%d turns: %s", n, join(evs))
-	}
-	rs := resolutions(t, evs)
-	if len(rs) != 2 || rs[0].Outcome != protocol.OutcomeApproved || rs[1].RequestID != reqs[1].RequestID || rs[1].Outcome != protocol.OutcomeIgnored {
-		t.Fatalf("input.resolved %+v", rs)
-	}
-	for _, ar := range results(t, evs) {
-		switch ar.Result.CallID {
-		case reqs[0].Action.CallID:
-			if ar.Status != protocol.StatusCompleted {
-				t.Fatalf("approved call %+v", ar)
-			}
-		case reqs[1].Action.CallID:
-			if ar.Status != protocol.StatusRejected || !strings.Contains(string(ar.Result.Output), "ignored") {
-				t.Fatalf("withdrawn call %+v", ar)
+		if len(reqs) != 2 || steer.result.TurnID != "turn_0" {
+			t.Fatalf("requests %+v, steer %+v", reqs, steer.result)
+		}
+		evs := h.sessionEvents(0).Events
+		if n := len(of(evs, protocol.TurnStarted)); n != 1 {
+			t.Fatalf("%d turns: %s", n, join(evs))
+		}
+		rs := resolutions(t, evs)
+		if len(rs) != 2 || rs[0].Outcome != protocol.OutcomeApproved || rs[1].RequestID != reqs[1].RequestID || rs[1].Outcome != protocol.OutcomeIgnored {
+			t.Fatalf("input.resolved %+v", rs)
+		}
+		for _, ar := range results(t, evs) {
+			switch ar.Result.CallID {
+			case reqs[0].Action.CallID:
+				if ar.Status != protocol.StatusCompleted {
+					t.Fatalf("approved call %+v", ar)
+				}
+			case reqs[1].Action.CallID:
+				if ar.Status != protocol.StatusRejected || !strings.Contains(string(ar.Result.Output), "ignored") {
+					t.Fatalf("withdrawn call %+v", ar)
+				}
 			}
 		}
-	}
-	if got := h.executed(); !slices.Equal(got, []string{`refund:{"amount":1,"chargeId":"ch_a"}`}) {
-		t.Fatalf("executed %v", got)
-	}
-	if got := join(evs); !strings.Contains(got, "step.completed message.received step.started") {
-		t.Fatalf("the steering message did not enter at the step boundary: %s", got)
-	}
-	if r := reply(t, evs); r != "sunny in Oslo" {
-		t.Fatalf("reply %q", r)
-	}
-	if !slices.Equal(h.turns[0].Taken, []string{"dlv_steer"}) {
-		t.Fatalf("taken %v", h.turns[0].Taken)
-	}
+		if got := h.executed(); !slices.Equal(got, []string{`refund:{"amount":1,"chargeId":"ch_a"}`}) {
+			t.Fatalf("executed %v", got)
+		}
+		if got := join(evs); !strings.Contains(got, "step.completed message.received step.started") {
+			t.Fatalf("the steering message did not enter at the step boundary: %s", got)
+		}
+		if r := reply(t, evs); r != "sunny in Oslo" {
+			t.Fatalf("reply %q", r)
+		}
+		if !slices.Equal(h.turns[0].Taken, []string{"dlv_steer"}) {
+			t.Fatalf("taken %v", h.turns[0].Taken)
+		}
+	})
 }
 
 // With turnPolicy queue, a message that answers nothing leaves an open
@@ -323,71 +346,104 @@ func TestSessionSteer(t *testing.T) {
 // although it came after one waiting for the turn's end: the turn cannot
 // end without it.
 func TestSessionQueuedMessageWaits(t *testing.T) {
-	h := newHarness(t, afterTurns(2))
-	var parked, later []protocol.Event
-	var queued *update[signals.SendResult]
-	h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "choose a plan"}) })
-	h.at(2*time.Minute, func() {
-		h.parkedOn(turnWorkflowID(0), "input")
-		parked = h.turnEvents(turnWorkflowID(0))
-		queued = h.send(signals.SendRequest{Message: "weather in Rome", DeliveryID: "dlv_rome", TurnPolicy: signals.TurnPolicyQueue})
-	})
-	h.at(3*time.Minute, func() {
-		// The session offered the message and the turn declined it.
-		later = h.turnEvents(turnWorkflowID(0))
-		h.send(signals.SendRequest{Message: "pro", TurnPolicy: signals.TurnPolicyQueue})
-	})
-	continuedWith(t, h.runSession(s1))
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(2))
+		var parked, later []protocol.Event
+		var queued *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "choose a plan"}) })
+		h.at(2*time.Minute, func() {
+			h.parkedOn(turnWorkflowID(0), "input")
+			parked = h.turnEvents(turnWorkflowID(0))
+			queued = h.send(signals.SendRequest{Message: "weather in Rome", DeliveryID: "dlv_rome", TurnPolicy: signals.TurnPolicyQueue})
+		})
+		h.at(3*time.Minute, func() {
+			// The session offered the message and the turn declined it.
+			later = h.turnEvents(turnWorkflowID(0))
+			h.send(signals.SendRequest{Message: "pro", TurnPolicy: signals.TurnPolicyQueue})
+		})
+		continuedWith(t, h.runSession(s1))
 
-	if len(later) != len(parked) {
-		t.Fatalf("a queued message changed the turn: %s", join(later[len(parked):]))
-	}
-	// Its answer names the turn that read it: turn_0 left it.
-	if !queued.accepted || queued.result.TurnID != "turn_1" {
-		t.Fatalf("queued %+v", queued)
-	}
-	if len(h.turns) != 2 || h.turns[0].Outcome.Reply != "picked pro" || h.turns[1].Outcome.Reply != "sunny in Rome" {
-		t.Fatalf("turns %+v", h.turns)
-	}
-	if rs := resolutions(t, h.turns[0].Events); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeAnswered {
-		t.Fatalf("input.resolved %+v", rs)
-	}
-	if ids := h.turns[1].Events[0].Meta.DeliveryIDs; !slices.Equal(ids, []string{"dlv_rome"}) {
-		t.Fatalf("turn 1 delivery ids %v", ids)
-	}
+		if len(later) != len(parked) {
+			t.Fatalf("a queued message changed the turn: %s", join(later[len(parked):]))
+		}
+		// Its answer names the turn that read it: turn_0 left it.
+		if !queued.accepted || queued.result.TurnID != "turn_1" {
+			t.Fatalf("queued %+v", queued)
+		}
+		if len(h.turns) != 2 || h.turns[0].Outcome.Reply != "picked pro" || h.turns[1].Outcome.Reply != "sunny in Rome" {
+			t.Fatalf("turns %+v", h.turns)
+		}
+		if rs := resolutions(t, h.turns[0].Events); len(rs) != 1 || rs[0].Outcome != protocol.OutcomeAnswered {
+			t.Fatalf("input.resolved %+v", rs)
+		}
+		if ids := h.turns[1].Events[0].Meta.DeliveryIDs; !slices.Equal(ids, []string{"dlv_rome"}) {
+			t.Fatalf("turn 1 delivery ids %v", ids)
+		}
+	})
 }
 
 // Another person's message, even one that names an option, waits for the
 // turn's end.
 func TestSessionOtherPersonsMessageWaits(t *testing.T) {
-	h := newHarness(t, afterTurns(2))
-	bob := &auth.Principal{ID: "bob", Type: "user"}
-	var parked, later []protocol.Event
-	var bobs *update[signals.SendResult]
-	h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund ch_9 9"}) })
-	h.at(2*time.Minute, func() {
-		parked = h.turnEvents(turnWorkflowID(0))
-		bobs = h.send(signals.SendRequest{Message: "approve", Caller: bob})
-	})
-	h.at(3*time.Minute, func() {
-		later = h.turnEvents(turnWorkflowID(0))
-		if reqs := h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 1 {
-			h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(2))
+		bob := &auth.Principal{ID: "bob", Type: "user"}
+		var parked, later []protocol.Event
+		var bobs *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund ch_9 9"}) })
+		h.at(2*time.Minute, func() {
+			parked = h.turnEvents(turnWorkflowID(0))
+			bobs = h.send(signals.SendRequest{Message: "approve", Caller: bob})
+		})
+		h.at(3*time.Minute, func() {
+			later = h.turnEvents(turnWorkflowID(0))
+			if reqs := h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 1 {
+				h.respond(turnWorkflowID(0), protocol.InputResponse{RequestID: reqs[0].RequestID, OptionID: "approve"})
+			}
+		})
+		continuedWith(t, h.runSession(s1))
+
+		if bobs.result.TurnID != "turn_1" || len(later) != len(parked) {
+			t.Fatalf("bob's message went to %s and changed the turn: %s", bobs.result.TurnID, join(later))
+		}
+		if len(h.turns) != 2 || h.turns[1].Outcome.Reply != "Hello." {
+			t.Fatalf("turns %+v", h.turns)
+		}
+		var started protocol.TurnRef
+		decode(t, h.turns[1].Events[0], &started)
+		if started.TurnID != "turn_1" {
+			t.Fatalf("turn 1 started %+v", started)
 		}
 	})
-	continuedWith(t, h.runSession(s1))
+}
 
-	if bobs.result.TurnID != "turn_1" || len(later) != len(parked) {
-		t.Fatalf("bob's message went to %s and changed the turn: %s", bobs.result.TurnID, join(later))
-	}
-	if len(h.turns) != 2 || h.turns[1].Outcome.Reply != "Hello." {
-		t.Fatalf("turns %+v", h.turns)
-	}
-	var started protocol.TurnRef
-	decode(t, h.turns[1].Events[0], &started)
-	if started.TurnID != "turn_1" {
-		t.Fatalf("turn 1 started %+v", started)
-	}
+// Another person's answer to the turn's question waits for the turn's
+// end too: only the person the turn serves answers it.
+func TestSessionOtherPersonsAnswerWaits(t *testing.T) {
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(2))
+		bob := &auth.Principal{ID: "bob", Type: "user"}
+		var parked, later []protocol.Event
+		var bobs *update[signals.SendResult]
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "choose a plan"}) })
+		h.at(2*time.Minute, func() {
+			h.parkedOn(turnWorkflowID(0), "input")
+			parked = h.turnEvents(turnWorkflowID(0))
+			bobs = h.send(signals.SendRequest{Message: "pro", Caller: bob})
+		})
+		h.at(3*time.Minute, func() {
+			later = h.turnEvents(turnWorkflowID(0))
+			h.send(signals.SendRequest{Message: "basic"})
+		})
+		continuedWith(t, h.runSession(s1))
+
+		if bobs.result.TurnID != "turn_1" || len(later) != len(parked) {
+			t.Fatalf("bob's answer went to %s and changed the turn: %s", bobs.result.TurnID, join(later[len(parked):]))
+		}
+		if len(h.turns) != 2 || h.turns[0].Outcome.Reply != "picked basic" {
+			t.Fatalf("turns %+v", h.turns)
+		}
+	})
 }
 
 var _ payloadstore.Store = (*memStore)(nil)

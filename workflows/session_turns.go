@@ -24,6 +24,17 @@ func (s *session) parked() {
 	}
 }
 
+// waitedOn reports whether someone waits for the outcome of turn seq (a
+// delivery it reads has a waiter).
+func (s *session) waitedOn(seq int) bool {
+	for dlv, n := range s.waiters {
+		if at, ok := s.st.Deliveries[dlv]; ok && n > 0 && at == seq {
+			return true
+		}
+	}
+	return false
+}
+
 // endTurn forgets the running turn and records what waited for it.
 func (s *session) endTurn(ctx workflow.Context) {
 	s.active = nil
@@ -83,6 +94,7 @@ func (s *session) runTurn(ctx workflow.Context, msg queuedMessage) signals.TurnO
 		// The child's input is recorded in its start event, which a replay
 		// of this session does not compare: no marker needed here.
 		Versions: inputVersions,
+		Decides:  s.decides, Report: s.decides && s.waitedOn(msg.Sequence),
 	}
 	limits := s.st.Config.Limits != (SessionLimits{}) && s.changeOn(ctx, changeLimits)
 	if limits {

@@ -82,6 +82,22 @@ func (s *session) answersApproval(ctx workflow.Context, message string) bool {
 	return s.changeOn(ctx, changeOffers)
 }
 
+// answersJudged reports whether a message answers the turn's first open
+// prompt, a tool approval a response policy judges: answersApproval, read
+// from the turn's own prompts instead of the session's mirror of them.
+func (t *turn) answersJudged(message string) bool {
+	in := t.inputs()
+	if len(in.Open) == 0 {
+		return false
+	}
+	first := in.Open[0]
+	if first.Kind != protocol.KindToolApproval || !slices.Contains(in.Judged, first.RequestID) {
+		return false
+	}
+	_, ok := protocol.ResolveText(first, message)
+	return ok
+}
+
 // requeueUntaken runs the offered messages the turn did not take (it ended
 // first, or they were queued) as turns of their own, in arrival order.
 func (s *session) requeueUntaken(taken []string) {
@@ -104,7 +120,16 @@ func (s *session) requeueUntaken(taken []string) {
 // (m.Ack): it offers the next message only once it has it, and its sender
 // learns the turn that reads the message.
 func (t *turn) takeMessage(ctx workflow.Context, m signals.TurnMessage) {
+	report := t.report
+	if m.Report {
+		// Its sender waits for the outcome of the turn that reads it: a
+		// park of this turn, once it took it, is told (changeTurnDecides).
+		t.report = true
+	}
 	taken := t.decideMessage(ctx, m)
+	if !taken {
+		t.report = report
+	}
 	if m.Ack && t.ordered {
 		// A command: it commits with the decision, in this workflow task.
 		t.tell(ctx, signals.SignalTurnTaken, signals.TurnTaken{TurnID: t.in.TurnID, DeliveryID: m.DeliveryID, Taken: taken})
@@ -122,6 +147,12 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 	sender := m.Caller
 	if sender == nil {
 		sender = t.in.Auth.Initiator // as the session counts it
+	}
+	if t.in.Decides && !samePrincipal(sender, t.in.Auth.Current) && !t.answersJudged(m.Message) {
+		// The session's rule (mayOffer), which it leaves to the turn:
+		// another person's message waits for the turn's end unless it
+		// answers an approval a response policy judges.
+		return false
 	}
 	open := t.board.open()
 	if t.typedOn {

@@ -55,6 +55,13 @@ type turnInput struct {
 	// on, without markers (changeTurnVersions: 1, changeInputVersions: 2).
 	// 0 in the inputs of turns started before them.
 	Versions int `json:"versions,omitempty"`
+	// Decides: the session offers the turn every message that arrives
+	// while it runs and keeps no mirror of its open requests
+	// (changeTurnDecides; steer.go). Report: someone waits for the turn's
+	// outcome, so it tells the session when it parks. A turn without
+	// Decides tells it at every park, as turns always did.
+	Decides bool `json:"decides,omitempty"`
+	Report  bool `json:"report,omitempty"`
 	// OutputSchema is the structured result the turn's message asked for
 	// (signals.SendRequest.OutputSchema; output.go).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -124,6 +131,11 @@ type turn struct {
 	// open. statusMemo: without the inbox's memo, the turn says in its
 	// status memo that an answered park runs on.
 	fromTurns, statusMemo bool
+	// report: the turn tells its session of its open requests
+	// (eve.turn.inputs): always without in.Decides, else while someone
+	// waits for its outcome (in.Report, or a message it took with
+	// signals.TurnMessage.Report).
+	report bool
 	// limits: the turn holds on its session's limits (changeLimits);
 	// grantedAt is its usage at the last Continue.
 	limits    bool
@@ -376,6 +388,7 @@ func (r *runtime) startTurn(ctx workflow.Context, in turnInput) (*turn, error) {
 	// A turn's status is its session's (changeStatusFromTurns): it writes
 	// it whenever its session started it with the attributes.
 	t.fromTurns = fromInput(in.Versions, changeStatusFromTurns)
+	t.report = !in.Decides || in.Report
 	t.vis = (t.cfg.SearchAttributes || t.fromTurns && visStart(ctx).session != "") && t.changeOn(ctx, changeSearchWrites)
 	t.inbox = inbox
 	t.statusMemo = t.vis && t.fromTurns && !inbox

@@ -41,7 +41,7 @@ import (
 func (t *turn) typedAnswers(ctx workflow.Context) bool {
 	if !t.typedDecided {
 		t.typedDecided = true
-		t.typedOn = workflow.GetVersion(ctx, changeProxyTyped, workflow.DefaultVersion, 1) >= 1
+		t.typedOn = t.changeOn(ctx, changeProxyTyped)
 	}
 	return t.typedOn
 }
@@ -127,9 +127,12 @@ func (t *turn) proxiedTools() []string {
 }
 
 // tellInputs sends the session the mirror (a command of this workflow
-// task, as reportInput's).
+// task, as reportInput's), when it keeps one or someone waits for the
+// turn's outcome (t.report; changeTurnDecides).
 func (t *turn) tellInputs(ctx workflow.Context) {
-	t.tell(ctx, signals.SignalTurnInputs, t.inputs())
+	if t.report {
+		t.tell(ctx, signals.SignalTurnInputs, t.inputs())
+	}
 }
 
 // answerRelayed decides a message while the first open prompt is rl, a
