@@ -153,6 +153,7 @@ type flags struct {
 	cpu                           bool
 	bursts                        int
 	freshServers                  bool
+	interleave                    bool
 	block, settle                 int
 	dc                            multiFlag
 	store                         string
@@ -182,6 +183,7 @@ func main() {
 	flag.IntVar(&f.settle, "settle", 3, "untimed calls at the start of each block (see run.go)")
 	flag.BoolVar(&f.freshServers, "fresh-servers", true, "start new dev servers for each scenario, so no row runs on what an earlier one left (false: one set of servers for the whole run)")
 	flag.IntVar(&f.bursts, "bursts", 1, "split each throughput measurement into this many bursts, alternating between configs")
+	flag.BoolVar(&f.interleave, "interleave", false, "set every selected scenario up at once, each on its own servers, and alternate the throughput bursts between scenarios too: the ratio of two rows is then measured under the same load (latency still runs one scenario after another)")
 	flag.BoolVar(&f.cpu, "cpu", false, "note CPU time per call (dev server, and this process) during the throughput run (Linux)")
 	flag.Var(&f.dc, "dc", "extra dynamic config KEY=VALUE for every server (repeatable)")
 	flag.StringVar(&f.store, "store", "file", "payload store of clients and agents: file (eve's default, fsync'ed files) or mem (in this process)")

@@ -43,6 +43,7 @@ type target struct {
 // active is one scenario set up on one target.
 type active struct {
 	t       *target
+	s       scenario
 	run     runFunc
 	cleanup func()
 	row     benchkit.Row
@@ -57,6 +58,9 @@ type active struct {
 }
 
 func run(ctx context.Context, f flags, configs []serverConfig, selected []scenario) *benchkit.Table {
+	if f.interleave {
+		return runInterleaved(ctx, f, configs, selected)
+	}
 	var targets []*target
 	stopAll := func() { // stop all servers at once
 		var wg sync.WaitGroup
@@ -179,12 +183,107 @@ func startTarget(ctx context.Context, f flags, cfg serverConfig) *target {
 }
 
 func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []*active {
+	as := setupScenario(ctx, s, targets)
+	defer cleanupScenario(as)
+	measureLatency(ctx, f, s, as)
+	if s.throughput {
+		bursts := max(f.bursts, 1)
+		next := 1 << 20
+		for b := 0; b < bursts && ctx.Err() == nil; b++ {
+			for _, a := range as {
+				throughputBurst(ctx, f, s, a, b, &next)
+			}
+		}
+		throughputRows(f, as)
+	}
+	reportScenario(ctx, s, as)
+	return as
+}
+
+// runInterleaved is run with -interleave: every scenario is set up at
+// once, each on its own servers, and the throughput bursts alternate
+// between the scenarios as well as the configs. A ratio between two rows
+// (eve-turn/regular against raw-session/regular) is then measured under
+// the same load, which moves on a shared machine from one minute to the
+// next. Latency runs scenario by scenario, the others idle meanwhile.
+func runInterleaved(ctx context.Context, f flags, configs []serverConfig, selected []scenario) *benchkit.Table {
+	type group struct {
+		s       scenario
+		targets []*target
+		as      []*active
+	}
+	var groups []*group
+	defer func() {
+		var wg sync.WaitGroup
+		for _, g := range groups {
+			cleanupScenario(g.as)
+			for _, t := range g.targets {
+				if t.stop != nil {
+					wg.Go(t.stop)
+				}
+			}
+		}
+		wg.Wait()
+	}()
+	table := &benchkit.Table{}
+	for _, s := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		g := &group{s: s}
+		for _, cfg := range configs {
+			t := startTarget(ctx, f, cfg)
+			g.targets = append(g.targets, t)
+			if t.err != nil {
+				table.Add(benchkit.Row{Scenario: "(server)", Config: cfg.name, Note: t.err.Error()})
+			}
+		}
+		g.as = setupScenario(ctx, s, g.targets)
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		measureLatency(ctx, f, g.s, g.as)
+	}
+	bursts := max(f.bursts, 1)
+	next := 1 << 20
+	for b := 0; b < bursts && ctx.Err() == nil; b++ {
+		for _, g := range groups {
+			if !g.s.throughput {
+				continue
+			}
+			for _, a := range g.as {
+				throughputBurst(ctx, f, g.s, a, b, &next)
+			}
+		}
+	}
+	for _, g := range groups {
+		if g.s.throughput {
+			throughputRows(f, g.as)
+		}
+	}
+	for _, cfg := range configs {
+		for _, g := range groups {
+			for _, a := range g.as {
+				if a.t.cfg.name == cfg.name && (!g.s.reportOnly || a.failed) {
+					table.Add(a.row)
+				}
+			}
+		}
+	}
+	for _, g := range groups {
+		reportScenario(ctx, g.s, g.as)
+	}
+	return table
+}
+
+// setupScenario sets s up on each of its targets.
+func setupScenario(ctx context.Context, s scenario, targets []*target) []*active {
 	var as []*active
 	for _, t := range targets {
 		if t.err != nil || (s.configs != nil && !slices.Contains(s.configs, t.cfg.name)) {
 			continue
 		}
-		a := &active{t: t, row: benchkit.Row{Scenario: s.name, Config: t.cfg.name, Baseline: s.baseline}}
+		a := &active{t: t, row: benchkit.Row{Scenario: s.name, Config: t.cfg.name, Baseline: s.baseline}, s: s}
 		run, cleanup, err := s.setup(ctx, t.env)
 		if err != nil {
 			a.row.Note = "setup: " + err.Error()
@@ -193,36 +292,46 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		a.run, a.cleanup = run, cleanup
 		as = append(as, a)
 	}
-	defer func() {
-		for _, a := range as {
-			if a.cleanup != nil {
-				a.cleanup()
-			}
+	return as
+}
+
+// cleanupScenario stops a scenario's workers.
+func cleanupScenario(as []*active) {
+	for _, a := range as {
+		if a.cleanup != nil {
+			a.cleanup()
+			a.cleanup = nil
 		}
-		// The SDK's sticky cache is one per process: without this, the
-		// next scenario's workers would share it with every session this
-		// one left running, and pay their GC and eviction work.
-		worker.PurgeStickyWorkflowCache()
-	}()
+	}
+	// The SDK's sticky cache is one per process: without this, the
+	// next scenario's workers would share it with every session this
+	// one left running, and pay their GC and eviction work.
+	worker.PurgeStickyWorkflowCache()
+}
+
+// call makes one call of a's scenario.
+func (a *active) call(ctx context.Context, i int) (time.Duration, error) {
 	timeout := 60 * time.Second
-	if s.calls > 0 {
+	if a.s.calls > 0 {
 		timeout = 10 * time.Minute // a call may be a whole burst
 	}
-	call := func(a *active, i int) (time.Duration, error) {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		t0 := time.Now()
-		d, err := a.run(cctx, i)
-		if d <= 0 {
-			d = time.Since(t0)
-		}
-		return d, err
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t0 := time.Now()
+	d, err := a.run(cctx, i)
+	if d <= 0 {
+		d = time.Since(t0)
 	}
-	fail := func(a *active, what string, err error) {
-		a.failed = true
-		a.row.Note = strings.TrimSpace(a.row.Note + " " + what + ": " + err.Error())
-	}
+	return d, err
+}
 
+func (a *active) fail(what string, err error) {
+	a.failed = true
+	a.row.Note = strings.TrimSpace(a.row.Note + " " + what + ": " + err.Error())
+}
+
+// measureLatency times s's sequential calls on each of its targets.
+func measureLatency(ctx context.Context, f flags, s scenario, as []*active) {
 	if s.latency && s.calls > 0 {
 		// Fixed count: one warm-up, then the calls, one config after another.
 		for _, a := range as {
@@ -231,9 +340,9 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 				first = 1
 			}
 			for i := first; i <= s.calls && !a.failed; i++ {
-				d, err := call(a, i)
+				d, err := a.call(ctx, i)
 				if err != nil {
-					fail(a, "latency", err)
+					a.fail("latency", err)
 					break
 				}
 				if i > 0 {
@@ -246,8 +355,8 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 	if s.latency && s.calls <= 0 {
 		for _, a := range as {
 			for i := 0; i < f.warmup && !a.failed; i++ {
-				if _, err := call(a, i); err != nil {
-					fail(a, "warm-up", err)
+				if _, err := a.call(ctx, i); err != nil {
+					a.fail("warm-up", err)
 				}
 			}
 		}
@@ -271,16 +380,16 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 			}
 			for _, a := range as {
 				for k := 0; k < f.settle && !a.failed; k++ {
-					if _, err := call(a, i); err != nil {
-						fail(a, "latency", err)
+					if _, err := a.call(ctx, i); err != nil {
+						a.fail("latency", err)
 					}
 					i++
 				}
 				for k := 0; k < min(block, f.n-done) && !a.failed; k++ {
-					d, err := call(a, i)
+					d, err := a.call(ctx, i)
 					i++
 					if err != nil {
-						fail(a, "latency", err)
+						a.fail("latency", err)
 						break
 					}
 					a.lat = append(a.lat, d)
@@ -294,54 +403,59 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 			}
 		}
 	}
+}
 
-	if s.throughput {
-		bursts := max(f.bursts, 1)
-		next := 1 << 20
-		for b := 0; b < bursts && ctx.Err() == nil; b++ {
-			per := f.total / bursts
-			if b == bursts-1 {
-				per = f.total - per*(bursts-1)
+// throughputBurst runs burst b of a's throughput measurement: its share of
+// -total calls at -c, within its share of -tbudget. next numbers the calls.
+func throughputBurst(ctx context.Context, f flags, s scenario, a *active, b int, next *int) {
+	if a.failed || ctx.Err() != nil {
+		return
+	}
+	bursts := max(f.bursts, 1)
+	per := f.total / bursts
+	if b == bursts-1 {
+		per = f.total - per*(bursts-1)
+	}
+	cpu := benchkit.StartCPU(a.t.env.Server.PID())
+	base := *next
+	st, err := benchkit.ThroughputFor(ctx, f.concurrency, per, f.tbudget/time.Duration(bursts), func(ctx context.Context, i int) error {
+		_, err := a.call(ctx, base+i)
+		return err
+	})
+	*next += per
+	if err != nil {
+		a.fail("throughput", err)
+		return
+	}
+	a.n += st.N
+	a.wall += st.Wall
+	a.rated += st.PerSec * st.Wall.Seconds()
+	srv, self, ok := cpu.Delta()
+	a.cpuServer += srv
+	a.cpuSelf += self
+	a.cpuOK = ok && (b == 0 || a.cpuOK)
+}
+
+// throughputRows writes the bursts' totals into the rows.
+func throughputRows(f flags, as []*active) {
+	for _, a := range as {
+		if a.n > 0 && a.wall > 0 {
+			a.row.Throughput = benchkit.Stats{N: a.n, PerSec: a.rated / a.wall.Seconds(), Wall: a.wall}
+			if a.n < f.total && !a.failed {
+				a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" turns/s from %d calls (budget)", a.n))
 			}
-			for _, a := range as {
-				if a.failed {
-					continue
+			if f.cpu && a.cpuOK && !a.failed {
+				ms := func(d time.Duration) string {
+					return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(a.n))
 				}
-				cpu := benchkit.StartCPU(a.t.env.Server.PID())
-				base := next
-				st, err := benchkit.ThroughputFor(ctx, f.concurrency, per, f.tbudget/time.Duration(bursts), func(ctx context.Context, i int) error {
-					_, err := call(a, base+i)
-					return err
-				})
-				next += per
-				if err != nil {
-					fail(a, "throughput", err)
-					continue
-				}
-				a.n += st.N
-				a.wall += st.Wall
-				a.rated += st.PerSec * st.Wall.Seconds()
-				srv, self, ok := cpu.Delta()
-				a.cpuServer += srv
-				a.cpuSelf += self
-				a.cpuOK = ok && (b == 0 || a.cpuOK)
-			}
-		}
-		for _, a := range as {
-			if a.n > 0 && a.wall > 0 {
-				a.row.Throughput = benchkit.Stats{N: a.n, PerSec: a.rated / a.wall.Seconds(), Wall: a.wall}
-				if a.n < f.total && !a.failed {
-					a.row.Note = strings.TrimSpace(a.row.Note + fmt.Sprintf(" turns/s from %d calls (budget)", a.n))
-				}
-				if f.cpu && a.cpuOK && !a.failed {
-					ms := func(d time.Duration) string {
-						return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/float64(a.n))
-					}
-					a.row.Note = strings.TrimSpace(a.row.Note + " cpu ms/turn: server " + ms(a.cpuServer) + " + worker&client " + ms(a.cpuSelf))
-				}
+				a.row.Note = strings.TrimSpace(a.row.Note + " cpu ms/turn: server " + ms(a.cpuServer) + " + worker&client " + ms(a.cpuSelf))
 			}
 		}
 	}
+}
+
+// reportScenario counts one call's history (hops) and prints the rows.
+func reportScenario(ctx context.Context, s scenario, as []*active) {
 	for _, a := range as {
 		measureHops(ctx, a, s)
 	}
@@ -350,5 +464,4 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		fmt.Fprintf(os.Stderr, "bench: %-30s %-20s n=%d p50=%s p99=%s | %.1f/s %s\n", s.name, a.t.cfg.name,
 			l.N, benchkit.FormatDuration(l.P50), benchkit.FormatDuration(l.P99), a.row.Throughput.PerSec, a.row.Note)
 	}
-	return as
 }
