@@ -446,4 +446,34 @@ func TestSessionOtherPersonsAnswerWaits(t *testing.T) {
 	})
 }
 
+// A sender who waits on a message the running turn takes (here a steer)
+// hears when the turn parks again: a turn tells its session of its parks
+// once it took a message someone waits on (signals.TurnMessage.Report).
+func TestSessionSteerWaitsForThePark(t *testing.T) {
+	forGenerations(t, func(t *testing.T, s1 workflows.SessionInput) {
+		h := newHarness(t, afterTurns(1))
+		var steer *update[signals.SendResult]
+		var waitedAtPark bool
+		h.at(time.Minute, func() { h.send(signals.SendRequest{Message: "refund ch_1 5"}) })
+		h.at(2*time.Minute, func() {
+			h.parkedOn(turnWorkflowID(0), "input")
+			steer = h.send(signals.SendRequest{Message: "choose a plan", DeliveryID: "dlv_steer", Wait: true})
+		})
+		h.at(3*time.Minute, func() {
+			if reqs := h.parkedOn(turnWorkflowID(0), "input"); len(reqs) == 1 && reqs[0].Kind != protocol.KindToolApproval {
+				waitedAtPark = steer.completed && steer.result.Outcome != nil && steer.result.Outcome.Status == signals.TurnStatusWaiting
+				h.send(signals.SendRequest{Message: "pro"})
+			}
+		})
+		continuedWith(t, h.runSession(s1))
+
+		if !waitedAtPark {
+			t.Fatalf("the steer's sender did not hear of the park: %+v (%+v)", steer, steer.result.Outcome)
+		}
+		if steer.result.TurnID != "turn_0" || len(h.turns) != 1 || h.turns[0].Outcome.Reply != "picked pro" {
+			t.Fatalf("steer %+v, turns %+v", steer.result, h.turns)
+		}
+	})
+}
+
 var _ payloadstore.Store = (*memStore)(nil)
