@@ -73,28 +73,17 @@ func (s *session) mayOffer(ctx workflow.Context, caller *auth.Principal, message
 // turn, whose policy judges it (changeOffers). Other approvals are the
 // requester's alone: the message waits for the turn's end.
 func (s *session) answersApproval(ctx workflow.Context, message string) bool {
-	if len(s.open) == 0 || s.open[0].Kind != protocol.KindToolApproval || !slices.Contains(s.judged, s.open[0].RequestID) {
-		return false
-	}
-	if _, ok := protocol.ResolveText(s.open[0], message); !ok {
-		return false
-	}
-	return s.changeOn(ctx, changeOffers)
+	return answersJudged(signals.TurnInputs{Open: s.open, Judged: s.judged}, message) && s.changeOn(ctx, changeOffers)
 }
 
-// answersJudged reports whether a message answers the turn's first open
-// prompt, a tool approval a response policy judges: answersApproval, read
-// from the turn's own prompts instead of the session's mirror of them.
-func (t *turn) answersJudged(message string) bool {
-	in := t.inputs()
-	if len(in.Open) == 0 {
+// answersJudged reports whether a message answers the first of the open
+// prompts in, when that is a tool approval a response policy judges: the
+// session reads its mirror of them, a turn that decides its own prompts.
+func answersJudged(in signals.TurnInputs, message string) bool {
+	if len(in.Open) == 0 || in.Open[0].Kind != protocol.KindToolApproval || !slices.Contains(in.Judged, in.Open[0].RequestID) {
 		return false
 	}
-	first := in.Open[0]
-	if first.Kind != protocol.KindToolApproval || !slices.Contains(in.Judged, first.RequestID) {
-		return false
-	}
-	_, ok := protocol.ResolveText(first, message)
+	_, ok := protocol.ResolveText(in.Open[0], message)
 	return ok
 }
 
@@ -148,7 +137,7 @@ func (t *turn) decideMessage(ctx workflow.Context, m signals.TurnMessage) bool {
 	if sender == nil {
 		sender = t.in.Auth.Initiator // as the session counts it
 	}
-	if t.in.Decides && !samePrincipal(sender, t.in.Auth.Current) && !t.answersJudged(m.Message) {
+	if t.in.Decides && !samePrincipal(sender, t.in.Auth.Current) && !answersJudged(t.inputs(), m.Message) {
 		// The session's rule (mayOffer), which it leaves to the turn:
 		// another person's message waits for the turn's end unless it
 		// answers an approval a response policy judges.

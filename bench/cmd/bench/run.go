@@ -191,7 +191,7 @@ func runScenario(ctx context.Context, f flags, s scenario, targets []*target) []
 		next := 1 << 20
 		for b := 0; b < bursts && ctx.Err() == nil; b++ {
 			for _, a := range as {
-				throughputBurst(ctx, f, s, a, b, &next)
+				throughputBurst(ctx, f, a, b, &next)
 			}
 		}
 		throughputRows(f, as)
@@ -252,7 +252,7 @@ func runInterleaved(ctx context.Context, f flags, configs []serverConfig, select
 				continue
 			}
 			for _, a := range g.as {
-				throughputBurst(ctx, f, g.s, a, b, &next)
+				throughputBurst(ctx, f, a, b, &next)
 			}
 		}
 	}
@@ -407,7 +407,7 @@ func measureLatency(ctx context.Context, f flags, s scenario, as []*active) {
 
 // throughputBurst runs burst b of a's throughput measurement: its share of
 // -total calls at -c, within its share of -tbudget. next numbers the calls.
-func throughputBurst(ctx context.Context, f flags, s scenario, a *active, b int, next *int) {
+func throughputBurst(ctx context.Context, f flags, a *active, b int, next *int) {
 	if a.failed || ctx.Err() != nil {
 		return
 	}
