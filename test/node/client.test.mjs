@@ -4,7 +4,7 @@ import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, ClientError } from "eve/client";
-import { cleanupBinaries, startStack, waitUntil } from "./stack.mjs";
+import { bounded, cleanupBinaries, startStack, waitUntil } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
 let stack;
@@ -209,10 +209,20 @@ describe("messages in the order the session accepted them", { timeout: 300_000 }
     return { received, replies };
   }
 
+  /** The session's stream, an event a line (its type, turn and delivery ids): what a hang left. */
+  async function streamOf(session) {
+    const { events } = await session.snapshot();
+    return events.map((e, i) => `  ${i} ${e.type} ${e.data?.turnId ?? ""} ${(e.meta.deliveryIds ?? []).join(",")}`).join("\n");
+  }
+
+  // Each wait is bounded, and past its bound fails with the session's
+  // stream, so a hang says which send or result() stuck, and where.
   async function sendAll(session, texts, options) {
     const responses = [];
-    for (const text of texts) responses.push(await session.send(text, options));
-    return await Promise.all(responses.map((r) => r.result()));
+    const id = session.state.sessionId;
+    const state = async () => `session ${id}, ${responses.length} of ${texts.length} sends answered; its stream:\n${await streamOf(session)}\nits workflows:\n${await stack.workflows(id)}`;
+    for (const text of texts) responses.push(await bounded(session.send(text, options), 60_000, `send ${responses.length + 1}`, state));
+    return await bounded(Promise.all(responses.map((r) => r.result())), 120_000, "the sends' result()", state);
   }
 
   test("five queued sends: each result() is its own message's reply, in order", async () => {

@@ -70,6 +70,31 @@ export async function waitUntil(fn, { timeoutMs = 60_000, everyMs = 25 } = {}) {
   }
 }
 
+/**
+ * Awaits p for at most ms (a bound for a loaded machine, not a pace). Past
+ * it, fails with what explain() says of the state it waited on, so a hang
+ * in CI says where it stuck instead of timing its test out.
+ */
+export async function bounded(p, ms, what, explain) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(async () => {
+      let state;
+      try {
+        state = await explain();
+      } catch (err) {
+        state = `(its state could not be read: ${err.message})`;
+      }
+      reject(new Error(`${what}: no answer in ${ms / 1000} s\n${state}`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function portOpen(port) {
   return new Promise((resolve) => {
     const s = connect(port, "127.0.0.1");
@@ -136,7 +161,7 @@ function temporalBinary() {
 
 /**
  * A running stack. stop() ends every process it started.
- * @typedef {{ url: string, temporal: string, taskQueue: string, payloadStore: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}> }} Stack
+ * @typedef {{ url: string, temporal: string, taskQueue: string, payloadStore: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}>, workflows: (prefix: string) => Promise<string> }} Stack
  */
 
 // Every process started here dies with this one, even when a test crashes.
@@ -229,6 +254,28 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
         return r.status === 200;
       });
       return { url, stop: () => stopProc(p) };
+    },
+    /**
+     * The workflows whose ids start with prefix (a session's id: the
+     * session and its turns), a line each with its status and last
+     * history events (a failed workflow task's message too): what a hang
+     * in a test left on the server.
+     */
+    async workflows(prefix) {
+      const temporalCLI = (...args) => execFileSync(temporalBinary(), [...args, "--address", temporal, "-o", "json"], { encoding: "utf8", maxBuffer: 1 << 28, timeout: 30_000 });
+      const list = JSON.parse(temporalCLI("workflow", "list", "--query", `WorkflowId STARTS_WITH "${prefix}"`) || "[]");
+      const out = [];
+      for (const w of list) {
+        const id = w.execution.workflowId;
+        const { events = [] } = JSON.parse(temporalCLI("workflow", "show", "-w", id));
+        const last = events.slice(-6).map((e) => {
+          const failed = e.workflowTaskFailedEventAttributes;
+          const type = e.eventType.replace(/^EVENT_TYPE_/, "");
+          return failed ? `${type}(${failed.cause}: ${failed.failure?.message ?? ""})` : type;
+        });
+        out.push(`  ${id} ${w.status.replace(/^WORKFLOW_EXECUTION_STATUS_/, "")}, ${events.length} events, the last: ${last.join(" ")}`);
+      }
+      return out.join("\n");
     },
     async stop() {
       for (const p of [...procs].reverse()) await stopProc(p);
