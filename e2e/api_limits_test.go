@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eve-temporal/eve/agent"
 	"github.com/eve-temporal/eve/client"
 	"github.com/eve-temporal/eve/demo"
 	"github.com/eve-temporal/eve/internal/api"
@@ -54,8 +55,10 @@ func (e *apiEnv) readStream(t *testing.T, id, query string) (int, int, []protoco
 
 // A session whose workflow was terminated answers 410 session_ended, with
 // the termination reason and what to do, on every route: message, answers,
-// controls and stream; a stream that follows it ends, and its client sees
-// ErrSessionEnded. An unknown id stays 404.
+// controls, and a stream followed from its end; what it recorded stays
+// readable (the same events, then the response ends). A stream that
+// follows it ends, and its client sees ErrSessionEnded. An unknown id
+// stays 404.
 func TestAPIEndedSessionIsGone(t *testing.T) {
 	e := demoAPI(t, nil)
 	ctx := e.Ctx(60 * time.Second)
@@ -114,8 +117,16 @@ func TestAPIEndedSessionIsGone(t *testing.T) {
 	for _, op := range []string{"cancel", "clear", "compact", "reset"} {
 		check(op, e.do(t, "POST", base+"/"+op, map[string]any{}, nil))
 	}
-	check("stream", e.do(t, "GET", base+"/stream?follow=false", nil, nil))
-	check("stream tail", e.do(t, "GET", base+"/stream?startIndex=-1", nil, nil))
+	check("stream from its end", e.do(t, "GET", base+"/stream?startIndex="+strconv.Itoa(len(evs)), nil, nil))
+	status, tail, recorded := e.readStream(t, id, "")
+	if status != http.StatusOK || tail != len(evs)-1 || evetest.Join(recorded) != evetest.Join(evs) || recorded[len(recorded)-1].Meta.ID != evs[len(evs)-1].Meta.ID {
+		t.Fatalf("its recorded stream: %d, tail %d, %s; want 200, tail %d, %s", status, tail, evetest.Join(recorded), len(evs)-1, evetest.Join(evs))
+	}
+	// Followed from before its end: the rest of what it recorded, then the
+	// response ends (a reconnect from there is the 410 above).
+	if r := e.do(t, "GET", base+"/stream?startIndex=-1", nil, nil); r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(evs[len(evs)-1].Meta.ID)) {
+		t.Fatalf("stream tail: %d %s, want 200 with the last event", r.Status, r.Body)
+	}
 
 	if _, err := e.C.Send(ctx, id, "again"); !errors.Is(err, client.ErrSessionEnded) || !client.IsStatus(err, http.StatusGone) {
 		t.Fatalf("client send: %v, want ErrSessionEnded", err)
@@ -179,7 +190,13 @@ func TestAPIHistoryLimitAnswersGone(t *testing.T) {
 	if gone == 0 {
 		t.Skip("the dev server never terminated the session (its history stayed under the limit: the workflows keep runs small)")
 	}
-	r := e.do(t, "GET", "/eve/v1/session/"+acc.SessionID+"/stream", nil, nil)
+	// What it recorded stays readable (its last turn, cut short, too);
+	// followed from its end, the stream is 410 with Temporal's reason.
+	status, tail, evs := e.readStream(t, acc.SessionID, "")
+	if status != http.StatusOK || len(evs) == 0 || tail != len(evs)-1 || evs[0].Type != protocol.SessionStarted {
+		t.Fatalf("its recorded stream: %d, tail %d, %d events", status, tail, len(evs))
+	}
+	r := e.do(t, "GET", "/eve/v1/session/"+acc.SessionID+"/stream?startIndex="+strconv.Itoa(tail+1), nil, nil)
 	wantError(t, r, http.StatusGone, api.CodeSessionEnded, "history size exceeds limit")
 }
 
@@ -292,4 +309,62 @@ func TestAPIStreamLargeSession(t *testing.T) {
 	if p, err := e.Sessions.Read(ctx, id, len(all)+3); err != nil || p.Total != len(all) || len(p.Events) != 0 {
 		t.Fatalf("Read past the tail of a parked turn: total %d, %d events, err %v", p.Total, len(p.Events), err)
 	}
+}
+
+// A session whose lifetime is over completes; what it recorded, its
+// session.completed last, stays readable over HTTP (a snapshot, the Go
+// client's Events, a stream that follows it from its start and ends
+// there), as eve keeps a session's events after it ends. A stream
+// followed from its end answers 410, and so does a message.
+func TestAPIEndedSessionStreamReadable(t *testing.T) {
+	env := limitedEnv(t, func(a *agent.Agent) { a.SessionLifetime = 2 * time.Second })
+	e := newAPIEnv(t, env, nil)
+	ctx := e.Ctx(60 * time.Second)
+	acc, err := e.C.CreateAndSend(ctx, "what's the weather in Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acc.SessionID
+	if err := env.Client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+		t.Fatalf("session workflow: %v", err)
+	}
+	status, tail, evs := e.readStream(t, id, "")
+	if status != http.StatusOK || len(evs) == 0 || tail != len(evs)-1 || !strings.HasSuffix(evetest.Join(evs), "turn.completed session.waiting session.completed") {
+		t.Fatalf("snapshot: %d, tail %d, %s", status, tail, evetest.Join(evs))
+	}
+	got, gotTail, err := e.C.Events(ctx, id, 0)
+	if err != nil || gotTail != tail || evetest.Join(got) != evetest.Join(evs) {
+		t.Fatalf("client Events: %s, tail %d, %v", evetest.Join(got), gotTail, err)
+	}
+	for i := range evs {
+		if got[i].Meta.ID != evs[i].Meta.ID {
+			t.Fatalf("event %d: id %s, then %s", i, evs[i].Meta.ID, got[i].Meta.ID)
+		}
+	}
+	followed := e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex=1", nil, nil)
+	if followed.Status != http.StatusOK || bytes.Count(followed.Body, []byte(`"type":"`)) != len(evs)-1 || !bytes.Contains(followed.Body, []byte(`"type":"session.completed"`)) {
+		t.Fatalf("followed from 1: %d %s", followed.Status, followed.Body)
+	}
+	wantError(t, e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex="+strconv.Itoa(len(evs)), nil, nil), http.StatusGone, api.CodeSessionEnded, "completed")
+	wantError(t, e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": "hello again"}, nil), http.StatusGone, api.CodeSessionEnded, "completed")
+}
+
+// A session terminated before any worker ran it recorded nothing: its
+// stream reads no events (Temporal answers its query WorkflowNotReady, now
+// and ever), and followed it is 410 with the reason.
+func TestAPIEndedBeforeItRanRecordedNothing(t *testing.T) {
+	env := evetest.New(t) // no worker
+	e := newAPIEnv(t, env, nil)
+	ctx := e.Ctx(30 * time.Second)
+	acc, err := e.C.CreateAndSend(ctx, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.TerminateWorkflow(ctx, acc.SessionID, "", "operator: it never ran"); err != nil {
+		t.Fatal(err)
+	}
+	if status, tail, evs := e.readStream(t, acc.SessionID, ""); status != http.StatusOK || tail != -1 || len(evs) != 0 {
+		t.Fatalf("its recorded stream: %d, tail %d, %d events; want 200, tail -1, none", status, tail, len(evs))
+	}
+	wantError(t, e.do(t, "GET", "/eve/v1/session/"+acc.SessionID+"/stream", nil, nil), http.StatusGone, api.CodeSessionEnded, "it never ran")
 }

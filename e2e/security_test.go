@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -326,9 +327,10 @@ func TestSecuritySessionIDs(t *testing.T) {
 }
 
 // A closed session's close reason (an operator's, which may carry customer
-// data) reaches only those who may act on the session; another principal
-// is refused as for any session of someone else, even on a server that has
-// never seen the session (no owner remembered).
+// data) and its recorded stream reach only those who may act on the
+// session; another principal is refused as for any session of someone
+// else, even on a server that has never seen the session (no owner
+// remembered).
 func TestSecurityClosedSessionReason(t *testing.T) {
 	e, alice, bob, id := aliceAndBob(t)
 	ctx := e.Ctx(60 * time.Second)
@@ -346,6 +348,16 @@ func TestSecurityClosedSessionReason(t *testing.T) {
 		rb := fresh.raw(t, method, p, `{"message":"x"}`, bob)
 		if rb.Status != 403 || strings.Contains(string(rb.Body), "4711") {
 			t.Fatalf("bob on %s: %d %s, want 403 without the reason", p, rb.Status, rb.Body)
+		}
+		if method == "GET" {
+			// What it recorded stays hers to read; followed from its end,
+			// it answers 410 with the reason.
+			ra := fresh.raw(t, method, p, "", alice)
+			tail, err := strconv.Atoi(ra.Header.Get(api.HeaderTailIndex))
+			if ra.Status != 200 || err != nil || tail < 0 || !strings.Contains(string(ra.Body), `"type":"session.started"`) {
+				t.Fatalf("alice on %s: %d %s, want 200 with the recorded events", p, ra.Status, ra.Body)
+			}
+			p += "?startIndex=" + strconv.Itoa(tail+1)
 		}
 		ra := fresh.raw(t, method, p, `{"message":"x"}`, alice)
 		if ra.Status != 410 || !strings.Contains(string(ra.Body), "4711") {

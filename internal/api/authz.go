@@ -208,6 +208,18 @@ func (s *Server) forbidden(a SessionAccess) error {
 // the session's workflow. It returns the session's summary when it had to
 // read it (nil when the owner was remembered).
 func (s *Server) authorize(ctx context.Context, id, action string, a SessionAccess) (*signals.SessionSummary, error) {
+	sum, ended, err := s.authorizeEnded(ctx, id, action, a)
+	if ended != nil {
+		return nil, ended
+	}
+	return sum, err
+}
+
+// authorizeEnded is authorize that tells a closed session apart: ended is
+// set (and err nil) when the session's workflow has closed and the caller
+// may act on it, as its memo names its owner. A closed session whose owner
+// is unknown is refused with its 410, its reason left out.
+func (s *Server) authorizeEnded(ctx context.Context, id, action string, a SessionAccess) (*signals.SessionSummary, *sessions.EndedError, error) {
 	a.SessionID, a.Action = id, action
 	if a.Caller == nil {
 		a.Caller = Caller(ctx)
@@ -224,22 +236,22 @@ func (s *Server) authorize(ctx context.Context, id, action string, a SessionAcce
 		if owner == nil && !s.Open() {
 			e := *ended
 			e.Reason = ""
-			return nil, &e
+			return nil, nil, &e
 		}
 		a.Owner = owner
 		if !s.allows(ctx, a) {
-			return nil, s.forbidden(a)
+			return nil, nil, s.forbidden(a)
 		}
-		return nil, err
+		return nil, ended, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.Owner = owner
 	if !s.allows(ctx, a) {
-		return sum, s.forbidden(a)
+		return sum, nil, s.forbidden(a)
 	}
-	return sum, nil
+	return sum, nil, nil
 }
 
 // ---- open mode: loopback only ----

@@ -513,7 +513,7 @@ func (s *Server) mapTemporalError(what, id string, err error) error {
 }
 
 // startAfresh says what to do about an ended session.
-const startAfresh = "It takes no more messages, answers or controls, and its stream is closed: start a new session (POST /eve/v1/session)."
+const startAfresh = "It takes no more messages, answers or controls; what it recorded stays readable (GET /eve/v1/session/{id}/stream?follow=false): start a new session (POST /eve/v1/session)."
 
 // endedError is 410 session_ended: the session's workflow closed (how, and
 // why when Temporal recorded a reason) and what to do.

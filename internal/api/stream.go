@@ -41,11 +41,16 @@ const readTimeout = 10 * time.Second
 // cache replaying a long history) is waited for, within bounds.
 const openReads = 3
 
-// openRead is a stream's first read of the session's log.
-func (s *Server) openRead(ctx context.Context, id string, start int) (sessions.Page, error) {
+// openRead is a stream's first read of the session's log (ended: of a
+// closed session's, sessions.ReadEnded).
+func (s *Server) openRead(ctx context.Context, id string, start int, ended bool) (sessions.Page, error) {
+	read := s.opts.Sessions.Read
+	if ended {
+		read = s.opts.Sessions.ReadEnded
+	}
 	for i := 1; ; i++ {
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
-		page, err := s.opts.Sessions.Read(rctx, id, start)
+		page, err := read(rctx, id, start)
 		timedOut := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err == nil || !timedOut || i == openReads {
@@ -92,11 +97,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
-	_, err := s.authorize(rctx, id, ActionStream, SessionAccess{Caller: caller})
+	_, closed, err := s.authorizeEnded(rctx, id, ActionStream, SessionAccess{Caller: caller})
 	cancel()
 	var page sessions.Page
-	if err == nil {
-		page, err = s.openRead(ctx, id, start)
+	if err == nil && closed == nil {
+		page, err = s.openRead(ctx, id, start, false)
+		if errors.As(err, &closed) {
+			err = nil // closed since its owner was remembered: authorized
+		}
+	}
+	if err == nil && closed != nil {
+		// A closed session's stream is what it recorded: readable, then
+		// done. One followed from its end answers 410, so a client stops.
+		page, err = s.openRead(ctx, id, start, true)
+		if err == nil && follow && page.From >= page.Total {
+			err = closed
+		}
 	}
 	var he *httpError
 	if errors.As(err, &he) {
@@ -104,13 +120,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		var ended *sessions.EndedError
 		switch {
 		case errors.Is(err, sessions.ErrNotFound):
 			writeError(w, http.StatusNotFound, CodeSessionNotFound, "session "+id+" not found")
-		case errors.As(err, &ended):
+		case errors.As(err, &closed):
 			s.hub.gone(id) // streams still open on it end too
-			s.fail(w, endedError(ended))
+			s.fail(w, endedError(closed))
 		case ctx.Err() != nil:
 		default:
 			s.log.Warn("api: stream unavailable", "session", id, "err", err)
@@ -176,7 +191,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	readOn := func(end int) (ok bool) {
 		for end < 0 || cursor < end {
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
-			next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page)
+			var next sessions.Page
+			var err error
+			if closed != nil {
+				next, err = s.opts.Sessions.ReadEnded(rctx, id, cursor)
+			} else {
+				next, err = s.opts.Sessions.ReadNext(rctx, id, cursor, page)
+			}
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, sessions.ErrNotFound) && !errors.Is(err, sessions.ErrEnded) {
@@ -195,8 +216,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
-	if !follow {
-		// Up to the tail as it was at the first read, a page at a time.
+	if !follow || closed != nil {
+		// Up to the tail as it was at the first read, a page at a time
+		// (a closed session's is its end: a follower that reconnects
+		// from there is answered 410).
 		readOn(page.Total)
 		return
 	}

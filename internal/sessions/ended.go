@@ -17,8 +17,9 @@ import (
 )
 
 // ErrEnded means the session's workflow is closed: it takes no messages,
-// answers or controls, and its stream is gone. errors.Is(err, ErrEnded)
-// holds for every *EndedError.
+// answers or controls, and its stream holds no more than it recorded
+// (ReadEnded reads that). errors.Is(err, ErrEnded) holds for every
+// *EndedError.
 var ErrEnded = errors.New("session ended")
 
 // Workflow close statuses, as EndedError.Status names them.
@@ -165,11 +166,22 @@ func (s *Service) classify(ctx context.Context, id string, err error) error {
 // querySession queries the session's latest run, refusing closed runs:
 // a closed session answers *EndedError, an unknown one ErrNotFound.
 func (s *Service) querySession(ctx context.Context, id, queryType string, args ...any) (converter.EncodedValue, error) {
+	return s.queryRun(ctx, id, false, queryType, args...)
+}
+
+// queryRun is querySession; ended: the latest run may be closed (a worker
+// answers by replaying its history, which Temporal keeps for the
+// namespace's retention period).
+func (s *Service) queryRun(ctx context.Context, id string, ended bool, queryType string, args ...any) (converter.EncodedValue, error) {
+	reject := enumspb.QUERY_REJECT_CONDITION_NOT_OPEN
+	if ended {
+		reject = enumspb.QUERY_REJECT_CONDITION_NONE
+	}
 	resp, err := query.Workflow(ctx, s.Client, &client.QueryWorkflowWithOptionsRequest{
 		WorkflowID:           id,
 		QueryType:            queryType,
 		Args:                 args,
-		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN,
+		QueryRejectCondition: reject,
 	})
 	if err != nil {
 		var nf *serviceerror.NotFound

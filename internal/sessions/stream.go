@@ -65,21 +65,36 @@ const farIndex = 1 << 30
 // no events and no error. The page may end before the tail (see Page);
 // the session's own log (older runs included) and the running turn's log
 // are joined so that indexes never shift. A closed session answers
-// *EndedError, an unknown one an error wrapping ErrNotFound.
+// *EndedError (ReadEnded reads what it recorded), an unknown one an error
+// wrapping ErrNotFound.
 func (s *Service) Read(ctx context.Context, id string, from int) (Page, error) {
+	return s.readFrom(ctx, id, from, false)
+}
+
+// ReadEnded is Read for a session whose workflow has closed (State answers
+// *EndedError): the events it recorded, which a worker reads by replaying
+// the closed run's history. Temporal keeps that history for the
+// namespace's retention period; after it, the session is unknown
+// (ErrNotFound). A session closed during a turn (terminated) holds that
+// turn's events too. Nothing is recorded after a read's Total.
+func (s *Service) ReadEnded(ctx context.Context, id string, from int) (Page, error) {
+	return s.readFrom(ctx, id, from, true)
+}
+
+func (s *Service) readFrom(ctx context.Context, id string, from int, ended bool) (Page, error) {
 	if from < 0 {
-		head, err := s.readRetry(ctx, id, farIndex)
+		head, err := s.readRetry(ctx, id, farIndex, ended)
 		if err != nil {
 			return Page{}, err
 		}
 		from = max(0, head.Total+from)
 	}
-	return s.readRetry(ctx, id, from)
+	return s.readRetry(ctx, id, from, ended)
 }
 
-func (s *Service) readRetry(ctx context.Context, id string, from int) (Page, error) {
+func (s *Service) readRetry(ctx context.Context, id string, from int, ended bool) (Page, error) {
 	for attempt := 0; ; attempt++ {
-		p, retry, err := s.read(ctx, id, from, nil)
+		p, retry, err := s.read(ctx, id, from, ended, nil)
 		if err == nil || !retry || attempt >= 50 {
 			return p, err
 		}
@@ -105,7 +120,7 @@ func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) 
 	guess := *prev.Turn
 	ch := make(chan turnRead, 1)
 	go func() { ch <- s.readTurn(ctx, guess.WorkflowID, max(0, from-guess.Base), true) }()
-	p, retry, err := s.read(ctx, id, from, func(cur TurnCursor) (turnRead, bool) {
+	p, retry, err := s.read(ctx, id, from, false, func(cur TurnCursor) (turnRead, bool) {
 		tr := <-ch
 		return tr, cur == guess && tr.err == nil
 	})
@@ -125,10 +140,14 @@ type turnRead struct {
 }
 
 // read queries the session, earlier runs as needed, then the running turn.
-// prefetched, when set, may supply the turn's read (ok) instead of queries.
-// retry says the failure may pass (the turn's workflow was not there).
-func (s *Service) read(ctx context.Context, id string, from int, prefetched func(TurnCursor) (turnRead, bool)) (Page, bool, error) {
-	v, err := s.querySession(ctx, id, signals.QueryEvents, signals.EventsQuery{From: from})
+// ended: the session's latest run may be closed (ReadEnded). prefetched,
+// when set, may supply the turn's read (ok) instead of queries. retry says
+// the failure may pass (the turn's workflow was not there).
+func (s *Service) read(ctx context.Context, id string, from int, ended bool, prefetched func(TurnCursor) (turnRead, bool)) (Page, bool, error) {
+	v, err := s.queryRun(ctx, id, ended, signals.QueryEvents, signals.EventsQuery{From: from})
+	if ended && recordedNothing(err) {
+		return Page{From: from}, false, nil
+	}
 	if err != nil {
 		return Page{}, false, err
 	}
@@ -203,14 +222,34 @@ func (s *Service) read(ctx context.Context, id string, from int, prefetched func
 	if !ok {
 		tr = s.readTurn(ctx, sp.ActiveTurn.WorkflowID, turnFrom, wantEvents)
 	}
+	if ended {
+		// A closed session's turn ended with it (or never started):
+		// nothing more is on the way.
+		p.Active = false
+		var nf *serviceerror.NotFound
+		if recordedNothing(tr.err) || errors.As(tr.err, &nf) {
+			// It closed before its first task, or never started (the
+			// session had only initiated it).
+			p.Turn = nil
+			return p, false, nil
+		}
+	}
 	if tr.err != nil {
-		return p, true, tr.err
+		return p, !ended, tr.err
 	}
 	p.Total = base + tr.n
 	if wantEvents {
 		p.Events = append(p.Events, tr.evs...)
 	}
 	return p, false, nil
+}
+
+// recordedNothing reports a query of a closed workflow that recorded no
+// events: it closed before its first workflow task completed, which
+// Temporal answers with WorkflowNotReady, now and ever.
+func recordedNothing(err error) bool {
+	var nr *serviceerror.WorkflowNotReady
+	return errors.As(err, &nr)
 }
 
 // page queries one run of the session (an earlier run: closed by continue-as-new).

@@ -165,6 +165,17 @@ describe("eve client against eve serve", { timeout: 600_000 }, () => {
     assert.deepEqual(await session.reset({ reason: "done" }), { previousSessionId: session.state.sessionId, status: "reset" });
   });
 
+  test("a terminated session: its snapshot still reads what it recorded, a send is 410", async () => {
+    const { response, session } = await client.sessions.create({ message: "what's the weather in Oslo" });
+    await response.result();
+    const before = await session.snapshot();
+    stack.terminate(session.state.sessionId, "operator: the test ends it");
+    const after = await session.snapshot();
+    assert.deepEqual(after.events.map((e) => e.meta.id), before.events.map((e) => e.meta.id));
+    assert.deepEqual(types(after.events).slice(-2), ["turn.completed", "session.waiting"]);
+    await assert.rejects(session.send("are you there?"), (err) => err instanceof ClientError && err.status === 410 && err.code === "session_ended" && /operator: the test ends it/.test(err.message));
+  });
+
   test("errors carry the protocol's code", async () => {
     const missing = client.sessions.attach("ses_does_not_exist");
     await assert.rejects(missing.send("hi"), (err) => err instanceof ClientError && err.status === 404 && err.code === "session_not_found");

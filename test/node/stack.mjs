@@ -161,7 +161,7 @@ function temporalBinary() {
 
 /**
  * A running stack. stop() ends every process it started.
- * @typedef {{ url: string, temporal: string, taskQueue: string, payloadStore: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}>, workflows: (prefix: string) => Promise<string> }} Stack
+ * @typedef {{ url: string, temporal: string, taskQueue: string, payloadStore: string, procs: any[], logs: string[], stop: () => Promise<void>, serve: (opts?: object) => Promise<{url: string, stop: () => Promise<void>}>, workflows: (prefix: string) => Promise<string>, terminate: (workflowId: string, reason: string) => void }} Stack
  */
 
 // Every process started here dies with this one, even when a test crashes.
@@ -276,6 +276,10 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
         out.push(`  ${id} ${w.status.replace(/^WORKFLOW_EXECUTION_STATUS_/, "")}, ${events.length} events, the last: ${last.join(" ")}`);
       }
       return out.join("\n");
+    },
+    /** Terminates a workflow, as an operator would (temporal workflow terminate). */
+    terminate(workflowId, reason) {
+      execFileSync(temporalBinary(), ["workflow", "terminate", "-w", workflowId, "--reason", reason, "--address", temporal], { encoding: "utf8", timeout: 30_000 });
     },
     async stop() {
       for (const p of [...procs].reverse()) await stopProc(p);
