@@ -463,7 +463,7 @@ func (s *Server) mapTemporalError(what, id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) && strings.Contains(nf.Message, "already completed") {
 		// A closed workflow the service could not describe.
-		return errorf(http.StatusGone, CodeSessionEnded, "session %s has ended: its workflow is closed. %s", id, startAfresh)
+		return errorf(http.StatusGone, CodeSessionEnded, "session %s has ended: its workflow is closed. %s", id, startAfresh(id))
 	}
 	if errors.Is(err, sessions.ErrNotFound) || (errors.As(err, &nf) && id != "") {
 		return errorf(http.StatusNotFound, CodeSessionNotFound, "session %s not found", id)
@@ -512,8 +512,10 @@ func (s *Server) mapTemporalError(what, id string, err error) error {
 	return errorf(http.StatusInternalServerError, CodeInternal, "could not %s: %v", what, err)
 }
 
-// startAfresh says what to do about an ended session.
-const startAfresh = "It takes no more messages, answers or controls; what it recorded stays readable (GET /eve/v1/session/{id}/stream?follow=false): start a new session (POST /eve/v1/session)."
+// startAfresh says what to do about ended session id.
+func startAfresh(id string) string {
+	return "It takes no more messages, answers or controls; what it recorded stays readable (GET /eve/v1/session/" + id + "/stream?follow=false): start a new session (POST /eve/v1/session)."
+}
 
 // endedError is 410 session_ended: the session's workflow closed (how, and
 // why when Temporal recorded a reason) and what to do.
@@ -522,7 +524,7 @@ func endedError(e *sessions.EndedError) *httpError {
 	if r := strings.TrimSpace(e.Reason); r != "" {
 		msg += " (" + strings.TrimRight(r, ".") + ")"
 	}
-	return errorf(http.StatusGone, CodeSessionEnded, "%s. %s", msg, startAfresh)
+	return errorf(http.StatusGone, CodeSessionEnded, "%s. %s", msg, startAfresh(e.SessionID))
 }
 
 // control runs one control operation.
