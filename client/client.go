@@ -96,9 +96,11 @@ func (e *Error) Error() string {
 var (
 	// ErrSessionNotFound: no session has that id (404 session_not_found).
 	ErrSessionNotFound = errors.New("session not found")
-	// ErrSessionEnded: the session's workflow closed abnormally (terminated,
-	// failed, timed out or canceled) and takes nothing more (410
-	// session_ended); Message says how and why. Start a new session.
+	// ErrSessionEnded: the session's workflow closed (its lifetime ended,
+	// or it was terminated, failed, timed out or canceled) and takes
+	// nothing more (410 session_ended); Message says how and why. What it
+	// recorded stays readable (Events; a Stream reads it and ends at its
+	// session.completed, or with this error). Start a new session.
 	ErrSessionEnded = errors.New("session ended")
 )
 
