@@ -312,10 +312,10 @@ func TestAPIStreamLargeSession(t *testing.T) {
 }
 
 // A session whose lifetime is over completes; what it recorded, its
-// session.completed last, stays readable over HTTP (a snapshot, the Go
-// client's Events, a stream that follows it from its start and ends
-// there), as eve keeps a session's events after it ends. A stream
-// followed from its end answers 410, and so does a message.
+// session.completed last, stays readable over HTTP (a stream that followed
+// it live, a snapshot, the Go client's Events, a stream that follows it
+// from its start and ends there), as eve keeps a session's events after it
+// ends. A stream followed from its end answers 410, and so does a message.
 func TestAPIEndedSessionStreamReadable(t *testing.T) {
 	env := limitedEnv(t, func(a *agent.Agent) { a.SessionLifetime = 2 * time.Second })
 	e := newAPIEnv(t, env, nil)
@@ -325,6 +325,18 @@ func TestAPIEndedSessionStreamReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := acc.SessionID
+	// An app that follows the session as its lifetime ends reads
+	// session.completed, whether its stream read it before the workflow
+	// closed or reconnected after.
+	live := e.C.Stream(ctx, id, 0, nil)
+	defer live.Close()
+	var followed []protocol.Event
+	for live.Next() {
+		followed = append(followed, live.Event())
+	}
+	if err := live.Err(); err != nil || !strings.HasSuffix(evetest.Join(followed), "session.waiting session.completed") {
+		t.Fatalf("a stream that followed it: %s, %v", evetest.Join(followed), err)
+	}
 	if err := env.Client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
 		t.Fatalf("session workflow: %v", err)
 	}
@@ -341,9 +353,9 @@ func TestAPIEndedSessionStreamReadable(t *testing.T) {
 			t.Fatalf("event %d: id %s, then %s", i, evs[i].Meta.ID, got[i].Meta.ID)
 		}
 	}
-	followed := e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex=1", nil, nil)
-	if followed.Status != http.StatusOK || bytes.Count(followed.Body, []byte(`"type":"`)) != len(evs)-1 || !bytes.Contains(followed.Body, []byte(`"type":"session.completed"`)) {
-		t.Fatalf("followed from 1: %d %s", followed.Status, followed.Body)
+	fromOne := e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex=1", nil, nil)
+	if fromOne.Status != http.StatusOK || bytes.Count(fromOne.Body, []byte(`"type":"`)) != len(evs)-1 || !bytes.Contains(fromOne.Body, []byte(`"type":"session.completed"`)) {
+		t.Fatalf("followed from 1: %d %s", fromOne.Status, fromOne.Body)
 	}
 	wantError(t, e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex="+strconv.Itoa(len(evs)), nil, nil), http.StatusGone, api.CodeSessionEnded, "completed")
 	wantError(t, e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": "hello again"}, nil), http.StatusGone, api.CodeSessionEnded, "completed")
