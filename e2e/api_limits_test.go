@@ -357,6 +357,10 @@ func TestAPIEndedSessionStreamReadable(t *testing.T) {
 	if fromOne.Status != http.StatusOK || bytes.Count(fromOne.Body, []byte(`"type":"`)) != len(evs)-1 || !bytes.Contains(fromOne.Body, []byte(`"type":"session.completed"`)) {
 		t.Fatalf("followed from 1: %d %s", fromOne.Status, fromOne.Body)
 	}
+	// It exports as a test (eve's stubs), as a session that still runs.
+	if r := e.do(t, "GET", "/eve/v1/session/"+id+"/export-stubs", nil, nil); r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte("get_weather")) {
+		t.Fatalf("export-stubs: %d %s", r.Status, r.Body)
+	}
 	wantError(t, e.do(t, "GET", "/eve/v1/session/"+id+"/stream?startIndex="+strconv.Itoa(len(evs)), nil, nil), http.StatusGone, api.CodeSessionEnded, "completed")
 	wantError(t, e.do(t, "POST", "/eve/v1/session/"+id, map[string]any{"message": "hello again"}, nil), http.StatusGone, api.CodeSessionEnded, "completed")
 }

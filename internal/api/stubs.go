@@ -64,11 +64,12 @@ func (s *Server) stubs(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
-	if _, err := s.authorize(ctx, id, ActionStubs, SessionAccess{}); err != nil {
+	// An ended session's recorded events verify as an open one's.
+	if _, _, err := s.authorizeEnded(ctx, id, ActionStubs, SessionAccess{}); err != nil {
 		s.fail(w, s.temporalError("verify the session's tool stubs", id, err))
 		return
 	}
-	evs, err := s.opts.Sessions.Events(ctx, id, 0)
+	evs, err := s.opts.Sessions.History(ctx, id)
 	if err != nil {
 		s.fail(w, s.temporalError("verify the session's tool stubs", id, err))
 		return
@@ -105,7 +106,8 @@ func (s *Server) exportStubs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 	defer cancel()
-	if _, err := s.authorize(ctx, id, ActionStream, SessionAccess{Caller: Caller(ctx)}); err != nil {
+	// An ended session (its lifetime over, say) exports what it recorded.
+	if _, _, err := s.authorizeEnded(ctx, id, ActionStream, SessionAccess{Caller: Caller(ctx)}); err != nil {
 		s.fail(w, s.temporalError("export the session's tool stubs", id, err))
 		return
 	}

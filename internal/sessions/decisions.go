@@ -54,50 +54,14 @@ func (s *Service) Decisions(ctx context.Context, id string) ([]protocol.Decision
 }
 
 // History reads every event of a session, open or closed (ended,
-// terminated: from its last run's history, for as long as the namespace
-// retains it).
+// terminated: what it recorded, ReadEnded, for as long as the namespace
+// retains its history).
 func (s *Service) History(ctx context.Context, id string) ([]protocol.Event, error) {
 	evs, err := s.Events(ctx, id, 0)
-	var ended *EndedError
-	if errors.As(err, &ended) {
-		evs, err = s.closedEvents(ctx, id, ended.RunID)
+	if errors.Is(err, ErrEnded) {
+		evs, err = s.events(ctx, id, 0, true)
 	}
 	return evs, err
-}
-
-// closedEvents reads every event of a closed session: its earlier runs,
-// then the closed run itself, page by page (a closed run answers queries
-// from its history).
-func (s *Service) closedEvents(ctx context.Context, id, runID string) ([]protocol.Event, error) {
-	last, err := s.page(ctx, id, runID, 0)
-	if err != nil {
-		return nil, err
-	}
-	var evs []protocol.Event
-	for _, r := range last.Runs {
-		for next := r.From; next < r.To; {
-			p, err := s.page(ctx, id, r.RunID, next)
-			if err != nil {
-				return nil, fmt.Errorf("events %d-%d of session %s (run %s): %w", r.From, r.To, id, r.RunID, err)
-			}
-			if len(p.Events) == 0 {
-				break
-			}
-			evs = append(evs, p.Events...)
-			next += len(p.Events)
-		}
-	}
-	p := last
-	for {
-		evs = append(evs, p.Events...)
-		next := p.From + len(p.Events)
-		if len(p.Events) == 0 || next >= p.Total {
-			return evs, nil
-		}
-		if p, err = s.page(ctx, id, runID, next); err != nil {
-			return nil, err
-		}
-	}
 }
 
 // DecisionSession is a session an export across sessions reads, with its

@@ -255,14 +255,24 @@ func (s *Service) SendOnce(ctx context.Context, id, updateID string, req signals
 // from the tail, as in Read). It reads page after page and holds them all
 // in memory: readers of long sessions should page with Read and ReadNext.
 func (s *Service) Events(ctx context.Context, id string, from int) ([]protocol.Event, error) {
-	p, err := s.Read(ctx, id, from)
+	return s.events(ctx, id, from, false)
+}
+
+// events is Events; ended: of a closed session (ReadEnded).
+func (s *Service) events(ctx context.Context, id string, from int, ended bool) ([]protocol.Event, error) {
+	p, err := s.readFrom(ctx, id, from, ended)
 	if err != nil {
 		return nil, err
 	}
 	evs := p.Events
 	end := p.Total
 	for next := p.Next(); next < end; next = p.Next() {
-		if p, err = s.ReadNext(ctx, id, next, p); err != nil {
+		if ended {
+			p, err = s.ReadEnded(ctx, id, next)
+		} else {
+			p, err = s.ReadNext(ctx, id, next, p)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(p.Events) == 0 {
