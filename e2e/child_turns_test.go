@@ -86,7 +86,7 @@ func TestTerminatedTurnFreesSession(t *testing.T) {
 	if err := env.Client.TerminateWorkflow(ctx, id+"/turn_0", "", "operator"); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitFor(t, env, id, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
+	evs := waitWithin(t, env, id, terminatedTurnBound, func(evs []protocol.Event) bool { return evs[len(evs)-1].Type == protocol.SessionWaiting })
 	if len(evs) < len(before) {
 		t.Fatalf("%d events before, %d after", len(before), len(evs))
 	}

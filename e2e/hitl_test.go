@@ -487,13 +487,21 @@ func waitFor(t *testing.T, env *evetest.Env, id string, ok func([]protocol.Event
 	return waitWithin(t, env, id, 20*time.Second, ok)
 }
 
+// terminatedTurnBound bounds the wait for a session whose turn an operator
+// terminated: its workflow task reads the turn's events by a query, in a
+// local activity, which a loaded machine answered in more than 10 s.
+const terminatedTurnBound = time.Minute
+
 // waitWithin is waitFor with its own bound (a worker's restart, say:
 // sticky queues and heartbeats time out first).
 func waitWithin(t *testing.T, env *evetest.Env, id string, bound time.Duration, ok func([]protocol.Event) bool) []protocol.Event {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		evs := env.Events(env.Ctx(10*time.Second), id)
+		// A read may wait for the session's workflow task (one holding a
+		// local activity answers queries when it ends): it gets the time
+		// left, so only the bound decides the wait.
+		evs := env.Events(env.Ctx(max(10*time.Second, time.Until(deadline))), id)
 		if len(evs) > 0 && ok(evs) {
 			return evs
 		}

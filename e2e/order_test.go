@@ -208,7 +208,7 @@ func TestTerminatedTurnsTakenMessagesRunFirst(t *testing.T) {
 	if err := d.Client.TerminateWorkflow(ctx, signals.TurnWorkflowID(id, "turn_0"), "", "operator"); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitFor(t, d.Env, id, func(evs []protocol.Event) bool {
+	evs := waitWithin(t, d.Env, id, terminatedTurnBound, func(evs []protocol.Event) bool {
 		return len(evetest.Of(evs, protocol.MessageReceived)) == 4 && evs[len(evs)-1].Type == protocol.SessionWaiting
 	})
 	msgs, turns := readOrder(evs, firstWord)

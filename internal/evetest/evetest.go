@@ -200,7 +200,9 @@ func (e *Env) WaitIdle(sessionID string) []protocol.Event {
 	e.T.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		evs := e.Events(e.Ctx(10*time.Second), sessionID)
+		// Each read gets the time left (at least 10 s): a read waits for
+		// a workflow task that holds a local activity.
+		evs := e.Events(e.Ctx(max(10*time.Second, time.Until(deadline))), sessionID)
 		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.SessionWaiting {
 			return evs
 		}
