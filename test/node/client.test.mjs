@@ -4,7 +4,7 @@ import "./polyfill.mjs";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, ClientError } from "eve/client";
-import { bounded, cleanupBinaries, startStack, waitUntil } from "./stack.mjs";
+import { bounded, cleanupBinaries, startStack, waitUntil, within } from "./stack.mjs";
 
 /** @type {import("./stack.mjs").Stack} */
 let stack;
@@ -231,7 +231,15 @@ describe("messages in the order the session accepted them", { timeout: 300_000 }
   async function sendAll(session, texts, options) {
     const responses = [];
     const id = session.state.sessionId;
-    const state = async () => `session ${id}, ${responses.length} of ${texts.length} sends answered; its stream:\n${await streamOf(session)}\nits workflows:\n${await stack.workflows(id)}`;
+    const part = async (what, read) => {
+      try {
+        return await within(read(), 20_000, what);
+      } catch (err) {
+        return `(${what} could not be read: ${err.message})`;
+      }
+    };
+    const state = async () =>
+      `session ${id}, ${responses.length} of ${texts.length} sends answered; its stream:\n${await part("its stream", () => streamOf(session))}\nits workflows:\n${await part("its workflows", () => stack.workflows(id))}`;
     for (const text of texts) responses.push(await bounded(session.send(text, options), 60_000, `send ${responses.length + 1}`, state));
     return await bounded(Promise.all(responses.map((r) => r.result())), 120_000, "the sends' result()", state);
   }

@@ -75,13 +75,28 @@ export async function waitUntil(fn, { timeoutMs = 60_000, everyMs = 25 } = {}) {
  * it, fails with what explain() says of the state it waited on, so a hang
  * in CI says where it stuck instead of timing its test out.
  */
+/** p, or a rejection naming what once ms have passed. */
+export async function within(p, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function bounded(p, ms, what, explain) {
   let timer;
   const late = new Promise((_, reject) => {
     timer = setTimeout(async () => {
+      // What explains the hang is read within a bound of its own: a
+      // stalled server must not hold the failure back.
       let state;
       try {
-        state = await explain();
+        state = await within(explain(), 60_000, "its state");
       } catch (err) {
         state = `(its state could not be read: ${err.message})`;
       }
@@ -262,12 +277,18 @@ export async function startStack({ leaseSeconds = 1, apiKey } = {}) {
      * in a test left on the server.
      */
     async workflows(prefix) {
-      const temporalCLI = (...args) => execFileSync(temporalBinary(), [...args, "--address", temporal, "-o", "json"], { encoding: "utf8", maxBuffer: 1 << 28, timeout: 30_000 });
+      const temporalCLI = (...args) => execFileSync(temporalBinary(), [...args, "--address", temporal, "-o", "json"], { encoding: "utf8", maxBuffer: 1 << 28, timeout: 10_000 });
       const list = JSON.parse(temporalCLI("workflow", "list", "--query", `WorkflowId STARTS_WITH "${prefix}"`) || "[]");
       const out = [];
       for (const w of list) {
         const id = w.execution.workflowId;
-        const { events = [] } = JSON.parse(temporalCLI("workflow", "show", "-w", id));
+        let events = [];
+        try {
+          ({ events = [] } = JSON.parse(temporalCLI("workflow", "show", "-w", id)));
+        } catch (err) {
+          out.push(`  ${id} ${w.status}: its history could not be read (${err.message.split("\n")[0]})`);
+          continue;
+        }
         const last = events.slice(-6).map((e) => {
           const failed = e.workflowTaskFailedEventAttributes;
           const type = e.eventType.replace(/^EVENT_TYPE_/, "");
