@@ -70,16 +70,14 @@ export async function waitUntil(fn, { timeoutMs = 60_000, everyMs = 25 } = {}) {
   }
 }
 
-/**
- * Awaits p for at most ms (a bound for a loaded machine, not a pace). Past
- * it, fails with what explain() says of the state it waited on, so a hang
- * in CI says where it stuck instead of timing its test out.
- */
-/** p, or a rejection naming what once ms have passed. */
+/** The rejection of a wait that ran out of time (within). */
+class Late extends Error {}
+
+/** p, or a rejection (Late) naming what once ms have passed. */
 export async function within(p, ms, what) {
   let timer;
   const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => reject(new Late(`${what}: no answer in ${ms / 1000} s`)), ms);
   });
   try {
     return await Promise.race([p, late]);
@@ -88,25 +86,25 @@ export async function within(p, ms, what) {
   }
 }
 
+/**
+ * Awaits p for at most ms (a bound for a loaded machine, not a pace). Past
+ * it, fails with what explain() says of the state it waited on, so a hang
+ * in CI says where it stuck instead of timing its test out. That is read
+ * within a bound of its own: a stalled server must not hold the failure
+ * back.
+ */
 export async function bounded(p, ms, what, explain) {
-  let timer;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(async () => {
-      // What explains the hang is read within a bound of its own: a
-      // stalled server must not hold the failure back.
-      let state;
-      try {
-        state = await within(explain(), 60_000, "its state");
-      } catch (err) {
-        state = `(its state could not be read: ${err.message})`;
-      }
-      reject(new Error(`${what}: no answer in ${ms / 1000} s\n${state}`));
-    }, ms);
-  });
   try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
+    return await within(p, ms, what);
+  } catch (err) {
+    if (!(err instanceof Late)) throw err;
+    let state;
+    try {
+      state = await within(explain(), 60_000, "its state");
+    } catch (e) {
+      state = `(its state could not be read: ${e.message})`;
+    }
+    throw new Error(`${err.message}\n${state}`);
   }
 }
 
