@@ -14,6 +14,9 @@ SHELL := /bin/bash
 GO ?= go
 TEMPORAL_CLI_VERSION := v1.5.1
 TEMPORAL_CLI_MODULE := github.com/temporalio/cli/cmd/temporal
+# The module that pins it, and the SQLite driver its dev server runs on
+# (test/temporal-cli/go.mod says why).
+TEMPORAL_CLI_BUILD := test/temporal-cli
 
 # The dev-server binary the other targets need ($EVE_TEMPORAL_BIN wins).
 TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
@@ -22,12 +25,13 @@ TEMPORAL_BIN := $(if $(EVE_TEMPORAL_BIN),$(EVE_TEMPORAL_BIN),bin/temporal)
 
 all: build
 
-# Built only when absent. Installed into a temporary directory first so an
-# interrupted build never leaves a half-written bin/temporal behind.
-bin/temporal:
-	@echo "Building the Temporal CLI $(TEMPORAL_CLI_VERSION) (dev server) into ./bin from the Go module proxy; this takes a few minutes once..."
+# Built when absent or when its pins change. Built into a temporary
+# directory first so an interrupted build never leaves a half-written
+# bin/temporal behind.
+bin/temporal: $(TEMPORAL_CLI_BUILD)/go.mod $(TEMPORAL_CLI_BUILD)/go.sum
+	@echo "Building the Temporal CLI $(TEMPORAL_CLI_VERSION) (dev server) into ./bin from the Go module proxy ($(TEMPORAL_CLI_BUILD)/go.mod); this takes a few minutes once..."
 	@rm -rf bin/.temporal-tmp && mkdir -p bin/.temporal-tmp
-	GOBIN=$(CURDIR)/bin/.temporal-tmp $(GO) install $(TEMPORAL_CLI_MODULE)@$(TEMPORAL_CLI_VERSION)
+	cd $(TEMPORAL_CLI_BUILD) && $(GO) build -o $(CURDIR)/bin/.temporal-tmp/temporal $(TEMPORAL_CLI_MODULE)
 	@mv bin/.temporal-tmp/temporal bin/temporal && rm -rf bin/.temporal-tmp
 	@echo "bin/temporal ready."
 

@@ -3,7 +3,8 @@
 // v1.29.1) for `eve dev`, tests and benchmarks.
 //
 // The server is a separate binary built from the Go module proxy into ./bin
-// (`make bin/temporal`); this package never downloads anything. Embedding the
+// (`make bin/temporal`, as test/temporal-cli/go.mod pins it: the CLI with a
+// newer SQLite driver); this package never downloads anything. Embedding the
 // server as a Go library does not build beside SDK v1.51 (see docs/architecture.md).
 //
 // Every server started here runs in its own process group and, on Linux, is
