@@ -3,6 +3,7 @@ package devserver_test
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
@@ -328,4 +329,42 @@ func isZombie(pid int) bool {
 		return s[i+2] == 'Z'
 	}
 	return false
+}
+
+// The repository's bin/temporal runs its dev server on a SQLite driver that
+// recovers from an interrupted operation (test/temporal-cli/go.mod): with
+// modernc.org/sqlite v1.34.1, which `go install` of the CLI takes, one could
+// leave the server's only connection interrupted for good, and every later
+// request failed.
+func TestBuiltCLISQLiteDriver(t *testing.T) {
+	if os.Getenv(devserver.BinaryEnv) != "" {
+		t.Skipf("$%s names the CLI: it may be built elsewhere", devserver.BinaryEnv)
+	}
+	bin, err := devserver.FindBinary()
+	if err != nil {
+		t.Skipf("no bin/temporal: %v", err)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatalf("the build of %s: %v", bin, err)
+	}
+	for _, d := range info.Deps {
+		if d.Path == "modernc.org/sqlite" {
+			if !atLeast(d.Version, 1, 44, 3) {
+				t.Fatalf("%s runs on modernc.org/sqlite %s; want v1.44.3 or later: rebuild it with `rm bin/temporal && make bin/temporal`", bin, d.Version)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s was built without modernc.org/sqlite", bin)
+}
+
+// atLeast reports whether version v (vMAJOR.MINOR.PATCH) is at least
+// major.minor.patch.
+func atLeast(v string, major, minor, patch int) bool {
+	var got [3]int
+	if _, err := fmt.Sscanf(v, "v%d.%d.%d", &got[0], &got[1], &got[2]); err != nil {
+		return false
+	}
+	return slices.Compare(got[:], []int{major, minor, patch}) >= 0
 }
