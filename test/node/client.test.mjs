@@ -220,6 +220,11 @@ describe("messages in the order the session accepted them", { timeout: 300_000 }
     return { received, replies };
   }
 
+  // A session and its events as the tests read them, each within a bound:
+  // a server that stops answering fails the test, not its describe.
+  const created = () => within(client.sessions.create(), 60_000, "a session's create");
+  const eventsOf = async (session) => (await within(session.snapshot(), 60_000, `the snapshot of ${session.state.sessionId}`)).events;
+
   /** The session's stream, an event a line (its type, turn and delivery ids): what a hang left. */
   async function streamOf(session) {
     const { events } = await session.snapshot();
@@ -245,20 +250,20 @@ describe("messages in the order the session accepted them", { timeout: 300_000 }
   }
 
   test("five queued sends: each result() is its own message's reply, in order", async () => {
-    const { session } = await client.sessions.create();
+    const { session } = await created();
     const texts = cities.slice(0, 5).map((c) => weather(c));
     const results = await sendAll(session, texts, { turnPolicy: "queue" });
     results.forEach((r, i) => assert.match(r.message ?? "", new RegExp(`in ${cities[i]}\\.$`), `result ${i + 1}`));
-    const { received } = reads((await session.snapshot()).events);
+    const { received } = reads(await eventsOf(session));
     assert.deepEqual(received.map((e) => e.data.message), texts);
     assert.deepEqual(received.map((e) => e.data.turnId), ["turn_0", "turn_1", "turn_2", "turn_3", "turn_4"]);
   });
 
   test("five steering sends: read in the order accepted, each result() the reply of the turn that read it", async () => {
-    const { session } = await client.sessions.create();
+    const { session } = await created();
     const texts = cities.slice(0, 5).map((c) => weather(c));
     const results = await sendAll(session, texts);
-    const { received, replies } = reads((await session.snapshot()).events);
+    const { received, replies } = reads(await eventsOf(session));
     assert.deepEqual(received.map((e) => e.data.message), texts);
     received.forEach((e, i) => assert.equal(results[i].message, replies.get(e.data.turnId), `message ${i + 1}, read by ${e.data.turnId}`));
   });
@@ -266,10 +271,10 @@ describe("messages in the order the session accepted them", { timeout: 300_000 }
   test("nine steering sends, 200 KB ones among them, read in order in 20 of 20 runs", async () => {
     const pad = "x".repeat(200 * 1024) + " ";
     for (let run = 0; run < 20; run++) {
-      const { session } = await client.sessions.create();
+      const { session } = await created();
       const texts = cities.map((c, i) => weather(c, (i + run) % 3 === 1 ? pad : ""));
       const results = await sendAll(session, texts);
-      const { received, replies } = reads((await session.snapshot()).events);
+      const { received, replies } = reads(await eventsOf(session));
       assert.deepEqual(received.map((e) => e.data.message.slice(-40)), texts.map((t) => t.slice(-40)), `run ${run + 1}`);
       received.forEach((e, i) => assert.equal(results[i].message, replies.get(e.data.turnId), `run ${run + 1}, message ${i + 1}, read by ${e.data.turnId}`));
     }
