@@ -191,13 +191,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	readOn := func(end int) (ok bool) {
 		for end < 0 || cursor < end {
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
-			var next sessions.Page
-			var err error
-			if closed != nil {
-				next, err = s.opts.Sessions.ReadEnded(rctx, id, cursor)
-			} else {
-				next, err = s.opts.Sessions.ReadNext(rctx, id, cursor, page)
-			}
+			next, err := s.opts.Sessions.ReadNext(rctx, id, cursor, page) // a closed session's page reads on as one
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, sessions.ErrNotFound) && !errors.Is(err, sessions.ErrEnded) {

@@ -267,12 +267,7 @@ func (s *Service) events(ctx context.Context, id string, from int, ended bool) (
 	evs := p.Events
 	end := p.Total
 	for next := p.Next(); next < end; next = p.Next() {
-		if ended {
-			p, err = s.ReadEnded(ctx, id, next)
-		} else {
-			p, err = s.ReadNext(ctx, id, next, p)
-		}
-		if err != nil {
+		if p, err = s.ReadNext(ctx, id, next, p); err != nil {
 			return nil, err
 		}
 		if len(p.Events) == 0 {

@@ -379,6 +379,16 @@ func TestEndedAndUnknownSessions(t *testing.T) {
 	if !strings.Contains(err.Error(), "terminated: Workflow history size exceeds limit.") {
 		t.Fatalf("message %q", err)
 	}
+	// What it recorded reads page by page, its cut-short turn included:
+	// ReadNext reads on from a page of its record (Ended) as ReadEnded.
+	if p, err := s.ReadEnded(ctx, "ses_1", 0); err != nil || !p.Ended || !p.More() {
+		t.Fatalf("ReadEnded: ended %v, more %v, %v; want a first page of the record", p.Ended, p.More(), err)
+	}
+	history, err := s.History(ctx, "ses_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, history, f.all())
 
 	for what, call := range map[string]func() error{
 		"read": func() error { _, err := s.Read(ctx, "ses_unknown", 0); return err },

@@ -35,6 +35,9 @@ type Page struct {
 	// Turn locates the running turn's events (nil when none runs); pass
 	// the page to ReadNext to read both logs at once next time.
 	Turn *TurnCursor
+	// Ended: the page is of a closed session's record (ReadEnded), which
+	// ReadNext reads on.
+	Ended bool
 }
 
 // TurnCursor says where a running turn's events are: in workflow
@@ -112,8 +115,12 @@ func (s *Service) readRetry(ctx context.Context, id string, from int, ended bool
 // ReadNext is Read(ctx, id, from) for a reader that polls: when the
 // previous page saw a running turn, it queries the session and that turn
 // at the same time (one round trip instead of two), and falls back to Read
-// when the session says the turn has changed.
+// when the session says the turn has changed. After a page of a closed
+// session's record (prev.Ended) it is ReadEnded.
 func (s *Service) ReadNext(ctx context.Context, id string, from int, prev Page) (Page, error) {
+	if prev.Ended {
+		return s.ReadEnded(ctx, id, from)
+	}
 	if prev.Turn == nil || from < 0 {
 		return s.Read(ctx, id, from)
 	}
@@ -146,7 +153,7 @@ type turnRead struct {
 func (s *Service) read(ctx context.Context, id string, from int, ended bool, prefetched func(TurnCursor) (turnRead, bool)) (Page, bool, error) {
 	v, err := s.queryRun(ctx, id, ended, signals.QueryEvents, signals.EventsQuery{From: from})
 	if ended && recordedNothing(err) {
-		return Page{From: from}, false, nil
+		return Page{From: from, Ended: true}, false, nil
 	}
 	if err != nil {
 		return Page{}, false, err
@@ -155,7 +162,7 @@ func (s *Service) read(ctx context.Context, id string, from int, ended bool, pre
 	if err := v.Get(&sp); err != nil {
 		return Page{}, false, fmt.Errorf("decode events of session %s: %w", id, err)
 	}
-	p := Page{From: from, Total: sp.Total}
+	p := Page{From: from, Total: sp.Total, Ended: ended}
 	budget := signals.MaxEventsPageBytes
 	if from < sp.From {
 		// Events recorded before a continue-as-new are read from their
